@@ -1,0 +1,360 @@
+//! The queue between the reflector and the informer: client-go's `DeltaFIFO`.
+//!
+//! Every key has a list of deltas (what happened to it, oldest first); keys are popped in
+//! the order they first entered the queue, and a pop hands the key's whole delta list to the
+//! process function, so the consumer sees every state an object went through since it last
+//! looked.
+//!
+//! Rules, as in client-go (each has a test below):
+//! - `replace` (a relist) queues `Replaced` (or `Sync`) for every listed object, and
+//!   `Deleted(DeletedFinalStateUnknown)` for every key that is known — in the indexer or in
+//!   the queue — but absent from the list: the delete that the watch missed.
+//! - Two consecutive deletes of a key collapse into one, keeping the one with more
+//!   information: a real delete beats a tombstone.
+//! - `resync` queues `Sync` for every known object, except keys that still have queued
+//!   deltas (those are about to be delivered anyway, with newer state).
+//! - `has_synced` becomes true once the items of the first `replace` have been popped.
+//!   (client-go also counts an `add`/`update`/`delete` that arrives before any replace as the
+//!   initial population; wink counts it too, and waits until it has been popped.)
+//! - A process function that returns [`ProcessError::Requeue`] puts the deltas back unless
+//!   newer deltas for the key arrived meanwhile.
+//! - `close` wakes every popper, which then returns [`FifoClosed`].
+//!
+//! The process function runs with the queue's lock held (as in client-go), so `has_synced`
+//! cannot turn true before the last initial item has been fully processed.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use super::indexer::Indexer;
+use super::object::Object;
+
+/// What happened to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeltaType {
+    /// Created (seen by a watch).
+    Added,
+    /// Changed (seen by a watch).
+    Updated,
+    /// Deleted (seen by a watch, or inferred by a relist).
+    Deleted,
+    /// Listed again by a relist.
+    Replaced,
+    /// Re-delivered by a periodic resync.
+    Sync,
+}
+
+/// The object a delta carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeltaObject {
+    /// The object's state.
+    Object(Object),
+    /// A delete inferred on relist: the object was gone from the list, so its final state is
+    /// unknown; `obj` is the last state the informer knew.
+    DeletedFinalStateUnknown {
+        /// The object's key.
+        key: String,
+        /// The last known state.
+        obj: Object,
+    },
+}
+
+impl DeltaObject {
+    /// The object (for a tombstone, the last known state).
+    pub fn object(&self) -> &Object {
+        match self {
+            Self::Object(obj) | Self::DeletedFinalStateUnknown { obj, .. } => obj,
+        }
+    }
+
+    /// Whether this is a tombstone.
+    pub fn is_tombstone(&self) -> bool {
+        matches!(self, Self::DeletedFinalStateUnknown { .. })
+    }
+}
+
+/// One change to one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delta {
+    /// What happened.
+    pub kind: DeltaType,
+    /// The object it happened to.
+    pub obj: DeltaObject,
+}
+
+/// Returned by [`DeltaFifo::pop`] once the queue is closed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("DeltaFIFO is closed")]
+pub struct FifoClosed;
+
+/// Failure of a process function.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// Put the deltas back (unless newer ones arrived) and report this error.
+    #[error("requeued: {0}")]
+    Requeue(String),
+    /// Drop the deltas and report this error.
+    #[error("{0}")]
+    Failed(String),
+}
+
+#[derive(Default)]
+struct State {
+    items: HashMap<String, Vec<Delta>>,
+    queue: VecDeque<String>,
+    populated: bool,
+    initial_population_count: usize,
+    closed: bool,
+}
+
+impl State {
+    fn has_synced(&self) -> bool {
+        self.populated && self.initial_population_count == 0
+    }
+
+    fn queue_action(&mut self, kind: DeltaType, obj: DeltaObject) {
+        let key = match &obj {
+            DeltaObject::Object(o) => o.key().to_owned(),
+            DeltaObject::DeletedFinalStateUnknown { key, .. } => key.clone(),
+        };
+        let deltas = match self.items.get_mut(&key) {
+            Some(deltas) => deltas,
+            None => {
+                self.queue.push_back(key.clone());
+                self.items.entry(key).or_default()
+            }
+        };
+        deltas.push(Delta { kind, obj });
+        dedup_deltas(deltas);
+    }
+
+    /// Marks the first population when it happens through add/update/delete.
+    fn populate_by_event(&mut self, key: &str) {
+        if !self.populated {
+            self.populated = true;
+            self.initial_population_count = usize::from(self.items.contains_key(key));
+        }
+    }
+}
+
+/// Collapses two trailing deletes into the more informative one.
+fn dedup_deltas(deltas: &mut Vec<Delta>) {
+    let n = deltas.len();
+    if n < 2 {
+        return;
+    }
+    let (a, b) = (&deltas[n - 2], &deltas[n - 1]);
+    if a.kind != DeltaType::Deleted || b.kind != DeltaType::Deleted {
+        return;
+    }
+    if b.obj.is_tombstone() {
+        // Keep the older, real delete: it carries the final state.
+        deltas.pop();
+    } else {
+        deltas.remove(n - 2);
+    }
+}
+
+/// A queue of per-key delta lists, popped in FIFO order of keys.
+#[doc(alias = "DeltaFIFO")]
+pub struct DeltaFifo {
+    state: Mutex<State>,
+    notify: Notify,
+    known: Option<Arc<Indexer>>,
+    emit_replaced: bool,
+}
+
+impl std::fmt::Debug for DeltaFifo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("DeltaFifo").field("queued", &state.queue.len()).field("synced", &state.has_synced()).finish()
+    }
+}
+
+impl DeltaFifo {
+    /// A queue whose deletion detection consults `known` (the informer's indexer).
+    /// `emit_replaced` makes a relist queue `Replaced` rather than `Sync` deltas.
+    pub fn new(known: Option<Arc<Indexer>>, emit_replaced: bool) -> Self {
+        Self { state: Mutex::new(State::default()), notify: Notify::new(), known, emit_replaced }
+    }
+
+    fn wake(&self) {
+        self.notify.notify_one();
+    }
+
+    /// Queues an `Added` delta.
+    pub fn add(&self, obj: Object) {
+        let mut state = self.state.lock();
+        let key = obj.key().to_owned();
+        state.queue_action(DeltaType::Added, DeltaObject::Object(obj));
+        state.populate_by_event(&key);
+        drop(state);
+        self.wake();
+    }
+
+    /// Queues an `Updated` delta.
+    pub fn update(&self, obj: Object) {
+        let mut state = self.state.lock();
+        let key = obj.key().to_owned();
+        state.queue_action(DeltaType::Updated, DeltaObject::Object(obj));
+        state.populate_by_event(&key);
+        drop(state);
+        self.wake();
+    }
+
+    /// Queues a `Deleted` delta, unless the key is neither known nor queued (nothing to
+    /// delete).
+    pub fn delete(&self, obj: Object) {
+        let mut state = self.state.lock();
+        let key = obj.key().to_owned();
+        let known = self.known.as_ref().is_some_and(|k| k.get_by_key(&key).is_some());
+        if !known && !state.items.contains_key(&key) {
+            return;
+        }
+        state.queue_action(DeltaType::Deleted, DeltaObject::Object(obj));
+        state.populate_by_event(&key);
+        drop(state);
+        self.wake();
+    }
+
+    /// A relist: queues `Replaced`/`Sync` for every listed object and a
+    /// `DeletedFinalStateUnknown` delete for every known or queued key missing from `list`.
+    #[doc(alias = "Replace")]
+    pub fn replace(&self, list: Vec<Object>, _resource_version: &str) {
+        let mut state = self.state.lock();
+        let kind = if self.emit_replaced { DeltaType::Replaced } else { DeltaType::Sync };
+        let mut keys = HashSet::with_capacity(list.len());
+        for obj in list {
+            keys.insert(obj.key().to_owned());
+            state.queue_action(kind, DeltaObject::Object(obj));
+        }
+        let mut deletions = 0;
+        // Keys still in the queue but not listed: their newest state is the best we know.
+        let queued: Vec<(String, Object)> = state
+            .items
+            .iter()
+            .filter(|(key, _)| !keys.contains(*key))
+            .filter_map(|(key, deltas)| deltas.last().map(|d| (key.clone(), d.obj.object().clone())))
+            .collect();
+        for (key, obj) in queued {
+            deletions += 1;
+            state.queue_action(DeltaType::Deleted, DeltaObject::DeletedFinalStateUnknown { key, obj });
+        }
+        if let Some(known) = &self.known {
+            for key in known.list_keys() {
+                if keys.contains(&key) || state.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                    continue;
+                }
+                let Some(obj) = known.get_by_key(&key) else { continue };
+                deletions += 1;
+                state.queue_action(DeltaType::Deleted, DeltaObject::DeletedFinalStateUnknown { key, obj });
+            }
+        }
+        if !state.populated {
+            state.populated = true;
+            state.initial_population_count = keys.len() + deletions;
+        }
+        drop(state);
+        self.wake();
+    }
+
+    /// A periodic resync: queues `Sync` for every known object whose key has no queued deltas.
+    #[doc(alias = "Resync")]
+    pub fn resync(&self) {
+        let Some(known) = &self.known else { return };
+        let mut state = self.state.lock();
+        let mut queued_any = false;
+        for key in known.list_keys() {
+            if state.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                continue;
+            }
+            if let Some(obj) = known.get_by_key(&key) {
+                state.queue_action(DeltaType::Sync, DeltaObject::Object(obj));
+                queued_any = true;
+            }
+        }
+        drop(state);
+        if queued_any {
+            self.wake();
+        }
+    }
+
+    /// Waits for a key, removes it with its deltas and calls `process(deltas,
+    /// is_in_initial_list)` with the queue locked. Returns [`FifoClosed`] once closed and empty
+    /// of waiters' work.
+    pub async fn pop<F>(&self, process: F) -> Result<Result<(), ProcessError>, FifoClosed>
+    where
+        F: FnOnce(Vec<Delta>, bool) -> Result<(), ProcessError>,
+    {
+        loop {
+            let notified = self.notify.notified();
+            {
+                let mut state = self.state.lock();
+                if state.closed {
+                    return Err(FifoClosed);
+                }
+                while let Some(key) = state.queue.pop_front() {
+                    let Some(deltas) = state.items.remove(&key) else { continue };
+                    let is_in_initial_list = !state.has_synced();
+                    if state.initial_population_count > 0 {
+                        state.initial_population_count -= 1;
+                    }
+                    let result = process(deltas.clone(), is_in_initial_list);
+                    if let Err(ProcessError::Requeue(_)) = &result
+                        && !state.items.contains_key(&key)
+                    {
+                        state.queue.push_back(key.clone());
+                        state.items.insert(key, deltas);
+                    }
+                    return Ok(result);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Closes the queue: current and future pops return [`FifoClosed`].
+    pub fn close(&self) {
+        self.state.lock().closed = true;
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    /// Whether the initial population has been popped.
+    #[doc(alias = "HasSynced")]
+    pub fn has_synced(&self) -> bool {
+        self.state.lock().has_synced()
+    }
+
+    /// Keys with queued deltas, in pop order.
+    pub fn list_keys(&self) -> Vec<String> {
+        self.state.lock().queue.iter().cloned().collect()
+    }
+
+    /// The queued deltas of a key.
+    pub fn deltas(&self, key: &str) -> Option<Vec<Delta>> {
+        self.state.lock().items.get(key).cloned()
+    }
+
+    /// Number of keys queued.
+    pub fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+#[path = "delta_fifo_tests.rs"]
+mod tests;

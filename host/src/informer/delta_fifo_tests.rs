@@ -1,0 +1,207 @@
+//! Unit tests of the DeltaFIFO rules, one per rule.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::informer::test_support::pod;
+
+fn kinds(deltas: &[Delta]) -> Vec<DeltaType> {
+    deltas.iter().map(|d| d.kind).collect()
+}
+
+async fn pop_all(fifo: &DeltaFifo) -> Vec<(String, Vec<Delta>, bool)> {
+    let mut out = Vec::new();
+    while !fifo.is_empty() {
+        fifo.pop(|deltas, initial| {
+            out.push((deltas[0].obj.object().key().to_owned(), deltas, initial));
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    }
+    out
+}
+
+#[tokio::test]
+async fn keys_pop_in_fifo_order_with_all_their_deltas() {
+    let fifo = DeltaFifo::new(None, true);
+    fifo.add(pod("ns", "a", 1));
+    fifo.add(pod("ns", "b", 2));
+    fifo.update(pod("ns", "a", 3));
+    let popped = pop_all(&fifo).await;
+    assert_eq!(popped.len(), 2);
+    assert_eq!(popped[0].0, "ns/a");
+    assert_eq!(kinds(&popped[0].1), [DeltaType::Added, DeltaType::Updated]);
+    assert_eq!(popped[0].1[1].obj.object().resource_version(), "3");
+    assert_eq!(popped[1].0, "ns/b");
+}
+
+#[tokio::test]
+async fn replace_queues_tombstones_for_known_keys_missing_from_the_list() {
+    let known = Arc::new(Indexer::new());
+    known.add(pod("ns", "kept", 1));
+    known.add(pod("ns", "gone", 1));
+    let fifo = DeltaFifo::new(Some(known), true);
+    fifo.replace(vec![pod("ns", "kept", 2)], "2");
+    let kept = fifo.deltas("ns/kept").unwrap();
+    assert_eq!(kinds(&kept), [DeltaType::Replaced]);
+    let gone = fifo.deltas("ns/gone").unwrap();
+    assert_eq!(gone.len(), 1);
+    assert_eq!(gone[0].kind, DeltaType::Deleted);
+    match &gone[0].obj {
+        DeltaObject::DeletedFinalStateUnknown { key, obj } => {
+            assert_eq!(key, "ns/gone");
+            assert_eq!(obj.resource_version(), "1", "tombstone carries the last known state");
+        }
+        other => panic!("expected a tombstone, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn replace_queues_tombstones_for_queued_keys_missing_from_the_list() {
+    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), true);
+    fifo.add(pod("ns", "queued", 5));
+    fifo.replace(vec![], "6");
+    let deltas = fifo.deltas("ns/queued").unwrap();
+    assert_eq!(kinds(&deltas), [DeltaType::Added, DeltaType::Deleted]);
+    assert!(deltas[1].obj.is_tombstone());
+    assert_eq!(deltas[1].obj.object().resource_version(), "5");
+}
+
+#[tokio::test]
+async fn replace_emits_sync_when_replaced_is_not_requested() {
+    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), false);
+    fifo.replace(vec![pod("ns", "a", 1)], "1");
+    assert_eq!(kinds(&fifo.deltas("ns/a").unwrap()), [DeltaType::Sync]);
+}
+
+#[tokio::test]
+async fn consecutive_deletes_dedupe_keeping_the_real_delete() {
+    let known = Arc::new(Indexer::new());
+    known.add(pod("ns", "a", 1));
+    let fifo = DeltaFifo::new(Some(known), true);
+    // A real delete, then a relist that no longer lists the object (a tombstone).
+    fifo.delete(pod("ns", "a", 2));
+    fifo.replace(vec![], "3");
+    let deltas = fifo.deltas("ns/a").unwrap();
+    assert_eq!(deltas.len(), 1);
+    assert!(!deltas[0].obj.is_tombstone(), "the real delete wins over the tombstone");
+    assert_eq!(deltas[0].obj.object().resource_version(), "2");
+}
+
+#[tokio::test]
+async fn consecutive_real_deletes_keep_the_newest() {
+    let known = Arc::new(Indexer::new());
+    known.add(pod("ns", "a", 1));
+    let fifo = DeltaFifo::new(Some(known), true);
+    fifo.delete(pod("ns", "a", 2));
+    fifo.delete(pod("ns", "a", 3));
+    let deltas = fifo.deltas("ns/a").unwrap();
+    assert_eq!(deltas.len(), 1);
+    assert_eq!(deltas[0].obj.object().resource_version(), "3");
+}
+
+#[tokio::test]
+async fn delete_of_an_unknown_key_is_ignored() {
+    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), true);
+    fifo.delete(pod("ns", "never-seen", 1));
+    assert!(fifo.is_empty());
+}
+
+#[tokio::test]
+async fn resync_skips_keys_with_queued_deltas() {
+    let known = Arc::new(Indexer::new());
+    known.add(pod("ns", "idle", 1));
+    known.add(pod("ns", "busy", 1));
+    let fifo = DeltaFifo::new(Some(known), true);
+    fifo.update(pod("ns", "busy", 2));
+    fifo.resync();
+    assert_eq!(kinds(&fifo.deltas("ns/busy").unwrap()), [DeltaType::Updated]);
+    assert_eq!(kinds(&fifo.deltas("ns/idle").unwrap()), [DeltaType::Sync]);
+}
+
+#[tokio::test]
+async fn has_synced_counts_the_initial_replace_including_tombstones() {
+    let known = Arc::new(Indexer::new());
+    known.add(pod("ns", "stale", 1));
+    let fifo = DeltaFifo::new(Some(known), true);
+    assert!(!fifo.has_synced(), "nothing populated yet");
+    fifo.replace(vec![pod("ns", "a", 2), pod("ns", "b", 2)], "2");
+    // Events after the replace do not extend the initial population.
+    fifo.add(pod("ns", "c", 3));
+    let mut initial_flags = Vec::new();
+    for _ in 0..3 {
+        assert!(!fifo.has_synced());
+        fifo.pop(|_, initial| {
+            initial_flags.push(initial);
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    }
+    assert!(fifo.has_synced(), "a, b and the stale tombstone were popped");
+    fifo.pop(|_, initial| {
+        initial_flags.push(initial);
+        Ok(())
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(initial_flags, [true, true, true, false]);
+}
+
+#[tokio::test]
+async fn has_synced_after_a_first_event_before_any_replace_is_popped() {
+    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), true);
+    fifo.add(pod("ns", "a", 1));
+    assert!(!fifo.has_synced());
+    pop_all(&fifo).await;
+    assert!(fifo.has_synced());
+}
+
+#[tokio::test]
+async fn requeue_puts_deltas_back_unless_newer_ones_arrived() {
+    let fifo = DeltaFifo::new(None, true);
+    fifo.add(pod("ns", "a", 1));
+    let result = fifo.pop(|_, _| Err(ProcessError::Requeue("busy".into()))).await.unwrap();
+    assert!(matches!(result, Err(ProcessError::Requeue(_))));
+    assert_eq!(kinds(&fifo.deltas("ns/a").unwrap()), [DeltaType::Added], "requeued");
+    let result = fifo.pop(|_, _| Err(ProcessError::Failed("broken".into()))).await.unwrap();
+    assert!(result.is_err());
+    assert!(fifo.is_empty(), "a failed (non-requeue) process drops the deltas");
+}
+
+#[tokio::test]
+async fn close_wakes_a_waiting_popper() {
+    let fifo = Arc::new(DeltaFifo::new(None, true));
+    let popper = tokio::spawn({
+        let fifo = fifo.clone();
+        async move { fifo.pop(|_, _| Ok(())).await }
+    });
+    tokio::task::yield_now().await;
+    fifo.close();
+    assert_eq!(popper.await.unwrap().unwrap_err(), FifoClosed);
+    assert!(fifo.is_closed());
+}
+
+#[tokio::test]
+async fn pop_waits_for_an_item() {
+    let fifo = Arc::new(DeltaFifo::new(None, true));
+    let popper = tokio::spawn({
+        let fifo = fifo.clone();
+        async move {
+            let mut key = String::new();
+            fifo.pop(|d, _| {
+                key = d[0].obj.object().key().to_owned();
+                Ok(())
+            })
+            .await
+            .map(|_| key)
+        }
+    });
+    tokio::task::yield_now().await;
+    fifo.add(pod("ns", "late", 1));
+    assert_eq!(popper.await.unwrap().unwrap(), "ns/late");
+}

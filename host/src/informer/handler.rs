@@ -1,0 +1,135 @@
+//! What a registered handler receives: client-go's `ResourceEventHandler` and its
+//! notifications.
+//!
+//! Handlers are async because wink's main handlers are wasm plugins whose calls run on a
+//! blocking pool; a native handler simply returns a ready future. A handler's own failure is
+//! a [`HandlerError`]: `Retry` asks the listener to call again later (with backoff, with the
+//! newest state of the key), `Fatal` drops the event after recording it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::object::Object;
+
+/// A handler's own failure for one event.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HandlerError {
+    /// A transient failure: retry this key later, with backoff.
+    #[error("retry: {0}")]
+    Retry(String),
+    /// A permanent failure for this event: record it and move on.
+    #[error("fatal: {0}")]
+    Fatal(String),
+}
+
+/// The result of one handler call.
+pub type HandlerResult = Result<(), HandlerError>;
+
+/// Receives the events of one informer, as client-go's `ResourceEventHandler` does.
+///
+/// Calls for one registration are serial, and per key they arrive in order. Every method
+/// has a no-op default.
+#[doc(alias = "ResourceEventHandler")]
+#[async_trait]
+pub trait EventHandler: Send + Sync + 'static {
+    /// An object was added. `is_initial_list` is true for objects of the informer's initial
+    /// list, and for the cache replayed to a handler registered after start.
+    async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
+        let _ = (obj, is_initial_list);
+        Ok(())
+    }
+
+    /// An object changed; on a resync `old` and `new` are the same object.
+    async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
+        let _ = (old, new);
+        Ok(())
+    }
+
+    /// An object was deleted. `final_state_unknown` is true when the deletion was inferred
+    /// on a relist (client-go's `DeletedFinalStateUnknown`) and `obj` is the last known state.
+    async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
+        let _ = (obj, final_state_unknown);
+        Ok(())
+    }
+}
+
+/// One event as queued for a listener.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notification {
+    /// An add.
+    Add {
+        /// The added object.
+        obj: Object,
+        /// Part of the initial list (or of the cache replayed to a late handler).
+        initial: bool,
+    },
+    /// An update (old == new on resync).
+    Update {
+        /// The previous state.
+        old: Object,
+        /// The new state.
+        new: Object,
+    },
+    /// A delete.
+    Delete {
+        /// The deleted object (its last known state when `final_state_unknown`).
+        obj: Object,
+        /// The deletion was inferred on a relist.
+        final_state_unknown: bool,
+    },
+}
+
+impl Notification {
+    /// The key of the object this notification is about.
+    pub fn key(&self) -> &str {
+        self.object().key()
+    }
+
+    /// The newest object this notification carries.
+    pub fn object(&self) -> &Object {
+        match self {
+            Self::Add { obj, .. } | Self::Delete { obj, .. } => obj,
+            Self::Update { new, .. } => new,
+        }
+    }
+
+    /// Delivers this notification to a handler.
+    pub async fn deliver(&self, handler: &dyn EventHandler) -> HandlerResult {
+        match self {
+            Self::Add { obj, initial } => handler.on_add(obj, *initial).await,
+            Self::Update { old, new } => handler.on_update(old, new).await,
+            Self::Delete { obj, final_state_unknown } => handler.on_delete(obj, *final_state_unknown).await,
+        }
+    }
+}
+
+/// A handler built from one closure that receives every [`Notification`]; handy for native
+/// handlers, tests and benchmarks.
+pub struct FnHandler<F>(pub F);
+
+#[async_trait]
+impl<F> EventHandler for FnHandler<F>
+where
+    F: Fn(Notification) -> HandlerResult + Send + Sync + 'static,
+{
+    async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
+        (self.0)(Notification::Add { obj: obj.clone(), initial: is_initial_list })
+    }
+
+    async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
+        (self.0)(Notification::Update { old: old.clone(), new: new.clone() })
+    }
+
+    async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
+        (self.0)(Notification::Delete { obj: obj.clone(), final_state_unknown })
+    }
+}
+
+/// Wraps a closure as a shared handler.
+pub fn handler_fn<F>(f: F) -> Arc<dyn EventHandler>
+where
+    F: Fn(Notification) -> HandlerResult + Send + Sync + 'static,
+{
+    Arc::new(FnHandler(f))
+}

@@ -1,0 +1,20 @@
+//! client-go's SharedIndexInformer, in Rust: reflector, DeltaFIFO, indexer, processor.
+//!
+//! Data flows `ListerWatcher → Reflector → DeltaFifo → SharedIndexInformer::handle_deltas`
+//! which updates the [`Indexer`] and then distributes notifications to every registered
+//! listener's bounded, coalescing queue.
+
+pub mod delta_fifo;
+pub mod handler;
+pub mod indexer;
+pub mod list_watch;
+pub mod object;
+
+#[cfg(test)]
+mod test_support;
+
+pub use handler::{EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
+pub use indexer::{IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX, OWNER_UID_INDEX};
+pub use object::{Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
+pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
+pub use list_watch::{ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream};

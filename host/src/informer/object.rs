@@ -1,0 +1,430 @@
+//! The object model: a Kubernetes object decoded once and shared by reference.
+//!
+//! client-go passes `runtime.Object`s around, fully decoded; kube-rs decodes into typed
+//! structs or `DynamicObject`. wink keeps the JSON **exactly as received** (so a plugin gets
+//! the bytes the API server sent, never a re-encoding) beside the handful of metadata fields
+//! the host itself needs, parsed in one pass that skips everything else. An [`Object`] is an
+//! `Arc`: cloning it into the indexer, the DeltaFIFO and every listener queue costs a
+//! reference count, not a copy.
+//!
+//! `metadata.managedFields` is often half of an object's size and is never needed by
+//! handlers; [`Object::without_managed_fields`] cuts it out of the JSON text by the byte range
+//! recorded while decoding (no re-parse, no re-encoding of the rest).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Why bytes could not be decoded into an [`Object`].
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    /// The bytes are not UTF-8 JSON, or a field has the wrong type.
+    #[error("malformed object at `{path}`: {message}")]
+    Malformed {
+        /// The path of the offending field, e.g. `metadata.labels.app`, or `.` for the root.
+        path: String,
+        /// What was wrong there.
+        message: String,
+    },
+    /// A field the host needs is absent or empty.
+    #[error("object has no `{0}`")]
+    Missing(&'static str),
+}
+
+/// An owner reference (`metadata.ownerReferences[*]`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerReference {
+    /// The owner's apiVersion.
+    pub api_version: String,
+    /// The owner's kind.
+    pub kind: String,
+    /// The owner's name (same namespace as the owned object).
+    pub name: String,
+    /// The owner's uid.
+    pub uid: String,
+    /// Whether this owner is the managing controller.
+    #[serde(default)]
+    pub controller: Option<bool>,
+}
+
+/// The metadata fields the host parses from every object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectMeta {
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.namespace`; `None` (or empty in JSON) for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.uid` (empty when absent).
+    pub uid: String,
+    /// `metadata.resourceVersion` (empty when absent).
+    pub resource_version: String,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// `metadata.annotations`.
+    pub annotations: BTreeMap<String, String>,
+    /// `metadata.deletionTimestamp`.
+    pub deletion_timestamp: Option<String>,
+    /// `metadata.ownerReferences`.
+    pub owner_references: Vec<OwnerReference>,
+}
+
+struct Inner {
+    json: Box<str>,
+    meta: ObjectMeta,
+    key: Box<str>,
+    /// Byte range of the `"managedFields": [...]` member (with one adjoining comma), if any.
+    managed_fields: Option<Range<usize>>,
+}
+
+/// A decoded Kubernetes object: the JSON as received plus parsed metadata. Cheap to clone.
+#[derive(Clone)]
+pub struct Object(Arc<Inner>);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Head<'a> {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(borrow)]
+    metadata: Option<MetaHead<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MetaHead<'a> {
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default)]
+    generation: Option<i64>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    deletion_timestamp: Option<String>,
+    #[serde(default)]
+    owner_references: Option<Vec<OwnerReference>>,
+    #[serde(default, borrow)]
+    managed_fields: Option<&'a RawValue>,
+}
+
+impl Object {
+    /// Decodes an object from JSON bytes, parsing only the metadata the host needs.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, ObjectError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| ObjectError::Malformed {
+            path: ".".into(),
+            message: format!("not UTF-8: {e}"),
+        })?;
+        Self::from_str(text)
+    }
+
+    /// Decodes an object from a JSON string, parsing only the metadata the host needs.
+    #[allow(clippy::should_implement_trait, reason = "returns ObjectError, reads like serde_json::from_str")]
+    pub fn from_str(text: &str) -> Result<Self, ObjectError> {
+        Self::from_string(text.to_owned())
+    }
+
+    /// Decodes an object from an owned JSON string without copying it.
+    pub fn from_string(json: String) -> Result<Self, ObjectError> {
+        let (meta, managed_fields) = {
+            let mut de = serde_json::Deserializer::from_str(&json);
+            let head: Head<'_> =
+                serde_path_to_error::deserialize(&mut de).map_err(|e| ObjectError::Malformed {
+                    path: e.path().to_string(),
+                    message: e.inner().to_string(),
+                })?;
+            de.end().map_err(|e| ObjectError::Malformed {
+                path: ".".into(),
+                message: e.to_string(),
+            })?;
+            let m = head.metadata.ok_or(ObjectError::Missing("metadata"))?;
+            let name = m.name.filter(|n| !n.is_empty()).ok_or(ObjectError::Missing("metadata.name"))?;
+            let managed = m.managed_fields.and_then(|raw| member_range(&json, raw.get(), "managedFields"));
+            let meta = ObjectMeta {
+                api_version: head.api_version,
+                kind: head.kind,
+                namespace: m.namespace.filter(|ns| !ns.is_empty()),
+                name,
+                uid: m.uid.unwrap_or_default(),
+                resource_version: m.resource_version.unwrap_or_default(),
+                generation: m.generation,
+                labels: m.labels.unwrap_or_default(),
+                annotations: m.annotations.unwrap_or_default(),
+                deletion_timestamp: m.deletion_timestamp,
+                owner_references: m.owner_references.unwrap_or_default(),
+            };
+            (meta, managed)
+        };
+        let key = object_key(meta.namespace.as_deref(), &meta.name).into_boxed_str();
+        Ok(Self(Arc::new(Inner { json: json.into_boxed_str(), meta, key, managed_fields })))
+    }
+
+    /// The object as JSON text: exactly the bytes received (minus `managedFields` when
+    /// stripped).
+    pub fn json(&self) -> &str {
+        &self.0.json
+    }
+
+    /// The parsed metadata.
+    pub fn meta(&self) -> &ObjectMeta {
+        &self.0.meta
+    }
+
+    /// The store key: `namespace/name`, or `name` for cluster-scoped objects.
+    pub fn key(&self) -> &str {
+        &self.0.key
+    }
+
+    /// `metadata.namespace`.
+    pub fn namespace(&self) -> Option<&str> {
+        self.0.meta.namespace.as_deref()
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.0.meta.name
+    }
+
+    /// `metadata.resourceVersion`.
+    pub fn resource_version(&self) -> &str {
+        &self.0.meta.resource_version
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(&self) -> &str {
+        &self.0.meta.uid
+    }
+
+    /// `metadata.labels`.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.0.meta.labels
+    }
+
+    /// Whether the JSON still holds `metadata.managedFields`.
+    pub fn has_managed_fields(&self) -> bool {
+        self.0.managed_fields.is_some()
+    }
+
+    /// The same object without `metadata.managedFields`: the member is cut out of the JSON
+    /// text by its recorded byte range; nothing else is re-encoded. Returns a clone of `self`
+    /// when there is nothing to strip.
+    pub fn without_managed_fields(&self) -> Self {
+        let Some(range) = self.0.managed_fields.clone() else {
+            return self.clone();
+        };
+        let mut json = String::with_capacity(self.0.json.len() - range.len());
+        json.push_str(&self.0.json[..range.start]);
+        json.push_str(&self.0.json[range.end..]);
+        Self(Arc::new(Inner {
+            json: json.into_boxed_str(),
+            meta: self.0.meta.clone(),
+            key: self.0.key.clone(),
+            managed_fields: None,
+        }))
+    }
+
+    /// Parses the full JSON into a `serde_json::Value` (for code that needs other fields).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(&self.0.json).expect("object JSON was validated when decoded")
+    }
+
+    /// Resolves an RFC 6901 JSON pointer (e.g. `/spec/nodeName`) on demand.
+    pub fn pointer(&self, pointer: &str) -> Option<serde_json::Value> {
+        self.to_value().pointer(pointer).cloned()
+    }
+
+    /// Whether two handles point at the same decoded object.
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Approximate bytes held by this object (JSON text plus parsed metadata).
+    pub fn heap_size(&self) -> usize {
+        let m = &self.0.meta;
+        let strings = m.api_version.len()
+            + m.kind.len()
+            + m.namespace.as_ref().map_or(0, String::len)
+            + m.name.len()
+            + m.uid.len()
+            + m.resource_version.len()
+            + m.labels.iter().chain(&m.annotations).map(|(k, v)| k.len() + v.len() + 48).sum::<usize>()
+            + m.owner_references.iter().map(|o| o.api_version.len() + o.kind.len() + o.name.len() + o.uid.len() + 104).sum::<usize>();
+        std::mem::size_of::<Inner>() + self.0.json.len() + self.0.key.len() + strings
+    }
+}
+
+impl fmt::Debug for Object {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Object")
+            .field("kind", &self.0.meta.kind)
+            .field("key", &self.key())
+            .field("resource_version", &self.resource_version())
+            .finish()
+    }
+}
+
+impl PartialEq for Object {
+    /// Two objects are equal when their JSON text is equal.
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || self.0.json == other.0.json
+    }
+}
+
+impl Eq for Object {}
+
+/// The store key of an object: `namespace/name`, or `name` when cluster-scoped.
+pub fn object_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// Splits a store key into namespace and name.
+pub fn split_key(key: &str) -> (Option<&str>, &str) {
+    match key.split_once('/') {
+        Some((ns, name)) => (Some(ns), name),
+        None => (None, key),
+    }
+}
+
+/// Finds the byte range of the object member `"<name>": <value>` in `json`, given the slice
+/// `value` that points into `json`, including one separating comma so that cutting the range
+/// out leaves valid JSON. Returns `None` if the member's text is not laid out as expected
+/// (for example an escaped key), in which case nothing is stripped.
+fn member_range(json: &str, value: &str, name: &str) -> Option<Range<usize>> {
+    let base = json.as_ptr() as usize;
+    let start = (value.as_ptr() as usize).checked_sub(base)?;
+    let end = start + value.len();
+    if end > json.len() {
+        return None;
+    }
+    let before = json[..start].trim_end();
+    let before = before.strip_suffix(':')?.trim_end();
+    let quoted = format!("\"{name}\"");
+    let key_start = before.strip_suffix(quoted.as_str()).map(str::len)?;
+    let prefix = json[..key_start].trim_end();
+    if let Some(comma) = prefix.strip_suffix(',') {
+        // `..., "managedFields": [...]` — cut from the preceding comma.
+        return Some(comma.len()..end);
+    }
+    if prefix.ends_with('{') {
+        // `{ "managedFields": [...], ...` — cut through the following comma, if any.
+        let rest = &json[end..];
+        let trimmed = rest.trim_start();
+        if let Some(after) = trimmed.strip_prefix(',') {
+            let skip = rest.len() - after.len();
+            let after_ws = after.len() - after.trim_start().len();
+            return Some(key_start..end + skip + after_ws);
+        }
+        return Some(key_start..end);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"shop","uid":"u1","resourceVersion":"42","generation":3,"labels":{"app":"web"},"annotations":{"a":"b"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-abc","uid":"rs1","controller":true}],"managedFields":[{"manager":"kubectl","operation":"Apply"}]},"spec":{"nodeName":"n1"}}"#;
+
+    #[test]
+    fn decodes_metadata_and_keeps_json_verbatim() {
+        let obj = Object::from_str(POD).unwrap();
+        assert_eq!(obj.json(), POD);
+        assert_eq!(obj.key(), "shop/web-1");
+        let m = obj.meta();
+        assert_eq!((m.api_version.as_str(), m.kind.as_str()), ("v1", "Pod"));
+        assert_eq!(m.uid, "u1");
+        assert_eq!(m.resource_version, "42");
+        assert_eq!(m.generation, Some(3));
+        assert_eq!(m.labels.get("app").map(String::as_str), Some("web"));
+        assert_eq!(m.annotations.get("a").map(String::as_str), Some("b"));
+        assert_eq!(m.owner_references[0].uid, "rs1");
+        assert_eq!(m.owner_references[0].controller, Some(true));
+        assert!(obj.has_managed_fields());
+    }
+
+    #[test]
+    fn cluster_scoped_key_is_the_name() {
+        let obj = Object::from_str(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","namespace":""}}"#).unwrap();
+        assert_eq!(obj.key(), "shop");
+        assert_eq!(obj.namespace(), None);
+        assert_eq!(split_key("shop"), (None, "shop"));
+        assert_eq!(split_key("a/b"), (Some("a"), "b"));
+    }
+
+    #[test]
+    fn strips_managed_fields_without_reencoding() {
+        let obj = Object::from_str(POD).unwrap().without_managed_fields();
+        assert!(!obj.json().contains("managedFields"));
+        assert!(!obj.has_managed_fields());
+        // Everything else is byte-for-byte the original text.
+        assert_eq!(obj.json(), POD.replace(r#","managedFields":[{"manager":"kubectl","operation":"Apply"}]"#, ""));
+        let reparsed = Object::from_str(obj.json()).unwrap();
+        assert_eq!(reparsed.meta(), obj.meta());
+    }
+
+    #[test]
+    fn strips_managed_fields_in_first_position_and_with_whitespace() {
+        let text = "{\"metadata\": {\n  \"managedFields\" : [ {\"m\": 1} ] ,\n  \"name\": \"x\"\n}, \"kind\": \"ConfigMap\"}";
+        let obj = Object::from_str(text).unwrap().without_managed_fields();
+        assert_eq!(obj.json(), "{\"metadata\": {\n  \"name\": \"x\"\n}, \"kind\": \"ConfigMap\"}");
+        let only = Object::from_str(r#"{"metadata":{"name":"x","managedFields":[]}}"#).unwrap();
+        assert_eq!(only.without_managed_fields().json(), r#"{"metadata":{"name":"x"}}"#);
+        serde_json::from_str::<serde_json::Value>(obj.json()).unwrap();
+    }
+
+    #[test]
+    fn malformed_json_names_the_offending_field() {
+        let err = Object::from_str(r#"{"metadata":{"name":"x","labels":{"app":7}}}"#).unwrap_err();
+        match err {
+            ObjectError::Malformed { path, .. } => assert_eq!(path, "metadata.labels.app"),
+            other => panic!("unexpected {other:?}"),
+        }
+        let err = Object::from_str(r#"{"metadata":{"name":"x","generation":"three"}}"#).unwrap_err();
+        assert!(err.to_string().contains("metadata.generation"), "{err}");
+    }
+
+    #[test]
+    fn non_object_and_truncated_json_are_errors_not_panics() {
+        for bad in ["[]", "42", "\"pod\"", "{", "", "{\"metadata\":{\"name\":\"x\"}} trailing", "null"] {
+            assert!(Object::from_str(bad).is_err(), "{bad:?} should fail");
+        }
+        assert!(Object::from_slice(&[0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn missing_name_is_reported() {
+        let err = Object::from_str(r#"{"kind":"Pod","metadata":{}}"#).unwrap_err();
+        assert!(matches!(err, ObjectError::Missing("metadata.name")));
+        let err = Object::from_str(r#"{"kind":"Pod"}"#).unwrap_err();
+        assert!(matches!(err, ObjectError::Missing("metadata")));
+    }
+
+    #[test]
+    fn pointer_reads_other_fields_on_demand() {
+        let obj = Object::from_str(POD).unwrap();
+        assert_eq!(obj.pointer("/spec/nodeName"), Some(serde_json::json!("n1")));
+        assert_eq!(obj.pointer("/spec/missing"), None);
+    }
+}

@@ -1,0 +1,2 @@
+//! wink: Kubernetes event handlers as sandboxed WebAssembly components.
+pub mod informer;
