@@ -4,11 +4,13 @@
 //! which updates the [`Indexer`] and then distributes notifications to every registered
 //! listener's bounded, coalescing queue.
 
+pub mod backoff;
 pub mod delta_fifo;
 pub mod handler;
 pub mod indexer;
 pub mod list_watch;
 pub mod object;
+pub mod reflector;
 
 #[cfg(test)]
 mod test_support;
@@ -18,3 +20,5 @@ pub use indexer::{IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX, OWNER_UID_I
 pub use object::{Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
 pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
 pub use list_watch::{ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream};
+pub use backoff::{Backoff, BackoffConfig};
+pub use reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};

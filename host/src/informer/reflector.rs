@@ -1,0 +1,343 @@
+//! Keeps a [`DeltaFifo`] in step with a source: client-go's `Reflector`.
+//!
+//! Written as a state machine, as kube-rs's watcher is: [`State`] says where the reflector
+//! is, [`Reflector::step`] makes one transition. The transitions:
+//!
+//! ```text
+//!  Empty ──list (paged)──▶ Listed{rv} ──watch(rv)──▶ Watching{rv, stream} ──event──▶ Watching
+//!    ▲  ╲ (streaming list)                             │ stream ended normally ──▶ Listed{rv}
+//!    │   ╲─▶ InitialEvents ──initial-events-end──▶ Watching                    (re-watch)
+//!    │                                                 │ 410 Gone / too old ──▶ Backoff → Empty
+//!    └──────────────── Backoff{then} ◀── any other error (list, watch, stream)
+//! ```
+//!
+//! - The first list and every relist `replace` the FIFO (which infers missed deletes).
+//! - Bookmarks only advance the resourceVersion.
+//! - 410 Gone (or "too old resource version") relists; any other end of a watch re-watches
+//!   from the last resourceVersion. A watch that ends within a second without any event is
+//!   treated as a failure, so a server closing watches at once cannot make us spin.
+//! - Failures wait for [`Backoff`] (800 ms, ×2, 30 s cap, jitter, reset after 2 quiet
+//!   minutes) and are reported to the watch error handler.
+//! - Separately, a resync timer ticks at the informer's check period and calls the FIFO's
+//!   `resync` only when `should_resync` (the processor: is any listener due?) says so.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use parking_lot::RwLock;
+use rand::Rng;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::{Backoff, BackoffConfig};
+use super::delta_fifo::DeltaFifo;
+use super::list_watch::{ListParams, ListerWatcher, SourceError, WatchEvent, WatchParams, WatchStream};
+use super::object::Object;
+
+/// A function applied to every object on the way in (e.g. stripping managedFields).
+pub type Transform = Arc<dyn Fn(Object) -> Object + Send + Sync>;
+/// Called with every list or watch failure.
+pub type WatchErrorHandler = Arc<dyn Fn(&SourceError) + Send + Sync>;
+/// Asked on every resync tick whether a resync is due.
+pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How a reflector lists and watches.
+#[derive(Clone)]
+pub struct ReflectorConfig {
+    /// LIST page size (`None`: one unpaged list). Default 500, as client-go's pager.
+    pub page_size: Option<u32>,
+    /// Watches ask the server to end after a random timeout in `[min, 2*min)`, so that
+    /// many watches do not reconnect at once. Default 5 minutes, as client-go.
+    pub min_watch_timeout: Duration,
+    /// Backoff after failures.
+    pub backoff: BackoffConfig,
+    /// The informer's resync check period; zero disables resync.
+    pub resync_period: Duration,
+    /// Applied to every object received.
+    pub transform: Option<Transform>,
+    /// Use a streaming list (`sendInitialEvents`) instead of LIST; falls back to LIST when the
+    /// source does not support it.
+    pub use_watch_list: bool,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        Self {
+            page_size: Some(500),
+            min_watch_timeout: Duration::from_secs(300),
+            backoff: BackoffConfig::default(),
+            resync_period: Duration::ZERO,
+            transform: None,
+            use_watch_list: false,
+        }
+    }
+}
+
+/// Where the reflector is.
+pub enum State {
+    /// Nothing usable is listed: list (or stream the initial events).
+    Empty,
+    /// Receiving a streaming list's initial events.
+    InitialEvents {
+        /// The stream.
+        stream: WatchStream,
+        /// Objects received so far.
+        items: Vec<Object>,
+    },
+    /// The store is in step with `resource_version`: start a watch from it.
+    Listed {
+        /// Where to watch from.
+        resource_version: String,
+    },
+    /// Applying watch events.
+    Watching {
+        /// The last resourceVersion applied.
+        resource_version: String,
+        /// The watch.
+        stream: WatchStream,
+        /// When the watch started.
+        started: Instant,
+        /// Events received on this watch.
+        events: u64,
+    },
+    /// Waiting after a failure, then going to `then`.
+    Backoff {
+        /// The state to go to after the delay.
+        then: Box<State>,
+    },
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Empty => write!(f, "Empty"),
+            Self::InitialEvents { items, .. } => write!(f, "InitialEvents({})", items.len()),
+            Self::Listed { resource_version } => write!(f, "Listed({resource_version})"),
+            Self::Watching { resource_version, events, .. } => write!(f, "Watching({resource_version}, {events})"),
+            Self::Backoff { then } => write!(f, "Backoff(then {then:?})"),
+        }
+    }
+}
+
+/// Lists and watches a source into a [`DeltaFifo`].
+pub struct Reflector {
+    lw: Arc<dyn ListerWatcher>,
+    fifo: Arc<DeltaFifo>,
+    config: ReflectorConfig,
+    backoff: Backoff,
+    last_sync_resource_version: Arc<RwLock<String>>,
+    should_resync: Option<ShouldResync>,
+    error_handler: WatchErrorHandler,
+    watch_list_unsupported: bool,
+}
+
+impl Reflector {
+    /// A reflector feeding `fifo` from `lw`.
+    pub fn new(lw: Arc<dyn ListerWatcher>, fifo: Arc<DeltaFifo>, config: ReflectorConfig) -> Self {
+        let backoff = Backoff::new(config.backoff.clone());
+        Self {
+            lw,
+            fifo,
+            config,
+            backoff,
+            last_sync_resource_version: Arc::default(),
+            should_resync: None,
+            error_handler: Arc::new(|err| tracing::warn!(error = %err, "list/watch failed")),
+            watch_list_unsupported: false,
+        }
+    }
+
+    /// Sets the function asked on each resync tick (default: always resync).
+    pub fn with_should_resync(mut self, f: ShouldResync) -> Self {
+        self.should_resync = Some(f);
+        self
+    }
+
+    /// Sets the watch error handler (default: log a warning).
+    pub fn with_error_handler(mut self, f: WatchErrorHandler) -> Self {
+        self.error_handler = f;
+        self
+    }
+
+    /// Shares the last synced resourceVersion cell (so an informer can read it).
+    pub fn with_last_sync_cell(mut self, cell: Arc<RwLock<String>>) -> Self {
+        self.last_sync_resource_version = cell;
+        self
+    }
+
+    /// The resourceVersion of the last list or event applied.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.last_sync_resource_version.read().clone()
+    }
+
+    /// Runs until `cancel` fires.
+    pub async fn run(mut self, cancel: CancellationToken) {
+        let resync = Self::resync_loop(self.fifo.clone(), self.config.resync_period, self.should_resync.clone());
+        let machine = async {
+            let mut state = State::Empty;
+            loop {
+                state = self.step(state).await;
+            }
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            () = machine => {}
+            () = resync => {}
+        }
+    }
+
+    async fn resync_loop(fifo: Arc<DeltaFifo>, period: Duration, should_resync: Option<ShouldResync>) {
+        if period.is_zero() {
+            return std::future::pending().await;
+        }
+        let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            if should_resync.as_ref().is_none_or(|f| f()) {
+                fifo.resync();
+            }
+        }
+    }
+
+    fn transform(&self, obj: Object) -> Object {
+        match &self.config.transform {
+            Some(t) => t(obj),
+            None => obj,
+        }
+    }
+
+    fn set_rv(&self, rv: &str) {
+        if !rv.is_empty() {
+            *self.last_sync_resource_version.write() = rv.to_owned();
+        }
+    }
+
+    fn fail(&mut self, err: &SourceError, then: State) -> State {
+        (self.error_handler)(err);
+        State::Backoff { then: Box::new(then) }
+    }
+
+    fn watch_params(&self, resource_version: String, send_initial_events: bool) -> WatchParams {
+        let min = self.config.min_watch_timeout;
+        let timeout = min.mul_f64(1.0 + rand::rng().random::<f64>());
+        WatchParams { resource_version, timeout: Some(timeout), allow_bookmarks: true, send_initial_events }
+    }
+
+    /// Makes one transition.
+    pub async fn step(&mut self, state: State) -> State {
+        match state {
+            State::Empty if self.config.use_watch_list && !self.watch_list_unsupported => {
+                match self.lw.watch(&self.watch_params(String::new(), true)).await {
+                    Ok(stream) => State::InitialEvents { stream, items: Vec::new() },
+                    Err(SourceError::Unsupported(reason)) => {
+                        tracing::info!(%reason, "streaming list unsupported; falling back to LIST");
+                        self.watch_list_unsupported = true;
+                        State::Empty
+                    }
+                    Err(err) => self.fail(&err, State::Empty),
+                }
+            }
+            State::Empty => match self.list_all().await {
+                Ok((items, resource_version)) => {
+                    let items = items.into_iter().map(|o| self.transform(o)).collect();
+                    self.fifo.replace(items, &resource_version);
+                    self.set_rv(&resource_version);
+                    State::Listed { resource_version }
+                }
+                Err(err) => self.fail(&err, State::Empty),
+            },
+            State::InitialEvents { mut stream, mut items } => match stream.next().await {
+                Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
+                    items.push(self.transform(obj));
+                    State::InitialEvents { stream, items }
+                }
+                Some(Ok(WatchEvent::Deleted(obj))) => {
+                    items.retain(|o| o.key() != obj.key());
+                    State::InitialEvents { stream, items }
+                }
+                Some(Ok(WatchEvent::Bookmark { resource_version, initial_events_end: true })) => {
+                    self.fifo.replace(items, &resource_version);
+                    self.set_rv(&resource_version);
+                    State::Watching { resource_version, stream, started: Instant::now(), events: 1 }
+                }
+                Some(Ok(WatchEvent::Bookmark { .. })) => State::InitialEvents { stream, items },
+                Some(Ok(WatchEvent::Error(status))) => self.fail(&status.into(), State::Empty),
+                Some(Err(err)) => self.fail(&err, State::Empty),
+                None => self.fail(&SourceError::Transport("stream ended before initial-events-end".into()), State::Empty),
+            },
+            State::Listed { resource_version } => {
+                match self.lw.watch(&self.watch_params(resource_version.clone(), false)).await {
+                    Ok(stream) => State::Watching { resource_version, stream, started: Instant::now(), events: 0 },
+                    Err(err) if err.is_gone() => self.fail(&err, State::Empty),
+                    Err(err) => self.fail(&err, State::Listed { resource_version }),
+                }
+            }
+            State::Watching { resource_version, mut stream, started, events } => match stream.next().await {
+                Some(Ok(event)) => self.apply(event, resource_version, stream, started, events + 1),
+                Some(Err(err)) if err.is_gone() => self.fail(&err, State::Empty),
+                Some(Err(err)) => self.fail(&err, State::Listed { resource_version }),
+                None if events == 0 && started.elapsed() < Duration::from_secs(1) => {
+                    let err = SourceError::Transport("very short watch: closed within a second without events".into());
+                    self.fail(&err, State::Listed { resource_version })
+                }
+                None => State::Listed { resource_version },
+            },
+            State::Backoff { then } => {
+                tokio::time::sleep(self.backoff.next_delay()).await;
+                *then
+            }
+        }
+    }
+
+    fn apply(&mut self, event: WatchEvent, rv: String, stream: WatchStream, started: Instant, events: u64) -> State {
+        let resource_version = match event {
+            WatchEvent::Added(obj) => self.apply_object(obj, DeltaFifo::add),
+            WatchEvent::Modified(obj) => self.apply_object(obj, DeltaFifo::update),
+            WatchEvent::Deleted(obj) => self.apply_object(obj, DeltaFifo::delete),
+            WatchEvent::Bookmark { resource_version, .. } => resource_version,
+            WatchEvent::Error(status) => {
+                let then = if status.is_gone() { State::Empty } else { State::Listed { resource_version: rv } };
+                return self.fail(&status.into(), then);
+            }
+        };
+        let resource_version = if resource_version.is_empty() { rv } else { resource_version };
+        self.set_rv(&resource_version);
+        State::Watching { resource_version, stream, started, events }
+    }
+
+    fn apply_object(&self, obj: Object, op: fn(&DeltaFifo, Object)) -> String {
+        let obj = self.transform(obj);
+        let rv = obj.resource_version().to_owned();
+        op(&self.fifo, obj);
+        rv
+    }
+
+    /// Lists every page. An expired continue token falls back to one full, unpaged list.
+    async fn list_all(&self) -> Result<(Vec<Object>, String), SourceError> {
+        let mut params = ListParams { limit: self.config.page_size, ..ListParams::default() };
+        let mut items = Vec::new();
+        loop {
+            match self.lw.list(&params).await {
+                Ok(page) => {
+                    items.extend(page.items);
+                    match page.continue_token {
+                        Some(token) if !token.is_empty() => params.continue_token = Some(token),
+                        _ => return Ok((items, page.resource_version)),
+                    }
+                }
+                Err(err) if err.is_gone() && params.continue_token.is_some() => {
+                    tracing::info!(error = %err, "continue token expired; falling back to a full list");
+                    items.clear();
+                    params = ListParams::default();
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "reflector_tests.rs"]
+mod tests;

@@ -1,0 +1,349 @@
+//! Unit tests of the reflector's transitions, with paused time.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::*;
+use crate::informer::delta_fifo::{DeltaObject, DeltaType};
+use crate::informer::indexer::Indexer;
+use crate::informer::list_watch::{ObjectList, Status};
+use crate::source::MemorySource;
+
+fn cm(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": name}})
+}
+
+/// A source that records when each call happened.
+#[derive(Clone, Default)]
+struct Timed {
+    src: MemorySource,
+    calls: Arc<parking_lot::Mutex<Vec<(Instant, &'static str)>>>,
+}
+
+#[async_trait]
+impl ListerWatcher for Timed {
+    async fn list(&self, params: &ListParams) -> Result<ObjectList, SourceError> {
+        self.calls.lock().push((Instant::now(), "list"));
+        self.src.list(params).await
+    }
+    async fn watch(&self, params: &WatchParams) -> Result<WatchStream, SourceError> {
+        self.calls.lock().push((Instant::now(), "watch"));
+        self.src.watch(params).await
+    }
+}
+
+fn no_jitter() -> ReflectorConfig {
+    ReflectorConfig { backoff: BackoffConfig { jitter: 0.0, ..BackoffConfig::default() }, ..ReflectorConfig::default() }
+}
+
+struct Running {
+    fifo: Arc<DeltaFifo>,
+    known: Arc<Indexer>,
+    rv: Arc<RwLock<String>>,
+    cancel: CancellationToken,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+fn start(lw: Arc<dyn ListerWatcher>, config: ReflectorConfig, f: impl FnOnce(Reflector) -> Reflector) -> Running {
+    let known = Arc::new(Indexer::new());
+    let fifo = Arc::new(DeltaFifo::new(Some(known.clone()), true));
+    let rv = Arc::new(RwLock::new(String::new()));
+    let reflector = f(Reflector::new(lw, fifo.clone(), config).with_last_sync_cell(rv.clone()));
+    let cancel = CancellationToken::new();
+    tokio::spawn(reflector.run(cancel.clone()));
+    Running { fifo, known, rv, cancel }
+}
+
+/// Lets spawned tasks run; with paused time this advances the clock only as far as needed.
+async fn settle() {
+    for _ in 0..5 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+}
+
+/// Pops everything queued into the known indexer, as the informer would, and returns the
+/// deltas.
+async fn drain(r: &Running) -> Vec<(DeltaType, DeltaObject)> {
+    let mut out = Vec::new();
+    while !r.fifo.is_empty() {
+        r.fifo
+            .pop(|deltas, _| {
+                for d in deltas {
+                    match d.kind {
+                        DeltaType::Deleted => {
+                            r.known.delete_key(d.obj.object().key());
+                        }
+                        _ => r.known.update(d.obj.object().clone()),
+                    }
+                    out.push((d.kind, d.obj));
+                }
+                Ok(())
+            })
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn lists_then_watches_from_the_lists_resource_version() {
+    let src = MemorySource::default();
+    for name in ["a", "b", "c"] {
+        src.apply(cm(name)).unwrap();
+    }
+    let r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    settle().await;
+    assert_eq!(r.fifo.len(), 3);
+    assert_eq!(*r.rv.read(), "3");
+    let watches = src.watch_requests();
+    assert_eq!(watches.len(), 1);
+    assert_eq!(watches[0].resource_version, "3");
+    assert!(watches[0].allow_bookmarks);
+    let timeout = watches[0].timeout.unwrap();
+    assert!(timeout >= Duration::from_secs(300) && timeout < Duration::from_secs(600), "{timeout:?}");
+    src.apply(cm("d")).unwrap();
+    settle().await;
+    assert_eq!(r.fifo.len(), 4);
+    assert_eq!(*r.rv.read(), "4");
+}
+
+#[tokio::test(start_paused = true)]
+async fn lists_in_pages() {
+    let src = MemorySource::default();
+    for i in 0..5 {
+        src.apply(cm(&format!("c{i}"))).unwrap();
+    }
+    let config = ReflectorConfig { page_size: Some(2), ..no_jitter() };
+    let r = start(Arc::new(src.clone()), config, |r| r);
+    settle().await;
+    let lists = src.list_requests();
+    assert_eq!(lists.len(), 3);
+    assert!(lists.iter().all(|p| p.limit == Some(2)));
+    assert!(lists[0].continue_token.is_none() && lists[1].continue_token.is_some());
+    assert_eq!(r.fifo.len(), 5);
+}
+
+/// Answers the first page with a continue token that has then expired.
+struct ExpiringContinue {
+    src: MemorySource,
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl ListerWatcher for ExpiringContinue {
+    async fn list(&self, params: &ListParams) -> Result<ObjectList, SourceError> {
+        match self.calls.fetch_add(1, Ordering::SeqCst) {
+            0 => {
+                let mut page = self.src.list(&ListParams { limit: Some(1), ..params.clone() }).await?;
+                page.continue_token = Some("stale".into());
+                Ok(page)
+            }
+            1 => Err(SourceError::Gone("continue token expired".into())),
+            _ => self.src.list(params).await,
+        }
+    }
+    async fn watch(&self, params: &WatchParams) -> Result<WatchStream, SourceError> {
+        self.src.watch(params).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_continue_token_falls_back_to_a_full_list() {
+    let src = MemorySource::default();
+    for i in 0..3 {
+        src.apply(cm(&format!("c{i}"))).unwrap();
+    }
+    let lw = Arc::new(ExpiringContinue { src, calls: AtomicUsize::new(0) });
+    let r = start(lw.clone(), no_jitter(), |r| r);
+    settle().await;
+    assert_eq!(lw.calls.load(Ordering::SeqCst), 3);
+    let keys = r.fifo.list_keys();
+    assert_eq!(keys.len(), 3, "the page before the expiry is not kept twice: {keys:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn bookmarks_advance_the_resource_version_used_to_rewatch() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let other = MemorySource::default();
+    let r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    settle().await;
+    drop(other);
+    // Changes to other resources move the global resourceVersion; a bookmark tells us.
+    src.apply(cm("b")).unwrap();
+    src.delete("ns/b");
+    settle().await;
+    src.bookmark();
+    settle().await;
+    assert_eq!(*r.rv.read(), src.resource_version().to_string());
+    src.disconnect_watches();
+    settle().await;
+    let watches = src.watch_requests();
+    assert_eq!(watches.len(), 2);
+    assert_eq!(watches[1].resource_version, "3");
+    assert_eq!(src.list_requests().len(), 1, "a dropped watch resumes without relisting");
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropped_watch_resumes_from_the_last_event_without_duplicates() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    settle().await;
+    drain(&r).await;
+    src.apply(cm("b")).unwrap();
+    settle().await;
+    // Advance past the "very short watch" window so the disconnect counts as a normal end.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.disconnect_watches();
+    src.apply(cm("c")).unwrap();
+    settle().await;
+    let seen: Vec<_> = drain(&r).await.into_iter().map(|(k, o)| (k, o.object().name().to_owned())).collect();
+    assert_eq!(seen, [(DeltaType::Added, "b".to_owned()), (DeltaType::Added, "c".to_owned())]);
+    assert_eq!(src.watch_requests()[1].resource_version, "2");
+}
+
+#[tokio::test(start_paused = true)]
+async fn relists_on_410_gone_and_infers_missed_deletes_as_tombstones() {
+    let src = MemorySource::default();
+    src.apply(cm("stays")).unwrap();
+    src.apply(cm("goes")).unwrap();
+    let r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    settle().await;
+    drain(&r).await;
+    // Disconnected, the object is deleted and history compacted: the resume gets 410.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.disconnect_watches();
+    let _ = src.delete("ns/goes");
+    src.compact();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(src.list_requests().len(), 2, "relisted after 410");
+    let deltas = drain(&r).await;
+    let tombstone = deltas.iter().find(|(_, o)| o.object().name() == "goes").expect("delete inferred");
+    assert_eq!(tombstone.0, DeltaType::Deleted);
+    assert!(tombstone.1.is_tombstone());
+    assert!(deltas.iter().any(|(k, o)| *k == DeltaType::Replaced && o.object().name() == "stays"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_failures_back_off_800ms_doubling() {
+    let lw = Timed::default();
+    for _ in 0..3 {
+        lw.src.fail_next_list(SourceError::Transport("connection refused".into()));
+    }
+    let errors = Arc::new(AtomicUsize::new(0));
+    let counted = errors.clone();
+    let r = start(Arc::new(lw.clone()), no_jitter(), |r| {
+        r.with_error_handler(Arc::new(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }))
+    });
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let calls = lw.calls.lock().clone();
+    let lists: Vec<_> = calls.iter().filter(|(_, k)| *k == "list").map(|(t, _)| *t).collect();
+    assert_eq!(lists.len(), 4);
+    let gaps: Vec<u128> = lists.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect();
+    assert_eq!(gaps, [800, 1600, 3200]);
+    assert_eq!(errors.load(Ordering::SeqCst), 3, "the watch error handler saw every failure");
+    assert!(r.fifo.has_synced() || r.fifo.len() == 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_failures_back_off_and_rewatch_from_the_same_version() {
+    let lw = Timed::default();
+    lw.src.apply(cm("a")).unwrap();
+    lw.src.fail_next_watch(SourceError::Api(Status { code: 500, reason: "InternalError".into(), message: "boom".into() }));
+    lw.src.fail_next_watch(SourceError::TooManyRequests("slow down".into()));
+    let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let watches = lw.src.watch_requests();
+    assert_eq!(watches.len(), 3);
+    assert!(watches.iter().all(|w| w.resource_version == "1"));
+    assert_eq!(lw.src.list_requests().len(), 1);
+    let times: Vec<_> = lw.calls.lock().iter().filter(|(_, k)| *k == "watch").map(|(t, _)| *t).collect();
+    assert_eq!((times[1] - times[0]).as_millis(), 800);
+    assert_eq!((times[2] - times[1]).as_millis(), 1600);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_closed_at_once_without_events_backs_off() {
+    let lw = Timed::default();
+    let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
+    settle().await;
+    for _ in 0..3 {
+        lw.src.disconnect_watches();
+        settle().await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let watches = lw.calls.lock().iter().filter(|(_, k)| *k == "watch").count();
+    assert!(watches <= 3, "short watches must not spin: {watches} watches in ~1.3 s");
+}
+
+#[tokio::test(start_paused = true)]
+async fn resync_timer_resyncs_only_when_a_listener_is_due() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let due = Arc::new(AtomicBool::new(false));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let config = ReflectorConfig { resync_period: Duration::from_secs(10), ..no_jitter() };
+    let (d, a) = (due.clone(), asked.clone());
+    let r = start(Arc::new(src.clone()), config, move |r| {
+        r.with_should_resync(Arc::new(move || {
+            a.fetch_add(1, Ordering::SeqCst);
+            d.load(Ordering::SeqCst)
+        }))
+    });
+    settle().await;
+    drain(&r).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    settle().await;
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    assert!(r.fifo.is_empty(), "nobody due: no resync");
+    due.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    settle().await;
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let deltas = drain(&r).await;
+    assert_eq!(deltas.len(), 1);
+    assert_eq!(deltas[0].0, DeltaType::Sync);
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_replaces_at_the_initial_events_end_bookmark() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    src.apply(cm("b")).unwrap();
+    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
+    let r = start(Arc::new(src.clone()), config, |r| r);
+    settle().await;
+    assert!(src.list_requests().is_empty(), "no LIST when streaming works");
+    assert!(src.watch_requests()[0].send_initial_events);
+    let deltas = drain(&r).await;
+    assert_eq!(deltas.len(), 2);
+    assert!(deltas.iter().all(|(k, _)| *k == DeltaType::Replaced));
+    assert!(r.fifo.has_synced());
+    src.apply(cm("c")).unwrap();
+    settle().await;
+    assert_eq!(drain(&r).await[0].0, DeltaType::Added, "the same stream goes on with live events");
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_falls_back_to_list_when_unsupported() {
+    let src = MemorySource::new(crate::source::MemorySourceOptions { watch_list: false, ..Default::default() });
+    src.apply(cm("a")).unwrap();
+    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
+    let r = start(Arc::new(src.clone()), config, |r| r);
+    settle().await;
+    assert_eq!(src.list_requests().len(), 1);
+    assert_eq!(r.fifo.len(), 1);
+}
