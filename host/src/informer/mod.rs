@@ -9,8 +9,12 @@ pub mod delta_fifo;
 pub mod handler;
 pub mod indexer;
 pub mod list_watch;
+pub mod listener;
 pub mod object;
+pub mod pending_queue;
+pub mod processor;
 pub mod reflector;
+pub mod shared_informer;
 
 #[cfg(test)]
 mod test_support;
@@ -22,3 +26,7 @@ pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, Proce
 pub use list_watch::{ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream};
 pub use backoff::{Backoff, BackoffConfig};
 pub use reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
+pub use listener::{Listener, ListenerOptions, ObjectFilter, RetryConfig};
+pub use pending_queue::{Pending, PendingQueue};
+pub use processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
+pub use shared_informer::{InformerConfig, InformerError, Registration, SharedIndexInformer};

@@ -27,6 +27,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use parking_lot::RwLock;
 use rand::Rng;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -52,7 +53,8 @@ pub struct ReflectorConfig {
     pub min_watch_timeout: Duration,
     /// Backoff after failures.
     pub backoff: BackoffConfig,
-    /// The informer's resync check period; zero disables resync.
+    /// The informer's resync check period; zero disables resync (until changed through
+    /// [`Reflector::with_resync_period_updates`]).
     pub resync_period: Duration,
     /// Applied to every object received.
     pub transform: Option<Transform>,
@@ -130,6 +132,7 @@ pub struct Reflector {
     should_resync: Option<ShouldResync>,
     error_handler: WatchErrorHandler,
     watch_list_unsupported: bool,
+    resync_updates: Option<watch::Receiver<Duration>>,
 }
 
 impl Reflector {
@@ -145,7 +148,15 @@ impl Reflector {
             should_resync: None,
             error_handler: Arc::new(|err| tracing::warn!(error = %err, "list/watch failed")),
             watch_list_unsupported: false,
+            resync_updates: None,
         }
+    }
+
+    /// Follows changes of the resync check period (the informer's, which a handler registered
+    /// after start may set when it was zero).
+    pub fn with_resync_period_updates(mut self, updates: watch::Receiver<Duration>) -> Self {
+        self.resync_updates = Some(updates);
+        self
     }
 
     /// Sets the function asked on each resync tick (default: always resync).
@@ -173,7 +184,8 @@ impl Reflector {
 
     /// Runs until `cancel` fires.
     pub async fn run(mut self, cancel: CancellationToken) {
-        let resync = Self::resync_loop(self.fifo.clone(), self.config.resync_period, self.should_resync.clone());
+        let updates = self.resync_updates.take().unwrap_or_else(|| watch::channel(self.config.resync_period).1);
+        let resync = Self::resync_loop(self.fifo.clone(), updates, self.should_resync.clone());
         let machine = async {
             let mut state = State::Empty;
             loop {
@@ -187,16 +199,29 @@ impl Reflector {
         }
     }
 
-    async fn resync_loop(fifo: Arc<DeltaFifo>, period: Duration, should_resync: Option<ShouldResync>) {
-        if period.is_zero() {
-            return std::future::pending().await;
-        }
-        let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    async fn resync_loop(fifo: Arc<DeltaFifo>, mut period: watch::Receiver<Duration>, should_resync: Option<ShouldResync>) {
+        let mut updates_open = true;
         loop {
-            ticker.tick().await;
-            if should_resync.as_ref().is_none_or(|f| f()) {
-                fifo.resync();
+            let current = *period.borrow_and_update();
+            let open = updates_open;
+            let changed = async {
+                if open { period.changed().await.is_ok() } else { std::future::pending().await }
+            };
+            if current.is_zero() {
+                updates_open = changed.await;
+                if !updates_open {
+                    // Resync is off and can no longer be turned on.
+                    return std::future::pending().await;
+                }
+                continue;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(current) => {
+                    if should_resync.as_ref().is_none_or(|f| f()) {
+                        fifo.resync();
+                    }
+                }
+                still_open = changed => updates_open = still_open,
             }
         }
     }

@@ -1,0 +1,299 @@
+//! One registered handler and its queue: client-go's `processorListener`.
+//!
+//! A listener receives notifications from the processor without ever blocking it (adding is
+//! a push into its [`PendingQueue`], bounded by key and coalescing), and delivers them to its
+//! handler from its own task, one call at a time, so a slow handler delays nobody else.
+//!
+//! Beyond client-go:
+//! - an optional filter (namespaces and an object predicate) applied before anything is
+//!   queued; an update that moves an object into or out of the filter becomes an add or a
+//!   delete, as client-go's `FilteringResourceEventHandler` does;
+//! - a [`HandlerError::Retry`] re-queues the key after a per-key exponential backoff, with
+//!   the newest state of the key by then; other keys keep flowing meanwhile. A
+//!   [`HandlerError::Fatal`] is logged and the event dropped.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::{EventHandler, HandlerError, Notification};
+use super::object::Object;
+use super::pending_queue::PendingQueue;
+
+/// A predicate selecting the objects a listener wants.
+pub type ObjectFilter = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
+
+/// Backoff of handler retries, per key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryConfig {
+    /// Delay before the first retry of a key.
+    pub initial: Duration,
+    /// Cap of the delay (it doubles per consecutive failure of the key).
+    pub max: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self { initial: Duration::from_millis(100), max: Duration::from_secs(60) }
+    }
+}
+
+impl RetryConfig {
+    /// The delay before retry number `attempt` (1-based).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(30));
+        self.initial.saturating_mul(factor).min(self.max)
+    }
+}
+
+/// How a handler is registered.
+#[derive(Clone, Default)]
+pub struct ListenerOptions {
+    /// A name for logs and metrics.
+    pub name: String,
+    /// Requested resync period (zero: never). Resolved against the informer's check period.
+    pub resync_period: Duration,
+    /// Only objects in these namespaces (`None`: all). Cluster-scoped objects pass only when
+    /// this is `None`.
+    pub namespaces: Option<BTreeSet<String>>,
+    /// Only objects for which this returns true.
+    pub filter: Option<ObjectFilter>,
+    /// Backoff of retried keys.
+    pub retry: RetryConfig,
+}
+
+impl std::fmt::Debug for ListenerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenerOptions")
+            .field("name", &self.name)
+            .field("resync_period", &self.resync_period)
+            .field("namespaces", &self.namespaces)
+            .field("filter", &self.filter.is_some())
+            .finish()
+    }
+}
+
+impl ListenerOptions {
+    /// Options with a name and a resync period.
+    pub fn new(name: impl Into<String>, resync_period: Duration) -> Self {
+        Self { name: name.into(), resync_period, ..Self::default() }
+    }
+}
+
+#[derive(Debug)]
+struct Resync {
+    requested: Duration,
+    period: Duration,
+    next: Instant,
+}
+
+/// Counters of one listener.
+#[derive(Debug, Default)]
+pub struct ListenerStats {
+    /// Handler calls that returned Ok.
+    pub delivered: AtomicU64,
+    /// Calls that returned `Retry`.
+    pub retries: AtomicU64,
+    /// Calls that returned `Fatal`.
+    pub failures: AtomicU64,
+}
+
+/// A registered handler's queue and delivery state.
+#[doc(alias = "processorListener")]
+pub struct Listener {
+    id: u64,
+    options: ListenerOptions,
+    queue: Mutex<PendingQueue>,
+    attempts: Mutex<HashMap<String, u32>>,
+    notify: Notify,
+    resync: Mutex<Resync>,
+    upstream_synced: Arc<dyn Fn() -> bool + Send + Sync>,
+    stats: ListenerStats,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener").field("id", &self.id).field("name", &self.options.name).finish()
+    }
+}
+
+impl Listener {
+    /// A listener with resolved `resync_period`; `upstream_synced` tells whether the
+    /// informer has synced.
+    pub fn new(
+        id: u64,
+        options: ListenerOptions,
+        resync_period: Duration,
+        upstream_synced: Arc<dyn Fn() -> bool + Send + Sync>,
+    ) -> Self {
+        let resync = Resync { requested: options.resync_period, period: resync_period, next: Instant::now() + resync_period };
+        Self {
+            id,
+            options,
+            queue: Mutex::default(),
+            attempts: Mutex::default(),
+            notify: Notify::new(),
+            resync: Mutex::new(resync),
+            upstream_synced,
+            stats: ListenerStats::default(),
+        }
+    }
+
+    /// The registration id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The registration options.
+    pub fn options(&self) -> &ListenerOptions {
+        &self.options
+    }
+
+    /// Whether an object passes this listener's namespace and predicate filters.
+    pub fn matches(&self, obj: &Object) -> bool {
+        let ns_ok = match &self.options.namespaces {
+            None => true,
+            Some(set) => obj.namespace().is_some_and(|ns| set.contains(ns)),
+        };
+        ns_ok && self.options.filter.as_ref().is_none_or(|f| f(obj))
+    }
+
+    /// Applies the filter to a notification: updates crossing the filter's edge become adds
+    /// or deletes.
+    fn admit(&self, n: Notification) -> Option<Notification> {
+        if self.options.namespaces.is_none() && self.options.filter.is_none() {
+            return Some(n);
+        }
+        match n {
+            Notification::Add { ref obj, .. } | Notification::Delete { ref obj, .. } => self.matches(obj).then_some(n),
+            Notification::Update { old, new } => match (self.matches(&old), self.matches(&new)) {
+                (true, true) => Some(Notification::Update { old, new }),
+                (false, true) => Some(Notification::Add { obj: new, initial: false }),
+                (true, false) => Some(Notification::Delete { obj: old, final_state_unknown: false }),
+                (false, false) => None,
+            },
+        }
+    }
+
+    /// Queues a notification (never blocks on the handler).
+    pub fn add(&self, n: Notification) {
+        if let Some(n) = self.admit(n) {
+            self.queue.lock().push(n);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Whether the informer has synced and every initial-list add queued to this listener
+    /// has been delivered.
+    pub fn has_synced(&self) -> bool {
+        (self.upstream_synced)() && self.queue.lock().initial_outstanding() == 0
+    }
+
+    /// Entries pending (ready or waiting for a retry); at most one per key.
+    pub fn queue_len(&self) -> usize {
+        self.queue.lock().len()
+    }
+
+    /// Delivery counters.
+    pub fn stats(&self) -> &ListenerStats {
+        &self.stats
+    }
+
+    /// The requested resync period.
+    pub fn requested_resync_period(&self) -> Duration {
+        self.resync.lock().requested
+    }
+
+    /// The resolved resync period.
+    pub fn resync_period(&self) -> Duration {
+        self.resync.lock().period
+    }
+
+    /// Changes the resolved resync period (when the informer's check period changes).
+    pub fn set_resync_period(&self, period: Duration) {
+        let mut resync = self.resync.lock();
+        resync.period = period;
+        resync.next = Instant::now() + period;
+    }
+
+    /// Whether a resync is due at `now`; if so, schedules the next one.
+    pub fn take_resync_if_due(&self, now: Instant) -> bool {
+        let mut resync = self.resync.lock();
+        if resync.period.is_zero() || now < resync.next {
+            return false;
+        }
+        resync.next = now + resync.period;
+        true
+    }
+
+    /// Delivers notifications to `handler` until `cancel` fires. The call in progress when
+    /// cancelled completes; what is still queued is dropped with the listener.
+    pub async fn run(self: Arc<Self>, handler: Arc<dyn EventHandler>, cancel: CancellationToken) {
+        loop {
+            if cancel.is_cancelled() {
+                return;
+            }
+            let (next, retry_at) = {
+                let mut queue = self.queue.lock();
+                queue.promote(Instant::now());
+                (queue.pop(), queue.next_retry())
+            };
+            let Some((key, pending)) = next else {
+                let sleep = async {
+                    match retry_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = self.notify.notified() => {}
+                    () = sleep => {}
+                    () = cancel.cancelled() => return,
+                }
+                continue;
+            };
+            let notifications = pending.clone().into_notifications();
+            let mut retry_from = None;
+            for (i, n) in notifications.iter().enumerate() {
+                match n.deliver(handler.as_ref()).await {
+                    Ok(()) => {
+                        self.stats.delivered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(HandlerError::Retry(reason)) => {
+                        self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                        tracing::debug!(listener = %self.options.name, %key, %reason, "handler asked to retry");
+                        retry_from = Some(i);
+                        break;
+                    }
+                    Err(HandlerError::Fatal(reason)) => {
+                        self.stats.failures.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(listener = %self.options.name, %key, %reason, "handler failed; event dropped");
+                    }
+                }
+            }
+            match retry_from {
+                Some(i) => {
+                    let attempt = {
+                        let mut attempts = self.attempts.lock();
+                        let n = attempts.entry(key.clone()).or_default();
+                        *n += 1;
+                        *n
+                    };
+                    let delay = self.options.retry.delay(attempt);
+                    let remainder = notifications[i..].to_vec();
+                    self.queue.lock().retry(key, &pending, remainder, delay, Instant::now());
+                }
+                None => {
+                    self.attempts.lock().remove(&key);
+                    self.queue.lock().complete(&pending);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! A listener's queue: bounded by key, coalescing, in key order.
+//!
+//! client-go gives each listener an unbounded ring buffer: a handler that stalls makes its
+//! buffer grow with every event. wink holds **at most one pending entry per key** instead,
+//! folding a new notification into the one already waiting:
+//!
+//! | pending            | + new          | = pending                       |
+//! |--------------------|----------------|---------------------------------|
+//! | add(a)             | update(_, b)   | add(b)                          |
+//! | add(a)             | delete         | nothing: the handler never saw it |
+//! | update(o, _)       | update(_, b)   | update(o, b)                    |
+//! | update(o, _)       | delete(d)      | delete(d)                       |
+//! | delete(d)          | add(a)         | delete(d) then add(a)           |
+//! | delete(d) then add | update(_, b)   | delete(d) then add(b)           |
+//!
+//! So a stalled handler costs at most one entry per cached object, and when it resumes it
+//! sees the newest state of each key; per key, notifications are never reordered (an entry
+//! keeps its place in the queue when it absorbs a newer notification). A "delete then add"
+//! entry is one entry delivered as two calls, so a re-created object is never mistaken for
+//! an update of the one that was deleted.
+//!
+//! Entries that failed with a retryable error wait in a delay set (still one per key, still
+//! absorbing newer notifications) until their backoff expires.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use hashlink::LinkedHashMap;
+use tokio::time::Instant;
+
+use super::handler::Notification;
+use super::object::Object;
+
+/// What is pending for one key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// One notification.
+    One(Notification),
+    /// A delete the handler has not seen, then a re-creation of the key.
+    DeleteThenAdd {
+        /// The deleted object.
+        deleted: Object,
+        /// Whether that delete was inferred on relist.
+        final_state_unknown: bool,
+        /// The re-created object.
+        added: Object,
+        /// Whether the add is part of an initial list.
+        initial: bool,
+    },
+}
+
+impl Pending {
+    /// Whether this entry carries an initial-list add (counted for `has_synced`).
+    pub fn is_initial(&self) -> bool {
+        matches!(self, Self::One(Notification::Add { initial: true, .. }) | Self::DeleteThenAdd { initial: true, .. })
+    }
+
+    /// Folds a newer notification for the same key into this entry; `None` means nothing is
+    /// left to deliver.
+    pub fn coalesce(self, next: Notification) -> Option<Self> {
+        use Notification::{Add, Delete, Update};
+        Some(match (self, next) {
+            (Self::One(Add { initial, .. }), Add { obj, initial: i2 }) => Self::One(Add { obj, initial: initial || i2 }),
+            (Self::One(Add { initial, .. }), Update { new, .. }) => Self::One(Add { obj: new, initial }),
+            (Self::One(Add { .. }), Delete { .. }) => return None,
+            (Self::One(Update { old, .. }), Update { new, .. } | Add { obj: new, .. }) => Self::One(Update { old, new }),
+            (Self::One(Update { .. }), delete @ Delete { .. }) => Self::One(delete),
+            (Self::One(Delete { obj, final_state_unknown }), Add { obj: added, initial }) => {
+                Self::DeleteThenAdd { deleted: obj, final_state_unknown, added, initial }
+            }
+            (Self::One(Delete { obj, final_state_unknown }), Update { new, .. }) => {
+                Self::DeleteThenAdd { deleted: obj, final_state_unknown, added: new, initial: false }
+            }
+            (Self::One(Delete { obj, final_state_unknown: false }), Delete { final_state_unknown: true, .. }) => {
+                // A real delete carries more than a later tombstone.
+                Self::One(Delete { obj, final_state_unknown: false })
+            }
+            (Self::One(Delete { .. }), delete @ Delete { .. }) => Self::One(delete),
+            (Self::DeleteThenAdd { deleted, final_state_unknown, initial, .. }, Add { obj, .. } | Update { new: obj, .. }) => {
+                Self::DeleteThenAdd { deleted, final_state_unknown, added: obj, initial }
+            }
+            (Self::DeleteThenAdd { deleted, final_state_unknown, .. }, Delete { .. }) => {
+                // The re-created object was never delivered; the handler still holds `deleted`.
+                Self::One(Delete { obj: deleted, final_state_unknown })
+            }
+        })
+    }
+
+    /// The calls this entry makes, in order.
+    pub fn into_notifications(self) -> Vec<Notification> {
+        match self {
+            Self::One(n) => vec![n],
+            Self::DeleteThenAdd { deleted, final_state_unknown, added, initial } => vec![
+                Notification::Delete { obj: deleted, final_state_unknown },
+                Notification::Add { obj: added, initial },
+            ],
+        }
+    }
+
+    /// Rebuilds an entry from notifications not yet delivered.
+    pub fn from_notifications(notifications: impl IntoIterator<Item = Notification>) -> Option<Self> {
+        let mut out: Option<Self> = None;
+        for n in notifications {
+            out = match out {
+                None => Some(Self::One(n)),
+                Some(p) => p.coalesce(n),
+            };
+        }
+        out
+    }
+}
+
+/// Pending entries by key, in FIFO order of keys, plus entries waiting to be retried.
+#[derive(Debug, Default)]
+pub struct PendingQueue {
+    ready: LinkedHashMap<String, Pending>,
+    delayed: HashMap<String, (Pending, Instant, u64)>,
+    timers: BTreeSet<(Instant, u64, String)>,
+    next_seq: u64,
+    initial: usize,
+}
+
+impl PendingQueue {
+    fn account(&mut self, before: Option<&Pending>, after: Option<&Pending>) {
+        self.initial -= usize::from(before.is_some_and(Pending::is_initial));
+        self.initial += usize::from(after.is_some_and(Pending::is_initial));
+    }
+
+    /// Adds a notification, folding it into the key's pending entry if there is one.
+    pub fn push(&mut self, n: Notification) {
+        let key = n.key().to_owned();
+        if let Some((pending, at, seq)) = self.delayed.remove(&key) {
+            let merged = pending.clone().coalesce(n);
+            self.account(Some(&pending), merged.as_ref());
+            match merged {
+                Some(merged) => {
+                    self.delayed.insert(key, (merged, at, seq));
+                }
+                None => {
+                    self.timers.remove(&(at, seq, key));
+                }
+            }
+            return;
+        }
+        match self.ready.get(&key).cloned() {
+            Some(before) => {
+                let merged = before.clone().coalesce(n);
+                self.account(Some(&before), merged.as_ref());
+                match merged {
+                    Some(merged) => {
+                        if let Some(slot) = self.ready.get_mut(&key) {
+                            *slot = merged;
+                        }
+                    }
+                    None => {
+                        self.ready.remove(&key);
+                    }
+                }
+            }
+            None => {
+                let pending = Pending::One(n);
+                self.account(None, Some(&pending));
+                self.ready.insert(key, pending);
+            }
+        }
+    }
+
+    /// Moves entries whose retry time has come into the ready queue.
+    pub fn promote(&mut self, now: Instant) {
+        while let Some((at, seq, key)) = self.timers.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            if let Some((pending, _, s)) = self.delayed.remove(&key) {
+                debug_assert_eq!(s, seq);
+                self.ready.insert(key, pending);
+            }
+        }
+    }
+
+    /// Takes the oldest ready entry. It still counts towards [`initial_outstanding`]
+    /// until [`complete`](Self::complete) or [`retry`](Self::retry).
+    ///
+    /// [`initial_outstanding`]: Self::initial_outstanding
+    pub fn pop(&mut self) -> Option<(String, Pending)> {
+        self.ready.pop_front()
+    }
+
+    /// Marks a popped entry as done (delivered, or dropped after a fatal error).
+    pub fn complete(&mut self, popped: &Pending) {
+        self.account(Some(popped), None);
+    }
+
+    /// Puts the undelivered remainder of a popped entry back, to be retried after `delay`,
+    /// merged with whatever arrived for the key meanwhile (which is newer, so it comes last).
+    pub fn retry(&mut self, key: String, popped: &Pending, remainder: Vec<Notification>, delay: Duration, now: Instant) {
+        self.account(Some(popped), None);
+        let mut notifications = remainder;
+        if let Some(newer) = self.ready.remove(&key) {
+            self.account(Some(&newer), None);
+            notifications.extend(newer.into_notifications());
+        }
+        let Some(merged) = Pending::from_notifications(notifications) else { return };
+        self.account(None, Some(&merged));
+        let at = now + delay;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.timers.insert((at, seq, key.clone()));
+        self.delayed.insert(key, (merged, at, seq));
+    }
+
+    /// When the earliest delayed entry becomes ready.
+    pub fn next_retry(&self) -> Option<Instant> {
+        self.timers.first().map(|(at, _, _)| *at)
+    }
+
+    /// Entries ready to deliver.
+    pub fn ready_len(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// All entries, ready or waiting to be retried (the queue's memory is bounded by this,
+    /// which never exceeds the number of distinct keys).
+    pub fn len(&self) -> usize {
+        self.ready.len() + self.delayed.len()
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Initial-list adds not yet delivered (including one being delivered).
+    pub fn initial_outstanding(&self) -> usize {
+        self.initial
+    }
+}
+
+#[cfg(test)]
+#[path = "pending_queue_tests.rs"]
+mod tests;

@@ -1,0 +1,120 @@
+//! The coalescing rules, one test each, and the queue's bookkeeping.
+
+use super::*;
+use crate::informer::test_support::pod;
+
+fn add(rv: u64) -> Notification {
+    Notification::Add { obj: pod("ns", "a", rv), initial: false }
+}
+fn update(old: u64, new: u64) -> Notification {
+    Notification::Update { old: pod("ns", "a", old), new: pod("ns", "a", new) }
+}
+fn delete(rv: u64, unknown: bool) -> Notification {
+    Notification::Delete { obj: pod("ns", "a", rv), final_state_unknown: unknown }
+}
+fn one(n: Notification) -> Pending {
+    Pending::One(n)
+}
+
+#[test]
+fn coalesce_add_then_update_is_add_of_the_new_state() {
+    assert_eq!(one(add(1)).coalesce(update(1, 2)), Some(one(add(2))));
+}
+
+#[test]
+fn coalesce_add_then_delete_delivers_nothing() {
+    assert_eq!(one(add(1)).coalesce(delete(2, false)), None);
+}
+
+#[test]
+fn coalesce_update_then_update_keeps_first_old_and_last_new() {
+    assert_eq!(one(update(1, 2)).coalesce(update(2, 3)), Some(one(update(1, 3))));
+}
+
+#[test]
+fn coalesce_update_then_delete_is_delete() {
+    assert_eq!(one(update(1, 2)).coalesce(delete(3, true)), Some(one(delete(3, true))));
+}
+
+#[test]
+fn coalesce_delete_then_add_keeps_both_as_one_entry() {
+    let merged = one(delete(2, false)).coalesce(add(3)).unwrap();
+    assert_eq!(merged.clone().into_notifications(), vec![delete(2, false), add(3)]);
+    // A later update folds into the re-created object.
+    let merged = merged.coalesce(update(3, 4)).unwrap();
+    assert_eq!(merged.into_notifications(), vec![delete(2, false), add(4)]);
+}
+
+#[test]
+fn coalesce_delete_then_add_then_delete_is_the_first_delete() {
+    let merged = one(delete(2, false)).coalesce(add(3)).unwrap().coalesce(delete(4, false)).unwrap();
+    assert_eq!(merged, one(delete(2, false)));
+}
+
+#[test]
+fn coalesce_real_delete_beats_a_later_tombstone() {
+    assert_eq!(one(delete(2, false)).coalesce(delete(2, true)), Some(one(delete(2, false))));
+    assert_eq!(one(delete(2, true)).coalesce(delete(3, false)), Some(one(delete(3, false))));
+}
+
+#[test]
+fn coalesce_keeps_the_initial_flag_of_the_add() {
+    let initial = Notification::Add { obj: pod("ns", "a", 1), initial: true };
+    assert!(one(initial).coalesce(update(1, 2)).unwrap().is_initial());
+}
+
+#[test]
+fn queue_holds_one_entry_per_key_in_first_arrival_order() {
+    let mut q = PendingQueue::default();
+    q.push(Notification::Add { obj: pod("ns", "x", 1), initial: false });
+    q.push(add(2));
+    q.push(Notification::Update { old: pod("ns", "x", 1), new: pod("ns", "x", 3) });
+    q.push(update(2, 4));
+    assert_eq!(q.len(), 2);
+    let (k1, p1) = q.pop().unwrap();
+    let (k2, p2) = q.pop().unwrap();
+    assert_eq!((k1.as_str(), k2.as_str()), ("ns/x", "ns/a"), "a key keeps its place when it absorbs newer events");
+    assert_eq!(p1.into_notifications()[0].object().resource_version(), "3");
+    assert_eq!(p2, one(add(4)));
+}
+
+#[test]
+fn queue_add_then_delete_frees_the_entry() {
+    let mut q = PendingQueue::default();
+    q.push(add(1));
+    q.push(delete(2, false));
+    assert!(q.is_empty());
+    assert!(q.pop().is_none());
+}
+
+#[test]
+fn queue_counts_initial_adds_until_completed() {
+    let mut q = PendingQueue::default();
+    q.push(Notification::Add { obj: pod("ns", "a", 1), initial: true });
+    q.push(Notification::Add { obj: pod("ns", "b", 1), initial: true });
+    assert_eq!(q.initial_outstanding(), 2);
+    q.push(Notification::Delete { obj: pod("ns", "b", 2), final_state_unknown: false });
+    assert_eq!(q.initial_outstanding(), 1, "a cancelled initial add is no longer outstanding");
+    let (_, popped) = q.pop().unwrap();
+    assert_eq!(q.initial_outstanding(), 1, "in flight still counts");
+    q.complete(&popped);
+    assert_eq!(q.initial_outstanding(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn queue_retry_waits_for_its_delay_and_absorbs_newer_events() {
+    let mut q = PendingQueue::default();
+    q.push(add(1));
+    let (key, popped) = q.pop().unwrap();
+    let now = Instant::now();
+    q.push(update(1, 2)); // arrived while the add was being delivered
+    q.retry(key, &popped, popped.clone().into_notifications(), Duration::from_secs(1), now);
+    assert_eq!(q.len(), 1);
+    assert!(q.pop().is_none(), "not ready before its delay");
+    q.push(update(2, 3)); // folds into the delayed entry
+    q.promote(now + Duration::from_millis(999));
+    assert!(q.pop().is_none());
+    assert_eq!(q.next_retry(), Some(now + Duration::from_secs(1)));
+    q.promote(now + Duration::from_secs(1));
+    assert_eq!(q.pop().unwrap().1, one(add(3)), "retried with the newest state of the key");
+}

@@ -1,0 +1,383 @@
+//! One informer per watched resource, shared by all its handlers: client-go's
+//! `sharedIndexInformer`.
+//!
+//! [`SharedIndexInformer::run`] drives a [`Reflector`] into a [`DeltaFifo`] and pops it into
+//! `handle_deltas`, which — in client-go's order — first updates the [`Indexer`], then
+//! distributes the notification, so a handler that reads the cache sees at least the state it
+//! was told about.
+//!
+//! Handlers may be added before or after `run`. One added after start first receives the
+//! current cache as initial-list adds (under the same lock that serializes deltas, so it
+//! misses nothing and sees nothing twice), then live events; its registration reports its
+//! own `has_synced`. Handlers may be removed at any time.
+//!
+//! Resync periods are resolved as client-go does: the informer's check period starts at its
+//! default resync period and, before start, drops to the smallest period a handler asks for;
+//! a period below 1 s is raised to 1 s; after start, a period below the check period is
+//! raised to it (and logged). One deliberate difference: when the check period is zero (no
+//! default resync), client-go disables every handler's resync; wink lets the first handler
+//! that asks for a resync set the check period instead, even after start, so a plugin
+//! deployed into a running host still gets the resync it asked for.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
+use super::handler::{EventHandler, Notification};
+use super::indexer::{IndexFunc, Indexer, IndexerError};
+use super::list_watch::ListerWatcher;
+use super::listener::{Listener, ListenerOptions};
+use super::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
+use super::reflector::{Reflector, ReflectorConfig, Transform};
+
+/// Errors of informer operations.
+#[derive(Debug, thiserror::Error)]
+pub enum InformerError {
+    /// The informer has stopped; no handler can be added.
+    #[error("informer {0} has stopped")]
+    Stopped(String),
+    /// The registration does not belong to this informer (or was already removed).
+    #[error("handler {0} is not registered")]
+    NotRegistered(u64),
+    /// An index could not be added.
+    #[error(transparent)]
+    Index(#[from] IndexerError),
+}
+
+/// How an informer lists, watches and caches.
+#[derive(Clone)]
+pub struct InformerConfig {
+    /// A name for logs (e.g. `v1/Pod`).
+    pub name: String,
+    /// Default resync period for handlers that do not ask for one, and the initial resync
+    /// check period (client-go's `defaultEventHandlerResyncPeriod`). Zero: no resync unless a
+    /// handler asks before start.
+    pub default_resync: Duration,
+    /// Strip `metadata.managedFields` from every object on the way in. Default on.
+    pub strip_managed_fields: bool,
+    /// Extra index functions.
+    pub indexers: Vec<(String, IndexFunc)>,
+    /// List/watch settings (its `resync_period` and `transform` are set by the informer).
+    pub reflector: ReflectorConfig,
+}
+
+impl Default for InformerConfig {
+    fn default() -> Self {
+        Self {
+            name: "informer".into(),
+            default_resync: Duration::ZERO,
+            strip_managed_fields: true,
+            indexers: Vec::new(),
+            reflector: ReflectorConfig::default(),
+        }
+    }
+}
+
+struct Inner {
+    config: InformerConfig,
+    lw: Arc<dyn ListerWatcher>,
+    indexer: Arc<Indexer>,
+    fifo: Arc<DeltaFifo>,
+    processor: Processor,
+    started: AtomicBool,
+    stopped: AtomicBool,
+    resync_check_period: Mutex<Duration>,
+    /// Tells the running reflector about check period changes.
+    resync_updates: tokio::sync::watch::Sender<Duration>,
+    /// Serializes delta handling with late handler registration.
+    block_deltas: Mutex<()>,
+    last_sync_resource_version: Arc<RwLock<String>>,
+    next_id: AtomicU64,
+    /// Listener tasks by registration id (`None` handle: not started yet).
+    tasks: Mutex<HashMap<u64, ListenerTask>>,
+    cancel: Mutex<Option<CancellationToken>>,
+}
+
+struct ListenerTask {
+    listener: Arc<Listener>,
+    handler: Arc<dyn EventHandler>,
+    cancel: CancellationToken,
+    join: Option<JoinHandle<()>>,
+}
+
+/// A handle on a registered handler.
+#[derive(Clone, Debug)]
+pub struct Registration {
+    listener: Arc<Listener>,
+}
+
+impl Registration {
+    /// The registration id.
+    pub fn id(&self) -> u64 {
+        self.listener.id()
+    }
+
+    /// Whether the informer synced and this handler has received every initial add.
+    pub fn has_synced(&self) -> bool {
+        self.listener.has_synced()
+    }
+
+    /// The handler's listener (queue length, counters, resolved resync period).
+    pub fn listener(&self) -> &Arc<Listener> {
+        &self.listener
+    }
+}
+
+/// An informer: a cache of one resource kept in step with its source, and the handlers
+/// that are told about every change. Cheap to clone (clones share everything).
+#[derive(Clone)]
+pub struct SharedIndexInformer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SharedIndexInformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIndexInformer").field("name", &self.inner.config.name).finish()
+    }
+}
+
+impl SharedIndexInformer {
+    /// An informer over `lw`.
+    pub fn new(lw: Arc<dyn ListerWatcher>, config: InformerConfig) -> Self {
+        let indexer = Arc::new(Indexer::new());
+        indexer.add_indexers(config.indexers.clone()).expect("informer indexers have distinct names");
+        let fifo = Arc::new(DeltaFifo::new(Some(indexer.clone()), true));
+        Self {
+            inner: Arc::new(Inner {
+                resync_check_period: Mutex::new(config.default_resync),
+                resync_updates: tokio::sync::watch::Sender::new(config.default_resync),
+                config,
+                lw,
+                indexer,
+                fifo,
+                processor: Processor::default(),
+                started: AtomicBool::new(false),
+                stopped: AtomicBool::new(false),
+                block_deltas: Mutex::new(()),
+                last_sync_resource_version: Arc::default(),
+                next_id: AtomicU64::new(1),
+                tasks: Mutex::default(),
+                cancel: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The informer's name.
+    pub fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    /// The cache.
+    pub fn indexer(&self) -> &Arc<Indexer> {
+        &self.inner.indexer
+    }
+
+    /// Adds index functions (also after start: they are built for the cached items).
+    pub fn add_indexers(&self, indexers: Vec<(String, IndexFunc)>) -> Result<(), InformerError> {
+        Ok(self.inner.indexer.add_indexers(indexers)?)
+    }
+
+    /// Whether the initial list has been fully delivered to the cache and distributed.
+    pub fn has_synced(&self) -> bool {
+        self.inner.fifo.has_synced()
+    }
+
+    /// Whether `run` has started.
+    pub fn has_started(&self) -> bool {
+        self.inner.started.load(Ordering::SeqCst)
+    }
+
+    /// Whether `run` has returned.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.stopped.load(Ordering::SeqCst)
+    }
+
+    /// The resourceVersion of the last list or event applied.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner.last_sync_resource_version.read().clone()
+    }
+
+    /// The current resync check period.
+    pub fn resync_check_period(&self) -> Duration {
+        *self.inner.resync_check_period.lock()
+    }
+
+    /// Registers a handler with the informer's default resync period.
+    pub fn add_event_handler(&self, handler: Arc<dyn EventHandler>) -> Result<Registration, InformerError> {
+        let options = ListenerOptions::new(self.name(), self.inner.config.default_resync);
+        self.add_event_handler_with_options(handler, options)
+    }
+
+    /// Registers a handler with its own resync period and filters.
+    #[doc(alias = "AddEventHandlerWithResyncPeriod")]
+    pub fn add_event_handler_with_options(
+        &self,
+        handler: Arc<dyn EventHandler>,
+        mut options: ListenerOptions,
+    ) -> Result<Registration, InformerError> {
+        let inner = &self.inner;
+        if self.is_stopped() {
+            return Err(InformerError::Stopped(inner.config.name.clone()));
+        }
+        let mut period = options.resync_period;
+        let mut check = inner.resync_check_period.lock();
+        if !period.is_zero() {
+            if period < MINIMUM_RESYNC_PERIOD {
+                tracing::warn!(handler = %options.name, ?period, "resync period below 1s raised to 1s");
+                period = MINIMUM_RESYNC_PERIOD;
+            }
+            if check.is_zero() {
+                // client-go would disable this handler's resync for good; wink lets the first
+                // handler that asks for one set the check period, before or after start.
+                *check = period;
+                inner.processor.resync_check_period_changed(period);
+                inner.resync_updates.send_replace(period);
+            } else if period < *check {
+                if self.has_started() {
+                    tracing::warn!(handler = %options.name, ?period, check = ?*check,
+                        "informer already started: resync period raised to the check period");
+                    period = *check;
+                } else {
+                    *check = period;
+                    inner.processor.resync_check_period_changed(period);
+                    inner.resync_updates.send_replace(period);
+                }
+            }
+        }
+        options.resync_period = period;
+        let resolved = determine_resync_period(period, *check);
+        drop(check);
+        let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let fifo = inner.fifo.clone();
+        let listener = Arc::new(Listener::new(id, options, resolved, Arc::new(move || fifo.has_synced())));
+        let registration = Registration { listener: listener.clone() };
+        let mut task = ListenerTask { listener: listener.clone(), handler, cancel: CancellationToken::new(), join: None };
+
+        // Hold off deltas while registering so the replay and live events neither overlap
+        // nor leave a gap.
+        let _block = inner.block_deltas.lock();
+        inner.processor.add_listener(listener.clone());
+        let run_cancel = inner.cancel.lock().clone();
+        if let Some(run_cancel) = run_cancel {
+            for obj in inner.indexer.list() {
+                listener.add(Notification::Add { obj, initial: true });
+            }
+            task.cancel = run_cancel.child_token();
+            task.join = Some(tokio::spawn(listener.run(task.handler.clone(), task.cancel.clone())));
+        }
+        inner.tasks.lock().insert(id, task);
+        Ok(registration)
+    }
+
+    /// Unregisters a handler: its queue is dropped and its task ends after any call in
+    /// progress. Other handlers are not disturbed.
+    pub fn remove_event_handler(&self, registration: &Registration) -> Result<(), InformerError> {
+        let id = registration.id();
+        let _block = self.inner.block_deltas.lock();
+        self.inner.processor.remove_listener(id).ok_or(InformerError::NotRegistered(id))?;
+        if let Some(task) = self.inner.tasks.lock().remove(&id) {
+            task.cancel.cancel();
+        }
+        Ok(())
+    }
+
+    fn handle_deltas(&self, deltas: Vec<Delta>, is_in_initial_list: bool) -> Result<(), ProcessError> {
+        let inner = &self.inner;
+        let _block = inner.block_deltas.lock();
+        for delta in deltas {
+            match delta.kind {
+                DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
+                    let obj = delta.obj.object().clone();
+                    match inner.indexer.get(&obj) {
+                        Some(old) => {
+                            inner.indexer.update(obj.clone());
+                            // An unchanged resourceVersion is a resync, for syncing listeners only.
+                            let is_sync = old.resource_version() == obj.resource_version();
+                            inner.processor.distribute(&Notification::Update { old, new: obj }, is_sync);
+                        }
+                        None => {
+                            inner.indexer.add(obj.clone());
+                            inner.processor.distribute(&Notification::Add { obj, initial: is_in_initial_list }, false);
+                        }
+                    }
+                }
+                DeltaType::Deleted => {
+                    let (obj, final_state_unknown) = match delta.obj {
+                        DeltaObject::Object(obj) => (obj, false),
+                        DeltaObject::DeletedFinalStateUnknown { obj, .. } => (obj, true),
+                    };
+                    inner.indexer.delete_key(obj.key());
+                    inner.processor.distribute(&Notification::Delete { obj, final_state_unknown }, false);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the informer until `cancel` fires; then stops the reflector, lets every handler
+    /// finish the call in progress, and returns.
+    pub async fn run(self, cancel: CancellationToken) {
+        let inner = &self.inner;
+        if inner.started.swap(true, Ordering::SeqCst) {
+            tracing::warn!(informer = %inner.config.name, "informer already started");
+            return;
+        }
+        let mut reflector_config = inner.config.reflector.clone();
+        {
+            let _block = inner.block_deltas.lock();
+            reflector_config.resync_period = *inner.resync_check_period.lock();
+            *inner.cancel.lock() = Some(cancel.clone());
+            for task in inner.tasks.lock().values_mut() {
+                task.cancel = cancel.child_token();
+                task.join = Some(tokio::spawn(task.listener.clone().run(task.handler.clone(), task.cancel.clone())));
+            }
+        }
+        if inner.config.strip_managed_fields {
+            let strip: Transform = Arc::new(|obj: super::object::Object| obj.without_managed_fields());
+            let user = reflector_config.transform.take();
+            reflector_config.transform = Some(match user {
+                Some(user) => Arc::new(move |obj| user(strip(obj))),
+                None => strip,
+            });
+        }
+        let this = self.clone();
+        let reflector = Reflector::new(inner.lw.clone(), inner.fifo.clone(), reflector_config)
+            .with_should_resync(Arc::new(move || this.inner.processor.should_resync()))
+            .with_last_sync_cell(inner.last_sync_resource_version.clone())
+            .with_resync_period_updates(inner.resync_updates.subscribe());
+        let this = self.clone();
+        let pop_loop = async move {
+            loop {
+                let handled = this.inner.fifo.pop(|deltas, initial| this.handle_deltas(deltas, initial)).await;
+                match handled {
+                    Err(FifoClosed) => break,
+                    Ok(Err(err)) => tracing::warn!(informer = %this.inner.config.name, error = %err, "processing deltas failed"),
+                    Ok(Ok(())) => {}
+                }
+            }
+        };
+        tokio::select! {
+            () = reflector.run(cancel.clone()) => {}
+            () = pop_loop => {}
+        }
+        inner.fifo.close();
+        let joins: Vec<_> = inner.tasks.lock().values_mut().filter_map(|t| {
+            t.cancel.cancel();
+            t.join.take()
+        }).collect();
+        for join in joins {
+            let _ = join.await;
+        }
+        inner.stopped.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+#[path = "shared_informer_tests.rs"]
+mod tests;
