@@ -6,6 +6,7 @@
 
 pub mod backoff;
 pub mod delta_fifo;
+pub mod factory;
 pub mod handler;
 pub mod indexer;
 pub mod list_watch;
@@ -19,14 +20,17 @@ pub mod shared_informer;
 #[cfg(test)]
 mod test_support;
 
+pub use backoff::{Backoff, BackoffConfig};
+pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
 pub use handler::{EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
 pub use indexer::{IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX, OWNER_UID_INDEX};
-pub use object::{Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
-pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
-pub use list_watch::{ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream};
-pub use backoff::{Backoff, BackoffConfig};
-pub use reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
+pub use list_watch::{
+    ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
+};
 pub use listener::{Listener, ListenerOptions, ObjectFilter, RetryConfig};
+pub use object::{Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
 pub use pending_queue::{Pending, PendingQueue};
 pub use processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
+pub use reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
 pub use shared_informer::{InformerConfig, InformerError, Registration, SharedIndexInformer};
+pub use factory::{InformerFactory, ResourceKey, SourceProvider};

@@ -103,17 +103,17 @@ async fn lists_then_watches_from_the_lists_resource_version() {
     let r = start(Arc::new(src.clone()), no_jitter(), |r| r);
     settle().await;
     assert_eq!(r.fifo.len(), 3);
-    assert_eq!(*r.rv.read(), "3");
+    assert_eq!(*r.rv.read(), "4");
     let watches = src.watch_requests();
     assert_eq!(watches.len(), 1);
-    assert_eq!(watches[0].resource_version, "3");
+    assert_eq!(watches[0].resource_version, "4");
     assert!(watches[0].allow_bookmarks);
     let timeout = watches[0].timeout.unwrap();
     assert!(timeout >= Duration::from_secs(300) && timeout < Duration::from_secs(600), "{timeout:?}");
     src.apply(cm("d")).unwrap();
     settle().await;
     assert_eq!(r.fifo.len(), 4);
-    assert_eq!(*r.rv.read(), "4");
+    assert_eq!(*r.rv.read(), "5");
 }
 
 #[tokio::test(start_paused = true)]
@@ -189,7 +189,7 @@ async fn bookmarks_advance_the_resource_version_used_to_rewatch() {
     settle().await;
     let watches = src.watch_requests();
     assert_eq!(watches.len(), 2);
-    assert_eq!(watches[1].resource_version, "3");
+    assert_eq!(watches[1].resource_version, "4");
     assert_eq!(src.list_requests().len(), 1, "a dropped watch resumes without relisting");
 }
 
@@ -209,7 +209,7 @@ async fn dropped_watch_resumes_from_the_last_event_without_duplicates() {
     settle().await;
     let seen: Vec<_> = drain(&r).await.into_iter().map(|(k, o)| (k, o.object().name().to_owned())).collect();
     assert_eq!(seen, [(DeltaType::Added, "b".to_owned()), (DeltaType::Added, "c".to_owned())]);
-    assert_eq!(src.watch_requests()[1].resource_version, "2");
+    assert_eq!(src.watch_requests()[1].resource_version, "3");
 }
 
 #[tokio::test(start_paused = true)]
@@ -261,13 +261,17 @@ async fn list_failures_back_off_800ms_doubling() {
 async fn watch_failures_back_off_and_rewatch_from_the_same_version() {
     let lw = Timed::default();
     lw.src.apply(cm("a")).unwrap();
-    lw.src.fail_next_watch(SourceError::Api(Status { code: 500, reason: "InternalError".into(), message: "boom".into() }));
+    lw.src.fail_next_watch(SourceError::Api(Status {
+        code: 500,
+        reason: "InternalError".into(),
+        message: "boom".into(),
+    }));
     lw.src.fail_next_watch(SourceError::TooManyRequests("slow down".into()));
     let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let watches = lw.src.watch_requests();
     assert_eq!(watches.len(), 3);
-    assert!(watches.iter().all(|w| w.resource_version == "1"));
+    assert!(watches.iter().all(|w| w.resource_version == "2"));
     assert_eq!(lw.src.list_requests().len(), 1);
     let times: Vec<_> = lw.calls.lock().iter().filter(|(_, k)| *k == "watch").map(|(t, _)| *t).collect();
     assert_eq!((times[1] - times[0]).as_millis(), 800);

@@ -8,8 +8,8 @@ use tokio::sync::Semaphore;
 
 use super::*;
 use crate::informer::handler::{HandlerError, HandlerResult};
-use crate::informer::object::Object;
 use crate::informer::list_watch::{SourceError, Status};
+use crate::informer::object::Object;
 use crate::source::MemorySource;
 
 fn cm(ns: &str, name: &str, data: &str) -> serde_json::Value {
@@ -119,10 +119,12 @@ async fn initial_list_arrives_as_initial_adds_then_live_events_in_order() {
     src.delete("a/two");
     settle().await;
     let live = rec.take();
-    assert!(matches!(&live[0], Notification::Update { old, new } if old.resource_version() == "1" && new.resource_version() == "3"));
+    assert!(
+        matches!(&live[0], Notification::Update { old, new } if old.resource_version() == "2" && new.resource_version() == "4")
+    );
     assert!(matches!(&live[1], Notification::Add { initial: false, obj } if obj.name() == "three"));
     assert!(matches!(&live[2], Notification::Delete { final_state_unknown: false, obj } if obj.name() == "two"));
-    assert_eq!(inf.last_sync_resource_version(), "5");
+    assert_eq!(inf.last_sync_resource_version(), "6");
 }
 
 #[tokio::test(start_paused = true)]
@@ -144,7 +146,7 @@ async fn indexer_is_updated_before_handlers_are_told() {
     settle().await;
     src.apply(cm("a", "x", "2")).unwrap();
     settle().await;
-    assert_eq!(*seen_in_cache.lock(), [Some("1".to_owned()), Some("2".to_owned())]);
+    assert_eq!(*seen_in_cache.lock(), [Some("2".to_owned()), Some("3".to_owned())]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -167,10 +169,13 @@ async fn late_handler_receives_the_current_cache_then_live_events() {
     settle().await;
     assert!(reg.has_synced());
     let events = late.take();
-    let adds: Vec<_> = events.iter().map(|n| match n {
-        Notification::Add { obj, initial } => (obj.name().to_owned(), *initial),
-        other => panic!("unexpected {other:?}"),
-    }).collect();
+    let adds: Vec<_> = events
+        .iter()
+        .map(|n| match n {
+            Notification::Add { obj, initial } => (obj.name().to_owned(), *initial),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
     assert_eq!(adds.len(), 3);
     assert!(adds[..2].iter().all(|(_, initial)| *initial), "the replayed cache is an initial list");
     assert_eq!(adds[2], ("live".to_owned(), false));
@@ -298,7 +303,11 @@ async fn resync_goes_only_to_due_listeners_at_their_own_periods() {
     inf.add_event_handler_with_options(fast.clone(), ListenerOptions::new("fast", Duration::from_secs(2))).unwrap();
     inf.add_event_handler_with_options(slow.clone(), ListenerOptions::new("slow", Duration::from_secs(5))).unwrap();
     inf.add_event_handler_with_options(never.clone(), ListenerOptions::new("never", Duration::ZERO)).unwrap();
-    assert_eq!(inf.resync_check_period(), Duration::from_secs(2), "check period is the smallest requested before start");
+    assert_eq!(
+        inf.resync_check_period(),
+        Duration::from_secs(2),
+        "check period is the smallest requested before start"
+    );
     let _cancel = start(&inf);
     settle().await;
     tokio::time::sleep(Duration::from_millis(10_500)).await;
@@ -315,7 +324,10 @@ async fn resync_periods_below_one_second_are_raised_to_one_second() {
     let src = MemorySource::default();
     let inf = informer(&src);
     let reg = inf
-        .add_event_handler_with_options(Arc::new(Recorder::default()), ListenerOptions::new("eager", Duration::from_millis(10)))
+        .add_event_handler_with_options(
+            Arc::new(Recorder::default()),
+            ListenerOptions::new("eager", Duration::from_millis(10)),
+        )
         .unwrap();
     assert_eq!(reg.listener().resync_period(), Duration::from_secs(1));
     assert_eq!(inf.resync_check_period(), Duration::from_secs(1));
@@ -327,12 +339,16 @@ async fn late_handler_with_a_smaller_period_is_raised_to_the_check_period() {
     src.apply(cm("a", "x", "1")).unwrap();
     let inf = informer(&src);
     let early = inf
-        .add_event_handler_with_options(Arc::new(Recorder::default()), ListenerOptions::new("early", Duration::from_secs(4)))
+        .add_event_handler_with_options(
+            Arc::new(Recorder::default()),
+            ListenerOptions::new("early", Duration::from_secs(4)),
+        )
         .unwrap();
     let _cancel = start(&inf);
     settle().await;
     let late = Arc::new(Recorder::default());
-    let reg = inf.add_event_handler_with_options(late.clone(), ListenerOptions::new("late", Duration::from_secs(1))).unwrap();
+    let reg =
+        inf.add_event_handler_with_options(late.clone(), ListenerOptions::new("late", Duration::from_secs(1))).unwrap();
     assert_eq!(inf.resync_check_period(), Duration::from_secs(4), "the check period does not change after start");
     assert_eq!(reg.listener().resync_period(), Duration::from_secs(4));
     assert_eq!(early.listener().resync_period(), Duration::from_secs(4));
@@ -352,7 +368,8 @@ async fn a_late_handler_sets_a_zero_check_period_instead_of_losing_its_resync() 
     let _cancel = start(&inf);
     settle().await;
     let late = Arc::new(Recorder::default());
-    let reg = inf.add_event_handler_with_options(late.clone(), ListenerOptions::new("late", Duration::from_secs(3))).unwrap();
+    let reg =
+        inf.add_event_handler_with_options(late.clone(), ListenerOptions::new("late", Duration::from_secs(3))).unwrap();
     assert_eq!(inf.resync_check_period(), Duration::from_secs(3));
     assert_eq!(reg.listener().resync_period(), Duration::from_secs(3));
     tokio::time::sleep(Duration::from_millis(9_500)).await;
@@ -397,7 +414,7 @@ async fn retry_errors_are_retried_per_key_with_the_newest_state_without_blocking
     tokio::time::sleep(Duration::from_millis(150)).await;
     let retried = flaky.inner.take();
     assert_eq!(retried.len(), 1);
-    assert!(matches!(&retried[0], Notification::Add { obj, .. } if obj.resource_version() == "3"), "{retried:?}");
+    assert!(matches!(&retried[0], Notification::Add { obj, .. } if obj.resource_version() == "4"), "{retried:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -103,7 +103,10 @@ impl Default for MemorySource {
 impl std::fmt::Debug for MemorySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let inner = self.inner.lock();
-        f.debug_struct("MemorySource").field("objects", &inner.objects.len()).field("rv", &inner.resource_version).finish()
+        f.debug_struct("MemorySource")
+            .field("objects", &inner.objects.len())
+            .field("rv", &inner.resource_version)
+            .finish()
     }
 }
 
@@ -121,7 +124,10 @@ fn stamp(mut value: serde_json::Value, rv: u64) -> Result<Object, ObjectError> {
 impl MemorySource {
     /// An empty source.
     pub fn new(options: MemorySourceOptions) -> Self {
-        Self { inner: Arc::default(), options }
+        // Like etcd, the store's revision is never 0 once it exists: a LIST answers with a
+        // real, watchable resourceVersion even when empty.
+        let inner = Inner { resource_version: 1, oldest_watchable: 1, ..Inner::default() };
+        Self { inner: Arc::new(Mutex::new(inner)), options }
     }
 
     /// Creates or updates an object (its resourceVersion is assigned); returns it as stored.
@@ -146,7 +152,8 @@ impl MemorySource {
         let old = inner.objects.remove(key)?;
         let rv = inner.resource_version + 1;
         inner.resource_version = rv;
-        let last = stamp(serde_json::from_str(old.json()).expect("stored JSON is valid"), rv).expect("stored object is valid");
+        let last =
+            stamp(serde_json::from_str(old.json()).expect("stored JSON is valid"), rv).expect("stored object is valid");
         inner.broadcast(rv, Change::Deleted(last.clone()));
         self.trim(&mut inner);
         Some(last)
@@ -251,7 +258,13 @@ impl ListerWatcher for MemorySource {
                 let (id, offset) = token
                     .split_once(':')
                     .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<usize>().ok()?)))
-                    .ok_or_else(|| SourceError::Api(Status { code: 400, reason: "BadRequest".into(), message: format!("invalid continue token {token}") }))?;
+                    .ok_or_else(|| {
+                        SourceError::Api(Status {
+                            code: 400,
+                            reason: "BadRequest".into(),
+                            message: format!("invalid continue token {token}"),
+                        })
+                    })?;
                 if !inner.snapshots.contains_key(&id) {
                     return Err(SourceError::Gone(format!("continue token {token} has expired")));
                 }
@@ -260,7 +273,10 @@ impl ListerWatcher for MemorySource {
             None => {
                 let id = inner.next_snapshot;
                 inner.next_snapshot += 1;
-                let snapshot = Snapshot { resource_version: inner.resource_version, items: inner.objects.values().cloned().collect() };
+                let snapshot = Snapshot {
+                    resource_version: inner.resource_version,
+                    items: inner.objects.values().cloned().collect(),
+                };
                 inner.snapshots.insert(id, snapshot);
                 (id, 0)
             }
@@ -295,8 +311,21 @@ impl ListerWatcher for MemorySource {
             let _ = tx.send(Ok(WatchEvent::Bookmark { resource_version: rv, initial_events_end: true }));
         } else {
             let from: u64 = match params.resource_version.as_str() {
-                "" | "0" => inner.resource_version,
-                rv => rv.parse().map_err(|_| SourceError::Api(Status { code: 400, reason: "BadRequest".into(), message: format!("invalid resourceVersion {rv}") }))?,
+                // "Get state and start at most recent / any": synthetic adds of the current
+                // objects, then changes.
+                "" | "0" => {
+                    for obj in inner.objects.values() {
+                        let _ = tx.send(Ok(WatchEvent::Added(obj.clone())));
+                    }
+                    inner.resource_version
+                }
+                rv => rv.parse().map_err(|_| {
+                    SourceError::Api(Status {
+                        code: 400,
+                        reason: "BadRequest".into(),
+                        message: format!("invalid resourceVersion {rv}"),
+                    })
+                })?,
             };
             if from < inner.oldest_watchable {
                 // As the API server's watch cache: a 200 response whose first event is a 410.
@@ -340,7 +369,7 @@ mod tests {
         let mut total = 2;
         while params.continue_token.is_some() {
             let page = src.list(&params).await.unwrap();
-            assert_eq!(page.resource_version, "5", "every page is at the first page's resourceVersion");
+            assert_eq!(page.resource_version, "6", "every page is at the first page's resourceVersion");
             total += page.items.len();
             params.continue_token = page.continue_token;
         }
@@ -355,7 +384,10 @@ mod tests {
         }
         let page = src.list(&ListParams { limit: Some(1), ..Default::default() }).await.unwrap();
         src.compact();
-        let err = src.list(&ListParams { limit: Some(1), continue_token: page.continue_token, ..Default::default() }).await.unwrap_err();
+        let err = src
+            .list(&ListParams { limit: Some(1), continue_token: page.continue_token, ..Default::default() })
+            .await
+            .unwrap_err();
         assert!(err.is_gone());
         src.apply(cm("c9")).unwrap();
         let mut stream = src.watch(&WatchParams { resource_version: "1".into(), ..Default::default() }).await.unwrap();
@@ -367,12 +399,12 @@ mod tests {
         let src = MemorySource::default();
         src.apply(cm("a")).unwrap();
         src.apply(cm("b")).unwrap();
-        let mut stream = src.watch(&WatchParams { resource_version: "1".into(), ..Default::default() }).await.unwrap();
+        let mut stream = src.watch(&WatchParams { resource_version: "2".into(), ..Default::default() }).await.unwrap();
         assert!(matches!(stream.next().await, Some(Ok(WatchEvent::Added(o))) if o.name() == "b"));
         src.apply(cm("a")).unwrap();
-        assert!(matches!(stream.next().await, Some(Ok(WatchEvent::Modified(o))) if o.resource_version() == "3"));
+        assert!(matches!(stream.next().await, Some(Ok(WatchEvent::Modified(o))) if o.resource_version() == "4"));
         let deleted = src.delete("ns/a").unwrap();
-        assert_eq!(deleted.resource_version(), "4");
+        assert_eq!(deleted.resource_version(), "5");
         assert!(matches!(stream.next().await, Some(Ok(WatchEvent::Deleted(o))) if o.name() == "a"));
         src.disconnect_watches();
         assert!(stream.next().await.is_none());
