@@ -1,0 +1,63 @@
+//! `wink-guest`: write [wink](https://github.com/wink-rs/wink) handler plugins in Rust.
+//!
+//! A wink plugin is a WebAssembly component that implements the `wink:plugin/handler-plugin`
+//! world (`wit/wink-plugin.wit`). This crate hides the component-model plumbing behind a
+//! [`Handler`] trait, a typed [`Object`], and safe wrappers over the host's [`log`](mod@log) and
+//! [`cache`] imports:
+//!
+//! ```no_run
+//! use wink_guest::{Handler, HandlerError, Object};
+//!
+//! #[derive(Default)]
+//! struct Greeter;
+//!
+//! impl Handler for Greeter {
+//!     fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+//!         wink_guest::info!("hello, {} {}", obj.kind(), obj.key());
+//!         Ok(())
+//!     }
+//! }
+//!
+//! wink_guest::export_handler!(Greeter);
+//! ```
+//!
+//! Build the plugin crate as a `cdylib` for `wasm32-unknown-unknown` and turn the core module
+//! into a component (`cargo xtask build-plugins` does both for the plugins in this repository).
+//! The result imports only `wink:plugin/*` interfaces: no WASI.
+//!
+//! The crate also compiles for the host's target, so a plugin's logic can be unit-tested
+//! natively: there [`log`](mod@log) writes to stderr and [`cache`] reads fail with
+//! [`CacheError::NotPermitted`].
+//!
+//! Cargo features:
+//! - `k8s-openapi`: typed access to objects through the `k8s-openapi` crate
+//!   ([`Object::metadata`], [`Object::typed`], [`Resource::of`]).
+
+pub mod bindings;
+pub mod cache;
+mod export;
+mod handler;
+pub mod log;
+mod object;
+
+pub use cache::{CacheError, Resource};
+pub use handler::{Handler, HandlerError, parse_config};
+pub use object::{Object, ParseError};
+
+/// The `serde_json` crate this SDK parses objects with.
+pub use serde_json;
+
+/// The `k8s-openapi` crate this SDK was built with, for typed objects.
+#[cfg(feature = "k8s-openapi")]
+pub use k8s_openapi;
+
+/// The version of the WIT package (`wink:plugin`) this SDK implements.
+pub const WIT_VERSION: &str = "0.1.0";
+
+#[doc(hidden)]
+pub mod __private {
+    //! Support for the macros of this crate; not a public API.
+    pub use crate::export::{Slot, init, on_add, on_delete, on_update};
+    pub use std::cell::RefCell;
+    pub use std::thread_local;
+}

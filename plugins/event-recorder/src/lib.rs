@@ -1,0 +1,88 @@
+//! event-recorder: logs one machine-readable line per event, for tests.
+//!
+//! Every call logs, at info level, exactly one of
+//!
+//! ```text
+//! event=add key=<key> rv=<resourceVersion> initial=<bool>
+//! event=update key=<key> old_rv=<resourceVersion> new_rv=<resourceVersion>
+//! event=delete key=<key> rv=<resourceVersion> unknown=<bool>
+//! ```
+//!
+//! Config (optional JSON):
+//! - `{"retry_label": "wink.test/retry"}`: the first call for the key of an object that carries
+//!   this label with value `once` (the new object of an update) logs its line, then
+//!   `retry key=<key>`, and returns `retry("asked to retry")`; later calls for that key succeed.
+//!   Which keys were retried lives as long as the instance (a trap forgets it).
+//! - `{"fail_init": true}`: `init` fails.
+//!
+//! Build with `cargo xtask build-plugins`.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+use wink_guest::{Handler, HandlerError, Object, info};
+
+/// The plugin's config, from the manifest's `config`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// Objects whose label of this name is `once` get one retry per key.
+    retry_label: Option<String>,
+    /// Makes `init` fail.
+    #[serde(default)]
+    fail_init: bool,
+}
+
+/// Records events.
+#[derive(Default)]
+struct EventRecorder {
+    retry_label: Option<String>,
+    /// Keys already answered with a retry.
+    retried: HashSet<String>,
+}
+
+impl EventRecorder {
+    /// Answers the first call for a key labelled `<retry_label>=once` with a retry.
+    fn maybe_retry(&mut self, obj: &Object) -> Result<(), HandlerError> {
+        let Some(label) = &self.retry_label else {
+            return Ok(());
+        };
+        if obj.label(label) == Some("once") {
+            let key = obj.key();
+            if !self.retried.contains(&key) {
+                info!("retry key={key}");
+                self.retried.insert(key);
+                return Err(HandlerError::retry("asked to retry"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Handler for EventRecorder {
+    fn init(&mut self, config: &str) -> Result<(), String> {
+        let config: Config = wink_guest::parse_config(config)?;
+        if config.fail_init {
+            return Err("init failed on purpose (config.fail_init is true)".into());
+        }
+        self.retry_label = config.retry_label;
+        Ok(())
+    }
+
+    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<(), HandlerError> {
+        info!("event=add key={} rv={} initial={initial_list}", obj.key(), obj.resource_version());
+        self.maybe_retry(obj)
+    }
+
+    fn on_update(&mut self, old: &Object, new: &Object) -> Result<(), HandlerError> {
+        info!("event=update key={} old_rv={} new_rv={}", new.key(), old.resource_version(), new.resource_version());
+        self.maybe_retry(new)
+    }
+
+    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<(), HandlerError> {
+        info!("event=delete key={} rv={} unknown={final_state_unknown}", obj.key(), obj.resource_version());
+        self.maybe_retry(obj)
+    }
+}
+
+wink_guest::export_handler!(EventRecorder);

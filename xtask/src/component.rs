@@ -1,0 +1,192 @@
+//! Turning a plugin's core module into a component, and checking what the component imports
+//! and exports, as the host will see it.
+
+use std::fmt;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use wit_component::{ComponentEncoder, DecodedWasm};
+use wit_parser::{Resolve, WorldId};
+
+/// The world every wink plugin implements.
+const WORLD: &str = "handler-plugin";
+
+/// The only interfaces a wink plugin may import: the `wink:plugin` package's.
+const ALLOWED_IMPORT_PREFIX: &str = "wink:plugin/";
+
+/// Encodes a core module built with wit-bindgen (its `component-type` custom sections say
+/// which world it implements) as a component, and validates the result.
+pub fn encode(core_module: &[u8]) -> Result<Vec<u8>> {
+    ComponentEncoder::default().module(core_module)?.validate(true).encode()
+}
+
+/// The top-level import and export names of a component or world: interface names such as
+/// `wink:plugin/log@0.1.0`, or plain names for bare functions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Surface {
+    /// Imported names, in the component's order.
+    pub imports: Vec<String>,
+    /// Exported names, in the component's order.
+    pub exports: Vec<String>,
+}
+
+impl Surface {
+    /// The surface of an encoded component.
+    pub fn of_component(component: &[u8]) -> Result<Self> {
+        match wit_component::decode(component).context("decoding the component's type")? {
+            DecodedWasm::Component(resolve, world) => Ok(Self::of_world(&resolve, world)),
+            DecodedWasm::WitPackage(..) => bail!("this is a WIT package, not a component"),
+        }
+    }
+
+    /// The surface the `handler-plugin` world of the WIT package in `wit_dir` prescribes.
+    pub fn of_contract(wit_dir: &Path) -> Result<Self> {
+        let mut resolve = Resolve::new();
+        let (package, _) =
+            resolve.push_dir(wit_dir).with_context(|| format!("parsing the WIT package in {}", wit_dir.display()))?;
+        let world = resolve
+            .select_world(&[package], Some(WORLD))
+            .with_context(|| format!("finding world `{WORLD}` in {}", wit_dir.display()))?;
+        Ok(Self::of_world(&resolve, world))
+    }
+
+    fn of_world(resolve: &Resolve, world: WorldId) -> Self {
+        let world = &resolve.worlds[world];
+        let names = |items: &wit_parser::IndexMap<wit_parser::WorldKey, _>| {
+            items.keys().map(|key| resolve.name_world_key(key)).collect()
+        };
+        Self { imports: names(&world.imports), exports: names(&world.exports) }
+    }
+
+    /// Fails unless every import is a `wink:plugin/*` interface: no WASI, no bare functions.
+    pub fn check_only_wink_imports(&self) -> Result<()> {
+        let foreign: Vec<&str> =
+            self.imports.iter().map(String::as_str).filter(|name| !name.starts_with(ALLOWED_IMPORT_PREFIX)).collect();
+        if !foreign.is_empty() {
+            bail!(
+                "the component imports {}, but a wink plugin may import only \
+                 {ALLOWED_IMPORT_PREFIX}* interfaces (WASI imports come from building for \
+                 wasm32-wasip* instead of wasm32-unknown-unknown, or from a dependency that \
+                 needs an operating system)",
+                foreign.join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    /// Fails unless the component exports everything `contract` exports and imports nothing
+    /// beyond what `contract` imports.
+    pub fn check_implements(&self, contract: &Self) -> Result<()> {
+        let missing: Vec<&str> =
+            contract.exports.iter().filter(|name| !self.exports.contains(name)).map(String::as_str).collect();
+        if !missing.is_empty() {
+            bail!(
+                "the component does not export {} (it exports {}): is it built against \
+                 wit/ and does it call `wink_guest::export_handler!`?",
+                missing.join(", "),
+                list_or_nothing(&self.exports)
+            );
+        }
+        let extra: Vec<&str> =
+            self.imports.iter().filter(|name| !contract.imports.contains(name)).map(String::as_str).collect();
+        if !extra.is_empty() {
+            bail!("the component imports {}, which the `{WORLD}` world does not offer", extra.join(", "));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Surface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "imports {}; exports {}", list_or_nothing(&self.imports), list_or_nothing(&self.exports))
+    }
+}
+
+fn list_or_nothing(names: &[String]) -> String {
+    if names.is_empty() { "nothing".to_owned() } else { names.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Components made from dummy core modules of made-up worlds.
+
+    use super::*;
+    use wit_component::{StringEncoding, dummy_module, embed_component_metadata};
+    use wit_parser::{LiftLowerAbi, ManglingAndAbi};
+
+    fn contract() -> Surface {
+        Surface::of_contract(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit")).unwrap()
+    }
+
+    /// A component for `world` in `wit`, which may use the real wink package.
+    fn component(wit: &str, world: &str) -> Vec<u8> {
+        let mut resolve = Resolve::new();
+        resolve.push_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit")).unwrap();
+        let package = resolve.push_source("test.wit", wit).unwrap();
+        let world = resolve.select_world(&[package], Some(world)).unwrap();
+        let mangling = ManglingAndAbi::Legacy(LiftLowerAbi::Sync);
+        let mut module = dummy_module(&resolve, world, mangling);
+        embed_component_metadata(&mut module, &resolve, world, StringEncoding::UTF8, false).unwrap();
+        encode(&module).unwrap()
+    }
+
+    const TEST_WIT: &str = r#"
+        package test:worlds;
+
+        interface environment {
+            get-environment: func() -> list<tuple<string, string>>;
+        }
+
+        world plugin {
+            include wink:plugin/handler-plugin@0.1.0;
+        }
+
+        world with-wasi {
+            include wink:plugin/handler-plugin@0.1.0;
+            import wasi:cli/environment@0.2.0;
+        }
+
+        world other {
+            export run: func();
+        }
+    "#;
+
+    fn test_wit() -> String {
+        // A stand-in for WASI, so the test needs no WASI WIT files.
+        format!(
+            "{TEST_WIT}\npackage wasi:cli@0.2.0 {{ interface environment {{ \
+             get-environment: func() -> list<tuple<string, string>>; }} }}"
+        )
+    }
+
+    #[test]
+    fn the_contract_is_what_the_host_expects() {
+        let contract = contract();
+        assert_eq!(contract.imports, ["wink:plugin/log@0.1.0", "wink:plugin/types@0.1.0", "wink:plugin/cache@0.1.0"]);
+        assert_eq!(contract.exports, ["wink:plugin/handler@0.1.0"]);
+    }
+
+    #[test]
+    fn a_plugin_component_passes() {
+        let surface = Surface::of_component(&component(&test_wit(), "plugin")).unwrap();
+        surface.check_only_wink_imports().unwrap();
+        surface.check_implements(&contract()).unwrap();
+    }
+
+    #[test]
+    fn wasi_imports_are_refused() {
+        let surface = Surface::of_component(&component(&test_wit(), "with-wasi")).unwrap();
+        let err = surface.check_only_wink_imports().unwrap_err().to_string();
+        assert!(err.contains("imports wasi:cli/environment@0.2.0"), "{err}");
+        assert!(surface.check_implements(&contract()).is_err());
+    }
+
+    #[test]
+    fn another_world_does_not_implement_the_contract() {
+        let surface = Surface::of_component(&component(&test_wit(), "other")).unwrap();
+        surface.check_only_wink_imports().unwrap();
+        assert_eq!(surface.exports, ["run"]);
+        let err = surface.check_implements(&contract()).unwrap_err().to_string();
+        assert!(err.contains("does not export wink:plugin/handler@0.1.0"), "{err}");
+    }
+}
