@@ -3,5 +3,11 @@
 //! - [`informer`]: client-go's SharedIndexInformer in Rust (reflector, DeltaFIFO, indexer,
 //!   processor), usable on its own with native handlers.
 //! - [`source`]: where objects come from (an API server, a directory, memory).
+//! - [`plugin`]: handler plugins — manifests, the wasmtime sandbox, the registry that
+//!   deploys them onto shared informers.
+//! - [`app`]: the `wink` command's subcommands, as library functions.
+pub mod app;
+pub mod fswatch;
 pub mod informer;
+pub mod plugin;
 pub mod source;

@@ -1,1 +1,103 @@
-fn main() {}
+//! The `wink` command: runs Kubernetes event handlers as sandboxed WebAssembly components.
+//!
+//! Run with `cargo run -p wink-host --bin wink -- run --plugins .wink/plugins --source dir:examples/cluster`
+//! (after `cargo xtask build-plugins`), or `cargo xtask demo`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+use wink::app::{self, RunOptions, SourceSpec};
+
+/// Runs Kubernetes event handlers as sandboxed WebAssembly components.
+#[derive(Parser)]
+#[command(name = "wink", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Deliver the events of the watched resources to every plugin of a folder.
+    Run {
+        /// The plugins folder: each subfolder holding a plugin.yaml is a plugin.
+        #[arg(long, value_name = "DIR")]
+        plugins: PathBuf,
+        /// Where objects come from: `dir:PATH`, a folder of YAML/JSON manifests.
+        #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
+        source: SourceSpec,
+        /// Where compiled components are cached [default: ~/.cache/wink/components].
+        #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+        cache_dir: Option<PathBuf>,
+        /// Compile components on every start instead of caching them.
+        #[arg(long)]
+        no_cache: bool,
+        /// Load the plugins once instead of watching the folder for changes.
+        #[arg(long)]
+        no_watch: bool,
+    },
+    /// Validate a plugin (folder or manifest): manifest, component, world, imports.
+    Check {
+        /// The plugin's folder or its plugin.yaml.
+        path: PathBuf,
+    },
+}
+
+fn cache_dir(cache_dir: Option<PathBuf>, no_cache: bool) -> Option<PathBuf> {
+    if no_cache { None } else { cache_dir.or_else(app::default_cache_dir) }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,cranelift=warn,wasmtime=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    match cli.command {
+        Command::Run { plugins, source, cache_dir: dir, no_cache, no_watch } => {
+            let options = RunOptions { plugins, source, cache_dir: cache_dir(dir, no_cache), watch_plugins: !no_watch };
+            let shutdown = CancellationToken::new();
+            runtime.spawn(wait_for_signal(shutdown.clone()));
+            let summaries = runtime.block_on(app::run(options, shutdown))?;
+            for line in summaries {
+                println!("{line}");
+            }
+        }
+        Command::Check { path } => {
+            let report = runtime
+                .block_on(async { app::check(&path, app::default_cache_dir()) })
+                .with_context(|| format!("{} is not a valid wink plugin", path.display()))?;
+            for line in report.lines {
+                println!("{line}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Cancels `shutdown` on Ctrl-C or SIGTERM.
+async fn wait_for_signal(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        () = terminate => {}
+    }
+    shutdown.cancel();
+}

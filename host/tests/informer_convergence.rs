@@ -70,7 +70,10 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
         let flaky: View = View::default();
         informer.add_event_handler(recorder(all.clone())).unwrap();
         informer
-            .add_event_handler_with_options(recorder(resyncing.clone()), ListenerOptions::new("resync", Duration::from_secs(1)))
+            .add_event_handler_with_options(
+                recorder(resyncing.clone()),
+                ListenerOptions::new("resync", Duration::from_secs(1)),
+            )
             .unwrap();
         let mut only_ns0 = ListenerOptions::new("ns0", Duration::ZERO);
         only_ns0.namespaces = Some(["ns0".to_owned()].into());
@@ -91,7 +94,8 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
         tokio::spawn(informer.clone().run(cancel.clone()));
         let mut version = 0u64;
         // Every injected failure can add up to one capped backoff (30 s) before recovery.
-        let faults = ops.iter().filter(|op| matches!(op, Op::FailList | Op::FailWatch | Op::Compact | Op::Disconnect)).count();
+        let faults =
+            ops.iter().filter(|op| matches!(op, Op::FailList | Op::FailWatch | Op::Compact | Op::Disconnect)).count();
         for op in ops {
             match op {
                 Op::Apply { ns, name } => {
@@ -99,7 +103,7 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     src.apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"namespace": format!("ns{ns}"), "name": format!("c{name}")},
                         "data": {"v": version.to_string()}}))
-                    .unwrap();
+                        .unwrap();
                 }
                 Op::Delete { ns, name } => {
                     src.delete(&format!("ns{ns}/c{name}"));
@@ -117,13 +121,18 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
         tokio::time::sleep(Duration::from_secs(120 + 30 * faults as u64)).await;
         let truth: BTreeMap<String, String> =
             src.objects().into_iter().map(|o| (o.key().to_owned(), o.resource_version().to_owned())).collect();
-        let cache: BTreeMap<String, String> =
-            informer.indexer().list().into_iter().map(|o| (o.key().to_owned(), o.resource_version().to_owned())).collect();
+        let cache: BTreeMap<String, String> = informer
+            .indexer()
+            .list()
+            .into_iter()
+            .map(|o| (o.key().to_owned(), o.resource_version().to_owned()))
+            .collect();
         prop_assert_eq!(&cache, &truth, "indexer equals the source");
         prop_assert_eq!(&*all.lock(), &cache, "plain handler");
         prop_assert_eq!(&*resyncing.lock(), &cache, "resyncing handler");
         prop_assert_eq!(&*flaky.lock(), &cache, "handler that asks for retries");
-        let cache_ns0: BTreeMap<_, _> = cache.iter().filter(|(k, _)| k.starts_with("ns0/")).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let cache_ns0: BTreeMap<_, _> =
+            cache.iter().filter(|(k, _)| k.starts_with("ns0/")).map(|(k, v)| (k.clone(), v.clone())).collect();
         prop_assert_eq!(&*ns0.lock(), &cache_ns0, "namespace-filtered handler");
         cancel.cancel();
         Ok(())
@@ -138,4 +147,3 @@ proptest! {
         run_case(ops)?;
     }
 }
-

@@ -32,6 +32,13 @@ pub struct Args {
     out: Option<PathBuf>,
 }
 
+impl Args {
+    /// Arguments that write to `out`.
+    pub fn with_out(out: PathBuf) -> Self {
+        Self { out: Some(out) }
+    }
+}
+
 /// Builds every plugin and writes its component and manifest under the output folder.
 pub fn run(repo: &Path, args: &Args) -> Result<()> {
     toolchain::ensure_wasm_target()?;

@@ -3,10 +3,14 @@
 //! Run with `cargo xtask <command>` (an alias in `.cargo/config.toml`):
 //! - `cargo xtask build-plugins [--out DIR]`: builds the guest plugins under `plugins/` for
 //!   `wasm32-unknown-unknown` and turns them into components under `.wink/plugins/`.
+//! - `cargo xtask test [-- CARGO TEST ARGS]`: builds the plugins, then runs every test.
+//! - `cargo xtask demo`: builds the plugins and runs them against `examples/cluster`.
 
 mod build_plugins;
 mod component;
+mod demo;
 mod fsutil;
+mod run_tests;
 mod toolchain;
 
 use std::path::{Path, PathBuf};
@@ -25,12 +29,18 @@ struct Cli {
 enum Command {
     /// Build the plugins under plugins/ as WebAssembly components (no WASI imports).
     BuildPlugins(build_plugins::Args),
+    /// Build the plugins, then run every test of the workspace.
+    Test(run_tests::Args),
+    /// Build the example plugins and run them against examples/cluster.
+    Demo(demo::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::BuildPlugins(args) => build_plugins::run(&repo_root(), &args),
+        Command::Test(args) => run_tests::run(&repo_root(), &args),
+        Command::Demo(args) => demo::run(&repo_root(), &args),
     }
 }
 

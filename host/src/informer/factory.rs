@@ -37,7 +37,13 @@ pub struct ResourceKey {
 impl ResourceKey {
     /// All objects of a kind, in all namespaces.
     pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
-        Self { api_version: api_version.into(), kind: kind.into(), namespace: None, label_selector: None, field_selector: None }
+        Self {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+        }
     }
 }
 
@@ -97,8 +103,17 @@ impl InformerFactory {
     /// A factory over `provider`. Informers get the `owner-uid` index besides the namespace
     /// index, and strip managedFields.
     pub fn new(provider: Arc<dyn SourceProvider>) -> Self {
-        let base = InformerConfig { indexers: vec![(OWNER_UID_INDEX.to_owned(), owner_uid_index_func())], ..InformerConfig::default() };
-        Self { provider, base, custom_resync: HashMap::new(), informers: Mutex::default(), cancel: CancellationToken::new() }
+        let base = InformerConfig {
+            indexers: vec![(OWNER_UID_INDEX.to_owned(), owner_uid_index_func())],
+            ..InformerConfig::default()
+        };
+        Self {
+            provider,
+            base,
+            custom_resync: HashMap::new(),
+            informers: Mutex::default(),
+            cancel: CancellationToken::new(),
+        }
     }
 
     /// Sets the default resync period of informers created from now on.
@@ -134,6 +149,11 @@ impl InformerFactory {
         let informer = SharedIndexInformer::new(lw, config);
         informers.insert(resource.clone(), Entry { informer: informer.clone(), task: None });
         Ok(informer)
+    }
+
+    /// The informer of `resource` if it was already created.
+    pub fn existing(&self, resource: &ResourceKey) -> Option<SharedIndexInformer> {
+        self.informers.lock().get(resource).map(|e| e.informer.clone())
     }
 
     /// Every informer created so far.
@@ -203,7 +223,8 @@ mod tests {
         let pods = MemorySource::default();
         let rs = MemorySource::default();
         pods.apply(json!({"kind": "Pod", "metadata": {"namespace": "a", "name": "p",
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "rs-1"}]}})).unwrap();
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "rs-1"}]}}))
+            .unwrap();
         rs.apply(json!({"kind": "ReplicaSet", "metadata": {"namespace": "a", "name": "r", "uid": "rs-1"}})).unwrap();
         let factory = InformerFactory::new(provider([("Pod".into(), pods), ("ReplicaSet".into(), rs)].into()))
             .with_resync_for(ResourceKey::new("apps/v1", "ReplicaSet"), Duration::from_secs(30));

@@ -259,7 +259,11 @@ mod tests {
 
     fn obj(ns: &str, name: &str, labels: &[(&str, &str)]) -> Object {
         let labels: serde_json::Map<_, _> = labels.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect();
-        Object::from_string(serde_json::json!({"kind": "Pod", "metadata": {"namespace": ns, "name": name, "labels": labels}}).to_string()).unwrap()
+        Object::from_string(
+            serde_json::json!({"kind": "Pod", "metadata": {"namespace": ns, "name": name, "labels": labels}})
+                .to_string(),
+        )
+        .unwrap()
     }
 
     fn by_app() -> IndexFunc {

@@ -132,7 +132,8 @@ impl Listener {
         resync_period: Duration,
         upstream_synced: Arc<dyn Fn() -> bool + Send + Sync>,
     ) -> Self {
-        let resync = Resync { requested: options.resync_period, period: resync_period, next: Instant::now() + resync_period };
+        let resync =
+            Resync { requested: options.resync_period, period: resync_period, next: Instant::now() + resync_period };
         Self {
             id,
             options,

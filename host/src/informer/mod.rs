@@ -22,6 +22,7 @@ mod test_support;
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
+pub use factory::{InformerFactory, ResourceKey, SourceProvider};
 pub use handler::{EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
 pub use indexer::{IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX, OWNER_UID_INDEX};
 pub use list_watch::{
@@ -33,4 +34,3 @@ pub use pending_queue::{Pending, PendingQueue};
 pub use processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 pub use reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
 pub use shared_informer::{InformerConfig, InformerError, Registration, SharedIndexInformer};
-pub use factory::{InformerFactory, ResourceKey, SourceProvider};

@@ -130,10 +130,8 @@ struct MetaHead<'a> {
 impl Object {
     /// Decodes an object from JSON bytes, parsing only the metadata the host needs.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ObjectError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| ObjectError::Malformed {
-            path: ".".into(),
-            message: format!("not UTF-8: {e}"),
-        })?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| ObjectError::Malformed { path: ".".into(), message: format!("not UTF-8: {e}") })?;
         Self::from_str(text)
     }
 
@@ -147,15 +145,9 @@ impl Object {
     pub fn from_string(json: String) -> Result<Self, ObjectError> {
         let (meta, managed_fields) = {
             let mut de = serde_json::Deserializer::from_str(&json);
-            let head: Head<'_> =
-                serde_path_to_error::deserialize(&mut de).map_err(|e| ObjectError::Malformed {
-                    path: e.path().to_string(),
-                    message: e.inner().to_string(),
-                })?;
-            de.end().map_err(|e| ObjectError::Malformed {
-                path: ".".into(),
-                message: e.to_string(),
-            })?;
+            let head: Head<'_> = serde_path_to_error::deserialize(&mut de)
+                .map_err(|e| ObjectError::Malformed { path: e.path().to_string(), message: e.inner().to_string() })?;
+            de.end().map_err(|e| ObjectError::Malformed { path: ".".into(), message: e.to_string() })?;
             let m = head.metadata.ok_or(ObjectError::Missing("metadata"))?;
             let name = m.name.filter(|n| !n.is_empty()).ok_or(ObjectError::Missing("metadata.name"))?;
             let managed = m.managed_fields.and_then(|raw| member_range(&json, raw.get(), "managedFields"));
@@ -267,7 +259,10 @@ impl Object {
             + m.uid.len()
             + m.resource_version.len()
             + m.labels.iter().chain(&m.annotations).map(|(k, v)| k.len() + v.len() + 48).sum::<usize>()
-            + m.owner_references.iter().map(|o| o.api_version.len() + o.kind.len() + o.name.len() + o.uid.len() + 104).sum::<usize>();
+            + m.owner_references
+                .iter()
+                .map(|o| o.api_version.len() + o.kind.len() + o.name.len() + o.uid.len() + 104)
+                .sum::<usize>();
         std::mem::size_of::<Inner>() + self.0.json.len() + self.0.key.len() + strings
     }
 }
@@ -366,7 +361,9 @@ mod tests {
 
     #[test]
     fn cluster_scoped_key_is_the_name() {
-        let obj = Object::from_str(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","namespace":""}}"#).unwrap();
+        let obj =
+            Object::from_str(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","namespace":""}}"#)
+                .unwrap();
         assert_eq!(obj.key(), "shop");
         assert_eq!(obj.namespace(), None);
         assert_eq!(split_key("shop"), (None, "shop"));
@@ -386,7 +383,8 @@ mod tests {
 
     #[test]
     fn strips_managed_fields_in_first_position_and_with_whitespace() {
-        let text = "{\"metadata\": {\n  \"managedFields\" : [ {\"m\": 1} ] ,\n  \"name\": \"x\"\n}, \"kind\": \"ConfigMap\"}";
+        let text =
+            "{\"metadata\": {\n  \"managedFields\" : [ {\"m\": 1} ] ,\n  \"name\": \"x\"\n}, \"kind\": \"ConfigMap\"}";
         let obj = Object::from_str(text).unwrap().without_managed_fields();
         assert_eq!(obj.json(), "{\"metadata\": {\n  \"name\": \"x\"\n}, \"kind\": \"ConfigMap\"}");
         let only = Object::from_str(r#"{"metadata":{"name":"x","managedFields":[]}}"#).unwrap();

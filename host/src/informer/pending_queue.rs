@@ -60,10 +60,14 @@ impl Pending {
     pub fn coalesce(self, next: Notification) -> Option<Self> {
         use Notification::{Add, Delete, Update};
         Some(match (self, next) {
-            (Self::One(Add { initial, .. }), Add { obj, initial: i2 }) => Self::One(Add { obj, initial: initial || i2 }),
+            (Self::One(Add { initial, .. }), Add { obj, initial: i2 }) => {
+                Self::One(Add { obj, initial: initial || i2 })
+            }
             (Self::One(Add { initial, .. }), Update { new, .. }) => Self::One(Add { obj: new, initial }),
             (Self::One(Add { .. }), Delete { .. }) => return None,
-            (Self::One(Update { old, .. }), Update { new, .. } | Add { obj: new, .. }) => Self::One(Update { old, new }),
+            (Self::One(Update { old, .. }), Update { new, .. } | Add { obj: new, .. }) => {
+                Self::One(Update { old, new })
+            }
             (Self::One(Update { .. }), delete @ Delete { .. }) => Self::One(delete),
             (Self::One(Delete { obj, final_state_unknown }), Add { obj: added, initial }) => {
                 Self::DeleteThenAdd { deleted: obj, final_state_unknown, added, initial }
@@ -76,9 +80,10 @@ impl Pending {
                 Self::One(Delete { obj, final_state_unknown: false })
             }
             (Self::One(Delete { .. }), delete @ Delete { .. }) => Self::One(delete),
-            (Self::DeleteThenAdd { deleted, final_state_unknown, initial, .. }, Add { obj, .. } | Update { new: obj, .. }) => {
-                Self::DeleteThenAdd { deleted, final_state_unknown, added: obj, initial }
-            }
+            (
+                Self::DeleteThenAdd { deleted, final_state_unknown, initial, .. },
+                Add { obj, .. } | Update { new: obj, .. },
+            ) => Self::DeleteThenAdd { deleted, final_state_unknown, added: obj, initial },
             (Self::DeleteThenAdd { deleted, final_state_unknown, .. }, Delete { .. }) => {
                 // The re-created object was never delivered; the handler still holds `deleted`.
                 Self::One(Delete { obj: deleted, final_state_unknown })
@@ -194,7 +199,14 @@ impl PendingQueue {
 
     /// Puts the undelivered remainder of a popped entry back, to be retried after `delay`,
     /// merged with whatever arrived for the key meanwhile (which is newer, so it comes last).
-    pub fn retry(&mut self, key: String, popped: &Pending, remainder: Vec<Notification>, delay: Duration, now: Instant) {
+    pub fn retry(
+        &mut self,
+        key: String,
+        popped: &Pending,
+        remainder: Vec<Notification>,
+        delay: Duration,
+        now: Instant,
+    ) {
         self.account(Some(popped), None);
         let mut notifications = remainder;
         if let Some(newer) = self.ready.remove(&key) {

@@ -199,14 +199,16 @@ impl Reflector {
         }
     }
 
-    async fn resync_loop(fifo: Arc<DeltaFifo>, mut period: watch::Receiver<Duration>, should_resync: Option<ShouldResync>) {
+    async fn resync_loop(
+        fifo: Arc<DeltaFifo>,
+        mut period: watch::Receiver<Duration>,
+        should_resync: Option<ShouldResync>,
+    ) {
         let mut updates_open = true;
         loop {
             let current = *period.borrow_and_update();
             let open = updates_open;
-            let changed = async {
-                if open { period.changed().await.is_ok() } else { std::future::pending().await }
-            };
+            let changed = async { if open { period.changed().await.is_ok() } else { std::future::pending().await } };
             if current.is_zero() {
                 updates_open = changed.await;
                 if !updates_open {
@@ -290,7 +292,9 @@ impl Reflector {
                 Some(Ok(WatchEvent::Bookmark { .. })) => State::InitialEvents { stream, items },
                 Some(Ok(WatchEvent::Error(status))) => self.fail(&status.into(), State::Empty),
                 Some(Err(err)) => self.fail(&err, State::Empty),
-                None => self.fail(&SourceError::Transport("stream ended before initial-events-end".into()), State::Empty),
+                None => {
+                    self.fail(&SourceError::Transport("stream ended before initial-events-end".into()), State::Empty)
+                }
             },
             State::Listed { resource_version } => {
                 match self.lw.watch(&self.watch_params(resource_version.clone(), false)).await {

@@ -257,7 +257,8 @@ impl SharedIndexInformer {
         let fifo = inner.fifo.clone();
         let listener = Arc::new(Listener::new(id, options, resolved, Arc::new(move || fifo.has_synced())));
         let registration = Registration { listener: listener.clone() };
-        let mut task = ListenerTask { listener: listener.clone(), handler, cancel: CancellationToken::new(), join: None };
+        let mut task =
+            ListenerTask { listener: listener.clone(), handler, cancel: CancellationToken::new(), join: None };
 
         // Hold off deltas while registering so the replay and live events neither overlap
         // nor leave a gap.
@@ -357,7 +358,9 @@ impl SharedIndexInformer {
                 let handled = this.inner.fifo.pop(|deltas, initial| this.handle_deltas(deltas, initial)).await;
                 match handled {
                     Err(FifoClosed) => break,
-                    Ok(Err(err)) => tracing::warn!(informer = %this.inner.config.name, error = %err, "processing deltas failed"),
+                    Ok(Err(err)) => {
+                        tracing::warn!(informer = %this.inner.config.name, error = %err, "processing deltas failed")
+                    }
                     Ok(Ok(())) => {}
                 }
             }
@@ -367,10 +370,15 @@ impl SharedIndexInformer {
             () = pop_loop => {}
         }
         inner.fifo.close();
-        let joins: Vec<_> = inner.tasks.lock().values_mut().filter_map(|t| {
-            t.cancel.cancel();
-            t.join.take()
-        }).collect();
+        let joins: Vec<_> = inner
+            .tasks
+            .lock()
+            .values_mut()
+            .filter_map(|t| {
+                t.cancel.cancel();
+                t.join.take()
+            })
+            .collect();
         for join in joins {
             let _ = join.await;
         }

@@ -108,11 +108,11 @@ pub fn parse_manifest_file(path: &Path, text: &str) -> Result<Vec<serde_json::Va
     let mut objects = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         let where_ = format!("document {}", i + 1);
-        if doc.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List")) {
-            if let Some(items) = doc.get("items").and_then(|i| i.as_array()) {
-                objects.extend(items.iter().cloned());
-                continue;
-            }
+        if doc.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List"))
+            && let Some(items) = doc.get("items").and_then(|i| i.as_array())
+        {
+            objects.extend(items.iter().cloned());
+            continue;
         }
         for field in ["apiVersion", "kind"] {
             if doc.get(field).and_then(|v| v.as_str()).is_none_or(str::is_empty) {
@@ -232,38 +232,16 @@ impl DirSource {
 
     /// Watches the folder and rescans on every (debounced) change until `cancel` fires.
     pub fn watch(self: &Arc<Self>, cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, DirSourceError> {
-        use notify_debouncer_full::notify::RecursiveMode;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut debouncer = notify_debouncer_full::new_debouncer(Duration::from_millis(100), None, move |event| {
-            let _ = tx.send(event);
-        })
-        .map_err(|e| DirSourceError::Watch { path: self.root.clone(), message: e.to_string() })?;
-        debouncer
-            .watch(&self.root, RecursiveMode::Recursive)
-            .map_err(|e| DirSourceError::Watch { path: self.root.clone(), message: e.to_string() })?;
         let this = self.clone();
-        Ok(tokio::spawn(async move {
-            let _debouncer = debouncer;
-            loop {
-                tokio::select! {
-                    () = cancel.cancelled() => return,
-                    event = rx.recv() => {
-                        if event.is_none() {
-                            return;
-                        }
-                        while rx.try_recv().is_ok() {}
-                        match this.rescan() {
-                            Ok(errors) => {
-                                for err in errors {
-                                    tracing::warn!(error = %err, "skipping malformed manifest");
-                                }
-                            }
-                            Err(err) => tracing::warn!(error = %err, "cannot rescan manifests"),
-                        }
-                    }
+        crate::fswatch::watch_folder(&self.root, Duration::from_millis(100), cancel, move || match this.rescan() {
+            Ok(errors) => {
+                for err in errors {
+                    tracing::warn!(error = %err, "skipping malformed manifest");
                 }
             }
-        }))
+            Err(err) => tracing::warn!(error = %err, "cannot rescan manifests"),
+        })
+        .map_err(|e| DirSourceError::Watch { path: e.path, message: e.message })
     }
 
     /// The kinds present in the folder, as (apiVersion, kind).
@@ -299,8 +277,16 @@ mod tests {
     #[test]
     fn reads_multi_document_yaml_lists_and_json() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: shop}\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: shop}\n");
-        write(dir.path(), "b.json", r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"shop"}}]}"#);
+        write(
+            dir.path(),
+            "a.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: shop}\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: shop}\n",
+        );
+        write(
+            dir.path(),
+            "b.json",
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"shop"}}]}"#,
+        );
         write(dir.path(), "notes.txt", "not a manifest");
         let src = DirSource::open(dir.path()).unwrap();
         assert_eq!(keys(&src, "v1", "ConfigMap"), ["shop/one", "shop/two"]);

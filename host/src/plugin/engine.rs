@@ -1,0 +1,431 @@
+//! The host's one `wasmtime::Engine`: configuration, the epoch ticker, and the on-disk cache
+//! of compiled components.
+//!
+//! - **Allocation.** The pooling allocator pre-reserves slots for many small instances, so
+//!   re-instantiating a plugin after a trap costs microseconds. Its limits are configurable
+//!   ([`PoolLimits`]); if the pool cannot be reserved (a low `ulimit -v`, an overcommit
+//!   policy), the engine falls back to on-demand allocation and says why ([`Allocation`]).
+//! - **Deadlines.** Epoch interruption is on; one task ticks `increment_epoch` every
+//!   [`EngineConfig::epoch_tick`] and stops when the last handle to the engine is dropped.
+//!   [`PluginEngine::deadline_ticks`] turns a manifest's `callTimeout` into a store deadline.
+//! - **Compile cache.** Compiling a component takes from tens of milliseconds (Rust) to
+//!   seconds (Python, JavaScript); loading a compiled one takes milliseconds. Compiled
+//!   components are stored as `<cache_dir>/<sha256 of the component>-<engine hash>.cwasm`
+//!   where the engine hash covers wasmtime's version and every setting that affects code
+//!   ([`wasmtime::Engine::precompile_compatibility_hash`]). Files are written to a temporary
+//!   name and renamed, so a reader never sees half a file. A file that fails to load is
+//!   recompiled and overwritten, with a warning.
+//!
+//! The cache directory must be writable only by the host's user: a `.cwasm` is native code
+//! that wasmtime maps and runs without verifying it.
+
+use std::hash::Hasher;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Bumped when the cache's file layout changes, so old files are never read.
+const CACHE_FORMAT: &str = "wink-cwasm-1";
+
+/// Why the engine could not be built or a component could not be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// wasmtime rejected the configuration, even with on-demand allocation.
+    #[error("cannot create the wasmtime engine: {source}")]
+    Config {
+        /// wasmtime's error.
+        #[source]
+        source: wasmtime::Error,
+    },
+    /// The compile cache directory could not be created.
+    #[error("cannot create the compile cache directory {}: {source}", path.display())]
+    CacheDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bytes are not a valid component for this engine (malformed, or using a feature
+    /// the engine does not enable).
+    #[error("cannot compile the component: {source}")]
+    Compile {
+        /// wasmtime's error.
+        #[source]
+        source: wasmtime::Error,
+    },
+}
+
+/// Limits of the pooling allocator. The defaults fit about a thousand small plugins.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolLimits {
+    /// Concurrent component instances (one per live plugin instance). Default 1000.
+    pub total_component_instances: u32,
+    /// Concurrent core instances (a component holds several). Default 10 000.
+    pub total_core_instances: u32,
+    /// Concurrent linear memories. Each reserves address space (about 4 GiB) but only what
+    /// is touched is memory. Default 1000.
+    pub total_memories: u32,
+    /// Concurrent tables. Default 2000.
+    pub total_tables: u32,
+    /// The most elements of one table. Default 65 536 (interpreters have large tables).
+    pub table_elements: usize,
+    /// The most tables one core module may define. Default 4.
+    pub max_tables_per_module: u32,
+    /// The largest linear memory, in bytes: manifests asking for more are capped here.
+    /// Default 4 GiB.
+    pub max_memory_size: usize,
+    /// The most instance metadata of one core instance, in bytes. Default 1 MiB.
+    pub max_core_instance_size: usize,
+    /// The most metadata of one component instance, in bytes. Default 4 MiB.
+    pub max_component_instance_size: usize,
+}
+
+impl Default for PoolLimits {
+    fn default() -> Self {
+        Self {
+            total_component_instances: 1000,
+            total_core_instances: 10_000,
+            total_memories: 1000,
+            total_tables: 2000,
+            table_elements: 65_536,
+            max_tables_per_module: 4,
+            max_memory_size: 4 << 30,
+            max_core_instance_size: 1 << 20,
+            max_component_instance_size: 4 << 20,
+        }
+    }
+}
+
+impl PoolLimits {
+    /// Small limits for tests and tools that run a handful of instances.
+    pub fn small() -> Self {
+        Self {
+            total_component_instances: 32,
+            total_core_instances: 256,
+            total_memories: 32,
+            total_tables: 64,
+            ..Self::default()
+        }
+    }
+
+    fn to_wasmtime(&self) -> PoolingAllocationConfig {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(self.total_component_instances)
+            .total_core_instances(self.total_core_instances)
+            .total_memories(self.total_memories)
+            .total_tables(self.total_tables)
+            .table_elements(self.table_elements)
+            .max_tables_per_module(self.max_tables_per_module)
+            .max_memory_size(self.max_memory_size)
+            .max_core_instance_size(self.max_core_instance_size)
+            .max_component_instance_size(self.max_component_instance_size);
+        pool
+    }
+}
+
+/// Engine settings.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Pooling allocator limits; `None` = on-demand allocation. Default: [`PoolLimits::default`].
+    pub pool: Option<PoolLimits>,
+    /// The epoch tick: deadlines are accurate to about one tick. Default 10 ms.
+    pub epoch_tick: Duration,
+    /// Where compiled components are cached; `None` = no disk cache. Default `None`.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self { pool: Some(PoolLimits::default()), epoch_tick: Duration::from_millis(10), cache_dir: None }
+    }
+}
+
+/// How the engine allocates instances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Allocation {
+    /// The pooling allocator, with these limits.
+    Pooling(PoolLimits),
+    /// On-demand allocation: requested, or the fallback when the pool could not be reserved.
+    OnDemand {
+        /// Why the pool was not used (`None` when on-demand was requested).
+        fallback_reason: Option<String>,
+    },
+}
+
+/// Whether a compiled component came from the disk cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded from the cache: nothing was compiled.
+    Hit,
+    /// Compiled (no usable cache file), and the result stored.
+    Miss,
+    /// Compiled; the engine has no cache directory.
+    Disabled,
+}
+
+/// A compiled component and where it came from.
+#[derive(Clone)]
+pub struct Compiled {
+    /// The component, ready to link.
+    pub component: Component,
+    /// Whether it came from the cache.
+    pub outcome: CacheOutcome,
+    /// The sha256 of the component's bytes, in hex.
+    pub digest: String,
+}
+
+struct Inner {
+    engine: wasmtime::Engine,
+    config: EngineConfig,
+    allocation: Allocation,
+    engine_hash: String,
+    compilations: AtomicU64,
+    cache_hits: AtomicU64,
+    temp_counter: AtomicU64,
+    ticker: Ticker,
+}
+
+/// The ticker stops when dropped with the engine's last handle.
+enum Ticker {
+    Task(tokio::task::AbortHandle),
+    Thread(Arc<AtomicBool>),
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        match self {
+            Ticker::Task(handle) => handle.abort(),
+            Ticker::Thread(stop) => stop.store(true, Ordering::Relaxed),
+        }
+    }
+}
+
+/// The host's wasmtime engine. Cheap to clone; the epoch ticker stops with the last clone.
+#[derive(Clone)]
+pub struct PluginEngine(Arc<Inner>);
+
+impl std::fmt::Debug for PluginEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginEngine")
+            .field("allocation", &self.0.allocation)
+            .field("epoch_tick", &self.0.config.epoch_tick)
+            .field("cache_dir", &self.0.config.cache_dir)
+            .finish()
+    }
+}
+
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true).epoch_interruption(true);
+    config
+}
+
+/// Feeds `Hash` output into SHA-256 so the engine hash is stable across runs and builds.
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn finish(&self) -> u64 {
+        unreachable!("only the digest is read")
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+impl PluginEngine {
+    /// Builds the engine and starts its epoch ticker: a tokio task when called inside a
+    /// runtime, otherwise a small thread.
+    pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
+        let (engine, allocation) = match &config.pool {
+            Some(limits) => {
+                let mut pooled = base_config();
+                pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(limits.to_wasmtime()));
+                match wasmtime::Engine::new(&pooled) {
+                    Ok(engine) => (engine, Allocation::Pooling(limits.clone())),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot reserve the pooling allocator; falling back to on-demand allocation");
+                        let engine =
+                            wasmtime::Engine::new(&base_config()).map_err(|source| EngineError::Config { source })?;
+                        (engine, Allocation::OnDemand { fallback_reason: Some(e.to_string()) })
+                    }
+                }
+            }
+            None => {
+                let engine = wasmtime::Engine::new(&base_config()).map_err(|source| EngineError::Config { source })?;
+                (engine, Allocation::OnDemand { fallback_reason: None })
+            }
+        };
+        if let Some(dir) = &config.cache_dir {
+            create_private_dir(dir).map_err(|source| EngineError::CacheDir { path: dir.clone(), source })?;
+        }
+        let engine_hash = {
+            let mut hasher = Sha256Hasher(Sha256::new());
+            std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+            hasher.0.update(CACHE_FORMAT.as_bytes());
+            hex::encode(&hasher.0.finalize()[..8])
+        };
+        let ticker = start_ticker(engine.clone(), config.epoch_tick.max(Duration::from_millis(1)));
+        Ok(Self(Arc::new(Inner {
+            engine,
+            config,
+            allocation,
+            engine_hash,
+            compilations: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+            temp_counter: AtomicU64::new(0),
+            ticker,
+        })))
+    }
+
+    /// The wasmtime engine.
+    pub fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.0.engine
+    }
+
+    /// How instances are allocated.
+    pub fn allocation(&self) -> &Allocation {
+        &self.0.allocation
+    }
+
+    /// The settings the engine was built with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.0.config
+    }
+
+    /// Whether the epoch ticker runs as a tokio task (rather than a thread).
+    pub fn ticks_on_tokio(&self) -> bool {
+        matches!(self.0.ticker, Ticker::Task(_))
+    }
+
+    /// The epoch deadline (in ticks) that interrupts a call after at least `timeout`
+    /// (and at most one tick more).
+    pub fn deadline_ticks(&self, timeout: Duration) -> u64 {
+        let tick = self.0.config.epoch_tick.max(Duration::from_millis(1)).as_nanos();
+        let ticks = timeout.as_nanos().div_ceil(tick);
+        u64::try_from(ticks).unwrap_or(u64::MAX / 2).saturating_add(1)
+    }
+
+    /// The number of components compiled (not loaded from the cache) so far.
+    pub fn compilations(&self) -> u64 {
+        self.0.compilations.load(Ordering::Relaxed)
+    }
+
+    /// The number of components loaded from the cache so far.
+    pub fn cache_hits(&self) -> u64 {
+        self.0.cache_hits.load(Ordering::Relaxed)
+    }
+
+    /// The cache file a component with this sha256 digest is stored in, if caching is on.
+    pub fn cache_path(&self, digest: &str) -> Option<PathBuf> {
+        let dir = self.0.config.cache_dir.as_ref()?;
+        Some(dir.join(format!("{digest}-{}.cwasm", self.0.engine_hash)))
+    }
+
+    /// Compiles a component, through the disk cache when one is configured.
+    pub fn compile(&self, bytes: &[u8]) -> Result<Compiled, EngineError> {
+        let digest = hex::encode(Sha256::digest(bytes));
+        let Some(path) = self.cache_path(&digest) else {
+            let component = self.compile_now(bytes)?;
+            return Ok(Compiled { component, outcome: CacheOutcome::Disabled, digest });
+        };
+        if path.exists() {
+            match self.load_cached(&path) {
+                Ok(component) => {
+                    self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Compiled { component, outcome: CacheOutcome::Hit, digest });
+                }
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "corrupt compile cache file; recompiling"),
+            }
+        }
+        let component = self.compile_now(bytes)?;
+        match component.serialize() {
+            Ok(serialized) => {
+                if let Err(e) = self.write_atomically(&path, &serialized) {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot write the compile cache");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot serialize a compiled component for the cache"),
+        }
+        Ok(Compiled { component, outcome: CacheOutcome::Miss, digest })
+    }
+
+    fn compile_now(&self, bytes: &[u8]) -> Result<Component, EngineError> {
+        self.0.compilations.fetch_add(1, Ordering::Relaxed);
+        Component::from_binary(&self.0.engine, bytes).map_err(|source| EngineError::Compile { source })
+    }
+
+    fn load_cached(&self, path: &Path) -> wasmtime::Result<Component> {
+        // SAFETY: `deserialize_file` requires a file produced by `Component::serialize` for a
+        // compatible engine and not modified since. This file was written by `compile` below
+        // (to a temporary name, then renamed, so never seen half-written), under a name made
+        // of the sha256 of the component's bytes and the hash of every engine setting that
+        // affects compiled code; wasmtime also checks the engine compatibility header. The
+        // cache directory is created private to the host's user.
+        #[allow(unsafe_code, reason = "loading our own content-addressed, atomically written .cwasm file")]
+        unsafe {
+            Component::deserialize_file(&self.0.engine, path)
+        }
+    }
+
+    fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        let n = self.0.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("component");
+        let temp = path.with_file_name(format!(".{file_name}.{}.{n}.tmp", std::process::id()));
+        let result = (|| {
+            let mut file = std::fs::File::create(&temp)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&temp, path)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        result
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+fn start_ticker(engine: wasmtime::Engine, tick: Duration) -> Ticker {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let task = runtime.spawn(async move {
+            let mut interval = tokio::time::interval(tick);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                engine.increment_epoch();
+            }
+        });
+        return Ticker::Task(task.abort_handle());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::Builder::new()
+        .name("wink-epoch".into())
+        .spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        })
+        .expect("spawning the epoch ticker thread");
+    Ticker::Thread(stop)
+}
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

@@ -1,0 +1,107 @@
+//! Tests of engine construction and the compile cache.
+
+use super::*;
+use crate::plugin::test_guests::TempDir;
+
+fn small(cache_dir: Option<PathBuf>) -> EngineConfig {
+    EngineConfig { pool: Some(PoolLimits::small()), cache_dir, ..EngineConfig::default() }
+}
+
+fn component(tag: u32) -> Vec<u8> {
+    wat::parse_str(format!("(component (core module (global i32 (i32.const {tag}))))")).unwrap()
+}
+
+#[tokio::test]
+async fn second_compile_hits_the_cache() {
+    let dir = TempDir::new("cache");
+    let engine = PluginEngine::new(small(Some(dir.0.join("nested/cache")))).unwrap();
+    assert!(engine.ticks_on_tokio());
+    assert!(matches!(engine.allocation(), Allocation::Pooling(_)));
+    let bytes = component(1);
+    let first = engine.compile(&bytes).unwrap();
+    assert_eq!(first.outcome, CacheOutcome::Miss);
+    let path = engine.cache_path(&first.digest).unwrap();
+    assert!(path.exists(), "{} should exist", path.display());
+    assert!(path.file_name().unwrap().to_str().unwrap().starts_with(&first.digest));
+    let second = engine.compile(&bytes).unwrap();
+    assert_eq!(second.outcome, CacheOutcome::Hit);
+    assert_eq!((engine.compilations(), engine.cache_hits()), (1, 1));
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+
+    // A second engine with the same settings shares the cache.
+    let other = PluginEngine::new(small(Some(dir.0.join("nested/cache")))).unwrap();
+    assert_eq!(other.compile(&bytes).unwrap().outcome, CacheOutcome::Hit);
+    assert_eq!(other.compilations(), 0);
+    // Another component is another file.
+    assert_eq!(engine.compile(&component(2)).unwrap().outcome, CacheOutcome::Miss);
+}
+
+#[tokio::test]
+async fn corrupt_cache_file_is_recompiled_and_overwritten() {
+    let dir = TempDir::new("corrupt");
+    let engine = PluginEngine::new(small(Some(dir.0.clone()))).unwrap();
+    let bytes = component(3);
+    let digest = engine.compile(&bytes).unwrap().digest;
+    let path = engine.cache_path(&digest).unwrap();
+    std::fs::write(&path, b"not a compiled component").unwrap();
+    assert_eq!(engine.compile(&bytes).unwrap().outcome, CacheOutcome::Miss);
+    assert_ne!(std::fs::read(&path).unwrap(), b"not a compiled component");
+    assert_eq!(engine.compile(&bytes).unwrap().outcome, CacheOutcome::Hit);
+    assert_eq!(engine.compilations(), 2);
+}
+
+#[tokio::test]
+async fn engines_with_other_settings_do_not_share_cache_files() {
+    let dir = TempDir::new("settings");
+    let pooled = PluginEngine::new(small(Some(dir.0.clone()))).unwrap();
+    let mut config = small(Some(dir.0.clone()));
+    config.pool = None;
+    let on_demand = PluginEngine::new(config).unwrap();
+    assert_eq!(on_demand.allocation(), &Allocation::OnDemand { fallback_reason: None });
+    let digest = hex::encode(Sha256::digest(component(4)));
+    // Pooling changes memory tunables, which changes compiled code, which changes the key;
+    // whether or not it does, a file never loads into an incompatible engine.
+    let (a, b) = (pooled.cache_path(&digest).unwrap(), on_demand.cache_path(&digest).unwrap());
+    assert_eq!(a.parent(), b.parent());
+    assert_eq!(on_demand.compile(&component(4)).unwrap().outcome, CacheOutcome::Miss);
+    let second = pooled.compile(&component(4)).unwrap().outcome;
+    assert_eq!(second, if a == b { CacheOutcome::Hit } else { CacheOutcome::Miss });
+}
+
+#[tokio::test]
+async fn no_cache_dir_means_disabled() {
+    let engine = PluginEngine::new(small(None)).unwrap();
+    let compiled = engine.compile(&component(5)).unwrap();
+    assert_eq!(compiled.outcome, CacheOutcome::Disabled);
+    assert!(engine.cache_path(&compiled.digest).is_none());
+}
+
+#[tokio::test]
+async fn invalid_bytes_fail_to_compile() {
+    let engine = PluginEngine::new(small(None)).unwrap();
+    assert!(matches!(engine.compile(b"\0asm garbage"), Err(EngineError::Compile { .. })));
+}
+
+#[test]
+fn unreservable_pool_falls_back_to_on_demand() {
+    let limits =
+        PoolLimits { total_memories: 1_000_000, total_component_instances: 1_000_000, ..PoolLimits::default() };
+    let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
+    assert!(
+        matches!(engine.allocation(), Allocation::OnDemand { fallback_reason: Some(_) }),
+        "{:?}",
+        engine.allocation()
+    );
+    // Outside a tokio runtime the ticker is a thread.
+    assert!(!engine.ticks_on_tokio());
+}
+
+#[test]
+fn deadline_ticks_cover_the_timeout() {
+    let engine = PluginEngine::new(EngineConfig { pool: None, ..EngineConfig::default() }).unwrap();
+    assert_eq!(engine.deadline_ticks(Duration::from_secs(1)), 101);
+    assert_eq!(engine.deadline_ticks(Duration::from_millis(15)), 3);
+    assert_eq!(engine.deadline_ticks(Duration::from_nanos(1)), 2);
+}

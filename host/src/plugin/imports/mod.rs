@@ -1,0 +1,12 @@
+//! The host side of the interfaces a plugin imports: `log` and `cache`.
+//!
+//! Each interface is implemented by its own small state type ([`LogSink`], [`CacheAccess`])
+//! that lives in the store's [`HostState`](super::instance::HostState); the generated `Host`
+//! traits are implemented on those types, so tests call them directly, no wasm needed.
+//! Nothing else is linked: no WASI, no clocks, no sockets.
+
+pub mod cache;
+pub mod log;
+
+pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
+pub use log::{LogSink, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};

@@ -1,0 +1,202 @@
+//! Loading a plugin: manifest, component, compilation, and the check that the component
+//! implements the `handler-plugin` world with nothing but the host's imports.
+//!
+//! [`load_plugin`] is what `wink check` runs and what the registry runs before it starts a
+//! plugin. Each failure says what is wrong and names the file: a file that is not wasm, a
+//! core module that was never componentized, a component of another world, one that imports
+//! WASI or another interface the host does not provide, or one whose types do not match.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime::component::Component;
+
+use crate::plugin::bindings::{ALLOWED_IMPORTS, HANDLER_EXPORT, HandlerPluginPre};
+use crate::plugin::engine::{CacheOutcome, EngineError, PluginEngine};
+use crate::plugin::imports::{CacheResolver, CacheScope};
+use crate::plugin::instance::{HostState, Sandbox, SandboxSettings, linker};
+use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+
+/// Why a plugin could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The manifest is missing or invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The component file could not be read.
+    #[error("cannot read component {}: {source}", path.display())]
+    ReadComponent {
+        /// The component file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not start with the WebAssembly magic number.
+    #[error("{} is not a WebAssembly file", path.display())]
+    NotWasm {
+        /// The component file.
+        path: PathBuf,
+    },
+    /// The file is a core WebAssembly module, not a component.
+    #[error("{} is a core WebAssembly module, not a component: turn it into a component (wit-component, `cargo xtask build-plugins`)", path.display())]
+    CoreModule {
+        /// The component file.
+        path: PathBuf,
+    },
+    /// wasmtime could not compile the component.
+    #[error("cannot compile {}: {source}", path.display())]
+    Compile {
+        /// The component file.
+        path: PathBuf,
+        /// The engine's error.
+        #[source]
+        source: EngineError,
+    },
+    /// The component imports WASI, which plugins do not get.
+    #[error("{} imports WASI ({}), but plugins run without WASI: build it for a target without WASI (e.g. wasm32-unknown-unknown) or stub WASI out", path.display(), imports.join(", "))]
+    ImportsWasi {
+        /// The component file.
+        path: PathBuf,
+        /// The WASI imports.
+        imports: Vec<String>,
+    },
+    /// The component imports interfaces the host does not provide.
+    #[error("{} imports {}, which the host does not provide (allowed: {})", path.display(), imports.join(", "), ALLOWED_IMPORTS.join(", "))]
+    UnsupportedImports {
+        /// The component file.
+        path: PathBuf,
+        /// The unknown imports.
+        imports: Vec<String>,
+    },
+    /// The component does not export the handler interface: it implements another world.
+    #[error("{} does not export `{HANDLER_EXPORT}`: it does not implement the wink:plugin/handler-plugin@0.1.0 world (it exports: {})", path.display(), if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") })]
+    MissingExport {
+        /// The component file.
+        path: PathBuf,
+        /// What the component exports instead.
+        exports: Vec<String>,
+    },
+    /// The imports or exports have the right names but the wrong types.
+    #[error("{} does not match the wink:plugin@0.1.0 contract: {source:#}", path.display())]
+    Link {
+        /// The component file.
+        path: PathBuf,
+        /// wasmtime's type-check error.
+        #[source]
+        source: wasmtime::Error,
+    },
+}
+
+/// A plugin ready to run: its manifest and its component, compiled and pre-linked.
+#[derive(Clone)]
+pub struct LoadedPlugin {
+    /// The manifest.
+    pub manifest: Arc<Manifest>,
+    /// The component file.
+    pub component_path: PathBuf,
+    /// The compiled component.
+    pub component: Component,
+    /// The component pre-linked against the host's imports.
+    pub pre: HandlerPluginPre<HostState>,
+    /// Whether compilation was served from the disk cache.
+    pub cache: CacheOutcome,
+    /// The sha256 of the component file, in hex.
+    pub digest: String,
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("name", &self.manifest.name)
+            .field("component_path", &self.component_path)
+            .field("cache", &self.cache)
+            .field("digest", &self.digest)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedPlugin {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        self.manifest.name.as_str()
+    }
+
+    /// A sandbox that starts instances of this plugin with the manifest's limits, its
+    /// `config`, and cache reads scoped by the manifest and served by `resolver`.
+    pub fn sandbox(&self, engine: &PluginEngine, resolver: Arc<dyn CacheResolver>) -> Sandbox {
+        let m = &self.manifest;
+        let settings = SandboxSettings {
+            name: m.name.as_str().into(),
+            memory_limit: m.limits.memory.bytes(),
+            call_timeout: m.limits.call_timeout,
+            config_json: m.config_json().into(),
+            scope: Arc::new(CacheScope::from_manifest(m)),
+        };
+        Sandbox::new(engine.clone(), self.pre.clone(), settings, resolver)
+    }
+}
+
+/// Loads a plugin from its folder (which holds `plugin.yaml`) or from its manifest file.
+///
+/// Blocking and possibly slow (compiling a large component takes seconds on a cache miss):
+/// from async code, call it inside `tokio::task::spawn_blocking`.
+pub fn load_plugin(path: impl AsRef<Path>, engine: &PluginEngine) -> Result<LoadedPlugin, LoadError> {
+    let path = path.as_ref();
+    let manifest_path = if path.is_dir() { path.join(MANIFEST_FILE) } else { path.to_owned() };
+    let manifest = Manifest::load(&manifest_path)?;
+    let component_path = manifest.component_path();
+    let bytes = std::fs::read(&component_path)
+        .map_err(|source| LoadError::ReadComponent { path: component_path.clone(), source })?;
+    let (compiled, pre) = prepare_component(&bytes, &component_path, engine)?;
+    Ok(LoadedPlugin {
+        manifest: Arc::new(manifest),
+        component_path,
+        component: compiled.component,
+        pre,
+        cache: compiled.outcome,
+        digest: compiled.digest,
+    })
+}
+
+/// Compiles component bytes (through the cache) and checks them against the world; `path`
+/// names the file in errors.
+pub fn prepare_component(
+    bytes: &[u8],
+    path: &Path,
+    engine: &PluginEngine,
+) -> Result<(crate::plugin::engine::Compiled, HandlerPluginPre<HostState>), LoadError> {
+    let path_buf = || path.to_owned();
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(LoadError::NotWasm { path: path_buf() });
+    }
+    // Bytes 4..8: version and layer. Core modules are layer 0, components layer 1.
+    if bytes[6..8] == [0, 0] {
+        return Err(LoadError::CoreModule { path: path_buf() });
+    }
+    let compiled = engine.compile(bytes).map_err(|source| LoadError::Compile { path: path_buf(), source })?;
+    let component_type = compiled.component.component_type();
+    let imports: Vec<String> = component_type.imports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
+    let wasi: Vec<String> = imports.iter().filter(|i| i.starts_with("wasi:")).cloned().collect();
+    if !wasi.is_empty() {
+        return Err(LoadError::ImportsWasi { path: path_buf(), imports: wasi });
+    }
+    let unknown: Vec<String> = imports.into_iter().filter(|i| !ALLOWED_IMPORTS.contains(&i.as_str())).collect();
+    if !unknown.is_empty() {
+        return Err(LoadError::UnsupportedImports { path: path_buf(), imports: unknown });
+    }
+    let exports: Vec<String> = component_type.exports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
+    if !exports.iter().any(|e| e == HANDLER_EXPORT) {
+        return Err(LoadError::MissingExport { path: path_buf(), exports });
+    }
+    let linker = linker(engine).map_err(|source| LoadError::Link { path: path_buf(), source })?;
+    let pre = linker
+        .instantiate_pre(&compiled.component)
+        .and_then(HandlerPluginPre::new)
+        .map_err(|source| LoadError::Link { path: path_buf(), source })?;
+    Ok((compiled, pre))
+}
+
+#[cfg(test)]
+#[path = "loader_tests.rs"]
+mod tests;

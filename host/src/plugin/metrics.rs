@@ -1,0 +1,320 @@
+//! Per-plugin metrics: calls, handler errors, traps by kind, restarts, quarantine, dropped
+//! and skipped events, and call latency.
+//!
+//! All plugins share one set of metric families labelled `plugin="<name>"` (so that the
+//! Prometheus text output has each family once); a [`PluginMetrics`] is one plugin's handles
+//! into them, cheap to update from any thread. [`MetricsRegistry::register`] adds the
+//! families to a `prometheus_client` registry for the HTTP endpoint;
+//! [`PluginMetrics::summary`] is a one-line digest for logs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::plugin::outcome::TrapKind;
+
+/// The trap kinds counted separately, as [`TrapKind::label`] names them.
+pub const TRAP_KINDS: [&str; 6] =
+    ["interrupt", "out_of_memory", "stack_overflow", "other", "instantiation", "init_rejected"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabel {
+    plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginKindLabel {
+    plugin: String,
+    kind: &'static str,
+}
+
+type HistogramFamily = Family<PluginLabel, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    // 10 µs … ~16 s, ×3 per bucket.
+    Histogram::new(exponential_buckets(1e-5, 3.0, 14))
+}
+
+/// The metric families of every plugin of a host.
+#[derive(Clone, Debug)]
+pub struct MetricsRegistry {
+    calls: Family<PluginLabel, Counter>,
+    handler_errors: Family<PluginKindLabel, Counter>,
+    traps: Family<PluginKindLabel, Counter>,
+    restarts: Family<PluginLabel, Counter>,
+    quarantined: Family<PluginLabel, Gauge>,
+    dropped: Family<PluginLabel, Counter>,
+    skipped: Family<PluginLabel, Counter>,
+    call_duration: HistogramFamily,
+    timed: Arc<parking_lot::Mutex<HashMap<String, Arc<Timed>>>>,
+}
+
+/// (calls timed, total nanoseconds) of one plugin, for the summary's mean: the histogram's
+/// own sum is not readable.
+type Timed = (AtomicU64, AtomicU64);
+
+impl Default for MetricsRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MetricsRegistry {
+    /// Empty families.
+    pub fn new() -> Self {
+        Self {
+            calls: Family::default(),
+            handler_errors: Family::default(),
+            traps: Family::default(),
+            restarts: Family::default(),
+            quarantined: Family::default(),
+            dropped: Family::default(),
+            skipped: Family::default(),
+            call_duration: Family::new_with_constructor(latency_histogram),
+            timed: Arc::default(),
+        }
+    }
+
+    /// Adds the families to a Prometheus registry, as `wink_plugin_*`.
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry.sub_registry_with_prefix("wink_plugin");
+        r.register("calls", "Calls into plugins (init and handlers)", self.calls.clone());
+        r.register(
+            "handler_errors",
+            "Errors returned by plugin handlers, by kind (retry, fatal)",
+            self.handler_errors.clone(),
+        );
+        r.register("traps", "Plugin traps, by kind", self.traps.clone());
+        r.register("restarts", "Plugin instances re-created after a trap", self.restarts.clone());
+        r.register("quarantined", "1 when the plugin is quarantined", self.quarantined.clone());
+        r.register("dropped_events", "Events not delivered because the plugin is quarantined", self.dropped.clone());
+        r.register("skipped_events", "Events skipped after a trap (onError: skip)", self.skipped.clone());
+        r.register("call_duration_seconds", "Duration of calls into plugins", self.call_duration.clone());
+    }
+
+    /// The handles of one plugin's metrics (created at zero on first use).
+    pub fn plugin(&self, name: &str) -> PluginMetrics {
+        let label = PluginLabel { plugin: name.to_owned() };
+        let kind = |family: &Family<PluginKindLabel, Counter>, kind: &'static str| {
+            family.get_or_create_owned(&PluginKindLabel { plugin: name.to_owned(), kind })
+        };
+        PluginMetrics {
+            name: name.into(),
+            calls: self.calls.get_or_create_owned(&label),
+            retry_errors: kind(&self.handler_errors, "retry"),
+            fatal_errors: kind(&self.handler_errors, "fatal"),
+            traps: TRAP_KINDS.map(|k| kind(&self.traps, k)),
+            restarts: self.restarts.get_or_create_owned(&label),
+            quarantined: self.quarantined.get_or_create_owned(&label),
+            dropped: self.dropped.get_or_create_owned(&label),
+            skipped: self.skipped.get_or_create_owned(&label),
+            call_duration: self.call_duration.get_or_create_owned(&label),
+            timed: self.timed.lock().entry(name.to_owned()).or_default().clone(),
+        }
+    }
+
+    /// Forgets a plugin's series (when it is unloaded).
+    pub fn remove(&self, name: &str) {
+        let label = PluginLabel { plugin: name.to_owned() };
+        for family in [&self.calls, &self.restarts, &self.dropped, &self.skipped] {
+            family.remove(&label);
+        }
+        self.quarantined.remove(&label);
+        self.call_duration.remove(&label);
+        self.timed.lock().remove(name);
+        for kind in ["retry", "fatal"] {
+            self.handler_errors.remove(&PluginKindLabel { plugin: name.to_owned(), kind });
+        }
+        for kind in TRAP_KINDS {
+            self.traps.remove(&PluginKindLabel { plugin: name.to_owned(), kind });
+        }
+    }
+}
+
+/// One plugin's metrics. Cloning shares the same series.
+#[derive(Clone, Debug)]
+pub struct PluginMetrics {
+    name: Arc<str>,
+    calls: Counter,
+    retry_errors: Counter,
+    fatal_errors: Counter,
+    traps: [Counter; 6],
+    restarts: Counter,
+    quarantined: Gauge,
+    dropped: Counter,
+    skipped: Counter,
+    call_duration: Histogram,
+    timed: Arc<Timed>,
+}
+
+impl PluginMetrics {
+    /// Metrics not registered anywhere (tests, `wink check`).
+    pub fn detached(name: &str) -> Self {
+        MetricsRegistry::new().plugin(name)
+    }
+
+    /// Records a call and its duration.
+    pub fn call(&self, duration: Duration) {
+        self.calls.inc();
+        self.call_duration.observe(duration.as_secs_f64());
+        self.timed.0.fetch_add(1, Ordering::Relaxed);
+        self.timed.1.fetch_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Records a handler error; `retry` tells the kind.
+    pub fn handler_error(&self, retry: bool) {
+        if retry {
+            self.retry_errors.inc()
+        } else {
+            self.fatal_errors.inc()
+        };
+    }
+
+    /// Records a trap (or an `init` refusal, label `init_rejected`).
+    pub fn trap(&self, label: &str) {
+        if let Some(i) = TRAP_KINDS.iter().position(|k| *k == label) {
+            self.traps[i].inc();
+        }
+    }
+
+    /// Records a trap of this kind.
+    pub fn trap_kind(&self, kind: &TrapKind) {
+        self.trap(kind.label());
+    }
+
+    /// Records an instance re-created after a failure.
+    pub fn restart(&self) {
+        self.restarts.inc();
+    }
+
+    /// Sets the quarantined flag.
+    pub fn set_quarantined(&self, quarantined: bool) {
+        self.quarantined.set(i64::from(quarantined));
+    }
+
+    /// Records an event dropped because the plugin is quarantined.
+    pub fn dropped_event(&self) {
+        self.dropped.inc();
+    }
+
+    /// Records an event skipped after a trap.
+    pub fn skipped_event(&self) {
+        self.skipped.inc();
+    }
+
+    /// Calls so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.get()
+    }
+
+    /// Handler errors so far (retry, fatal).
+    pub fn handler_errors(&self) -> (u64, u64) {
+        (self.retry_errors.get(), self.fatal_errors.get())
+    }
+
+    /// Traps of one kind (a [`TRAP_KINDS`] label) so far.
+    pub fn traps_of(&self, label: &str) -> u64 {
+        TRAP_KINDS.iter().position(|k| *k == label).map_or(0, |i| self.traps[i].get())
+    }
+
+    /// Traps of every kind so far.
+    pub fn traps(&self) -> u64 {
+        self.traps.iter().map(Counter::get).sum()
+    }
+
+    /// Restarts so far.
+    pub fn restarts(&self) -> u64 {
+        self.restarts.get()
+    }
+
+    /// Whether the plugin is flagged as quarantined.
+    pub fn is_quarantined(&self) -> bool {
+        self.quarantined.get() != 0
+    }
+
+    /// Events dropped while quarantined.
+    pub fn dropped_events(&self) -> u64 {
+        self.dropped.get()
+    }
+
+    /// Events skipped after traps.
+    pub fn skipped_events(&self) -> u64 {
+        self.skipped.get()
+    }
+
+    /// One line for the log, e.g.
+    /// `plugin=auditor calls=12 mean=41µs errors=retry:1,fatal:0 traps=1 (interrupt:1) restarts=1 skipped=0 dropped=0 quarantined=no`.
+    pub fn summary(&self) -> String {
+        let count = self.timed.0.load(Ordering::Relaxed);
+        let mean = Duration::from_nanos(self.timed.1.load(Ordering::Relaxed).checked_div(count).unwrap_or(0));
+        let by_kind: Vec<String> = TRAP_KINDS
+            .iter()
+            .zip(&self.traps)
+            .filter(|(_, c)| c.get() > 0)
+            .map(|(k, c)| format!("{k}:{}", c.get()))
+            .collect();
+        let (retry, fatal) = self.handler_errors();
+        format!(
+            "plugin={} calls={} mean={:?} errors=retry:{retry},fatal:{fatal} traps={}{} restarts={} skipped={} dropped={} quarantined={}",
+            self.name,
+            self.calls(),
+            mean,
+            self.traps(),
+            if by_kind.is_empty() { String::new() } else { format!(" ({})", by_kind.join(",")) },
+            self.restarts(),
+            self.skipped_events(),
+            self.dropped_events(),
+            if self.is_quarantined() { "yes" } else { "no" },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_summarizes() {
+        let metrics = PluginMetrics::detached("auditor");
+        metrics.call(Duration::from_micros(30));
+        metrics.call(Duration::from_micros(50));
+        metrics.handler_error(true);
+        metrics.trap_kind(&TrapKind::Interrupt);
+        metrics.trap("init_rejected");
+        metrics.restart();
+        metrics.set_quarantined(true);
+        metrics.dropped_event();
+        assert_eq!(metrics.traps(), 2);
+        assert_eq!(metrics.traps_of("interrupt"), 1);
+        let line = metrics.summary();
+        assert!(line.starts_with("plugin=auditor calls=2 mean=40"), "{line}");
+        assert!(line.contains("errors=retry:1,fatal:0 traps=2 (interrupt:1,init_rejected:1) restarts=1"), "{line}");
+        assert!(line.ends_with("dropped=1 quarantined=yes"), "{line}");
+    }
+
+    #[test]
+    fn one_family_per_metric_in_the_text_output() {
+        let metrics = MetricsRegistry::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        metrics.plugin("a").trap_kind(&TrapKind::OutOfMemory);
+        metrics.plugin("b").call(Duration::from_millis(1));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert_eq!(text.matches("# TYPE wink_plugin_traps counter").count(), 1, "{text}");
+        assert!(text.contains(r#"wink_plugin_traps_total{plugin="a",kind="out_of_memory"} 1"#), "{text}");
+        assert!(text.contains(r#"wink_plugin_calls_total{plugin="b"} 1"#), "{text}");
+        metrics.remove("a");
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(!text.contains(r#"plugin="a""#), "{text}");
+    }
+}

@@ -1,0 +1,49 @@
+//! Handler plugins: manifests, the wasmtime engine, the sandbox, and the event handler that
+//! runs a plugin's component for an informer.
+//!
+//! ```text
+//! plugin.yaml ──▶ manifest ──▶ loader ──compile (disk cache)──▶ engine (pooling, epoch ticker)
+//!                                 │ instantiate_pre against our imports only (no WASI)
+//!                                 ▼
+//!                            LoadedPlugin ──▶ runner::PluginHandler  (informer::EventHandler)
+//!                                                 │ bounded blocking pool, failure policy,
+//!                                                 │ restart backoff, quarantine, metrics
+//!                                                 ▼
+//!                                            instance::PluginInstance (Store + limiter + deadline)
+//!                                                 │ imports: log, cache (scoped by the manifest)
+//! ```
+//!
+//! - [`manifest`], [`selector`]: the plugin's YAML manifest and Kubernetes label selectors.
+//! - [`engine`]: the one wasmtime engine, its epoch ticker and the compiled-component cache.
+//! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
+//! - [`imports`]: the host side of `log` and `cache`.
+//! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
+//! - [`loader`]: manifest + component → [`LoadedPlugin`] (what `wink check` runs).
+//! - [`runner`]: [`PluginHandler`], a plugin as an informer event handler.
+//! - [`metrics`]: per-plugin Prometheus metrics.
+
+pub mod bindings;
+pub mod engine;
+pub mod imports;
+pub mod instance;
+pub mod limits;
+pub mod loader;
+pub mod manifest;
+pub mod metrics;
+pub mod outcome;
+pub mod registry;
+pub mod runner;
+pub mod selector;
+#[cfg(test)]
+pub(crate) mod test_guests;
+
+pub use engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
+pub use imports::{CacheResolver, CacheScope, NamespaceGrant};
+pub use instance::{PluginInstance, Sandbox, SandboxSettings};
+pub use loader::{LoadError, LoadedPlugin, load_plugin};
+pub use manifest::{Manifest, ManifestError};
+pub use metrics::{MetricsRegistry, PluginMetrics};
+pub use outcome::{CallOutcome, TrapKind};
+pub use registry::{PluginRegistry, PluginStatus, RegistryError, SwappableHandler};
+pub use runner::{GuestPool, PluginHandler, RestartBackoff};
+pub use selector::{LabelSelector, SelectorError};

@@ -1,0 +1,403 @@
+//! The deployed plugins of a running host: deploy, replace and remove without restarting.
+//!
+//! Each plugin gets one listener per watched resource on the shared informer of that
+//! resource (created on first use by the [`InformerFactory`]), with the plugin's own resync
+//! period and its namespace and label filters applied before anything is queued. All of a
+//! plugin's listeners call one [`SwappableHandler`], which forwards to the plugin's current
+//! [`PluginHandler`].
+//!
+//! - **Deploy**: load (manifest, compile through the cache, check the world), start the
+//!   instance (`init`), then register the listeners; the plugin receives the current objects
+//!   as initial-list adds, then live events.
+//! - **Replace** (the component or the manifest changed): the new version is loaded and
+//!   started first — if that fails, the old version keeps running. Then the handler is
+//!   swapped: a call in flight finishes on the old version, the next call goes to the new
+//!   one, and the listener queues are untouched, so no event is lost or delivered twice.
+//!   Resources whose watch settings (namespaces, selector, resync) changed are re-registered
+//!   (the new listener receives the current matching objects as initial adds); unchanged ones
+//!   keep their listener.
+//! - **Remove**: the listeners are unregistered; queued events are dropped.
+//!
+//! [`PluginRegistry::sync_dir`] reconciles with a plugins folder (each subfolder holding a
+//! `plugin.yaml` is a plugin) and [`PluginRegistry::watch_dir`] does so on every change.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::imports::CacheResolver;
+use super::loader::{LoadError, LoadedPlugin, load_plugin};
+use super::manifest::{Manifest, WatchedResource};
+use super::metrics::MetricsRegistry;
+use super::outcome::CallOutcome;
+use super::runner::{GuestPool, PluginHandler};
+use super::{PluginEngine, manifest};
+use crate::informer::{
+    EventHandler, HandlerResult, Indexer, InformerFactory, ListenerOptions, Object, Registration, ResourceKey,
+    SharedIndexInformer,
+};
+
+/// Why a plugin could not be deployed.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Loading failed (manifest, component, world).
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The plugin's instance could not start (`init` refused, or it trapped).
+    #[error("plugin {name} failed to start: {outcome}")]
+    Start {
+        /// The plugin.
+        name: String,
+        /// What happened.
+        outcome: String,
+    },
+    /// Another folder already deploys a plugin with this name.
+    #[error("plugin name {name} in {dir} is already used by {other}")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// The folder that asked.
+        dir: PathBuf,
+        /// The folder that has it.
+        other: PathBuf,
+    },
+    /// A watched resource has no source.
+    #[error("plugin {name}: cannot watch {resource}: {message}")]
+    Source {
+        /// The plugin.
+        name: String,
+        /// The resource.
+        resource: String,
+        /// The source's error.
+        message: String,
+    },
+    /// The folder cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The event handler all of a plugin's listeners share; forwards to the current version.
+pub struct SwappableHandler {
+    current: parking_lot::RwLock<Arc<PluginHandler>>,
+}
+
+impl SwappableHandler {
+    fn new(handler: Arc<PluginHandler>) -> Self {
+        Self { current: parking_lot::RwLock::new(handler) }
+    }
+
+    /// The version events go to now.
+    pub fn current(&self) -> Arc<PluginHandler> {
+        self.current.read().clone()
+    }
+
+    fn swap(&self, handler: Arc<PluginHandler>) -> Arc<PluginHandler> {
+        std::mem::replace(&mut *self.current.write(), handler)
+    }
+}
+
+#[async_trait]
+impl EventHandler for SwappableHandler {
+    async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
+        self.current().on_add(obj, is_initial_list).await
+    }
+
+    async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
+        self.current().on_update(old, new).await
+    }
+
+    async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
+        self.current().on_delete(obj, final_state_unknown).await
+    }
+}
+
+/// Cache reads served by the factory's informers (only those that exist).
+struct FactoryCache(Arc<InformerFactory>);
+
+impl CacheResolver for FactoryCache {
+    fn indexer(&self, api_version: &str, kind: &str) -> Option<Arc<Indexer>> {
+        self.0.existing(&ResourceKey::new(api_version, kind)).map(|i| i.indexer().clone())
+    }
+}
+
+struct Listening {
+    spec: WatchedResource,
+    informer: SharedIndexInformer,
+    registration: Registration,
+}
+
+struct Deployed {
+    dir: PathBuf,
+    fingerprint: String,
+    handler: Arc<SwappableHandler>,
+    listening: Vec<Listening>,
+}
+
+/// A summary of one deployed plugin.
+#[derive(Clone, Debug)]
+pub struct PluginStatus {
+    /// The plugin's name.
+    pub name: String,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// Whether it is quarantined.
+    pub quarantined: bool,
+    /// Whether every listener has received its initial objects.
+    pub synced: bool,
+    /// Pending entries over all its listeners.
+    pub queued: usize,
+}
+
+/// The plugins deployed on one host.
+pub struct PluginRegistry {
+    engine: PluginEngine,
+    factory: Arc<InformerFactory>,
+    metrics: MetricsRegistry,
+    pool: GuestPool,
+    plugins: tokio::sync::Mutex<BTreeMap<String, Deployed>>,
+}
+
+impl std::fmt::Debug for PluginRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginRegistry").finish_non_exhaustive()
+    }
+}
+
+/// The manifest text and component bytes, hashed: what decides whether a plugin changed.
+fn fingerprint(dir: &Path) -> Option<String> {
+    let manifest_path = dir.join("plugin.yaml");
+    let text = std::fs::read(&manifest_path).ok()?;
+    let mut hash = Sha256::new();
+    hash.update(&text);
+    if let Ok(manifest) = Manifest::parse(&String::from_utf8_lossy(&text), &manifest_path) {
+        hash.update(std::fs::read(manifest.component_path()).unwrap_or_default());
+    }
+    Some(hex::encode(hash.finalize()))
+}
+
+fn listener_options(plugin: &str, spec: &WatchedResource) -> ListenerOptions {
+    let mut options = ListenerOptions::new(plugin, spec.resync().unwrap_or_default());
+    options.namespaces = spec.namespaces.as_ref().map(|ns| ns.iter().cloned().collect());
+    if let Some(selector) = spec.label_selector.clone() {
+        options.filter = Some(Arc::new(move |obj: &Object| selector.matches(obj.labels())));
+    }
+    options
+}
+
+impl PluginRegistry {
+    /// A registry deploying onto `factory`'s informers.
+    pub fn new(engine: PluginEngine, factory: Arc<InformerFactory>, metrics: MetricsRegistry, pool: GuestPool) -> Self {
+        Self { engine, factory, metrics, pool, plugins: tokio::sync::Mutex::default() }
+    }
+
+    /// The metrics of every plugin.
+    pub fn metrics(&self) -> &MetricsRegistry {
+        &self.metrics
+    }
+
+    /// The informer factory.
+    pub fn factory(&self) -> &Arc<InformerFactory> {
+        &self.factory
+    }
+
+    async fn load(&self, dir: &Path) -> Result<(LoadedPlugin, Arc<PluginHandler>), RegistryError> {
+        let engine = self.engine.clone();
+        let path = dir.to_owned();
+        // Compiling a large component takes seconds: keep it off the async threads.
+        let loaded = tokio::task::spawn_blocking(move || load_plugin(&path, &engine))
+            .await
+            .expect("plugin loading does not panic")?;
+        let name = loaded.name().to_owned();
+        for grant in &loaded.manifest.cache {
+            // Granted reads need a cache: make sure the resource's informer exists.
+            let key = ResourceKey::new(&grant.api_version, &grant.kind);
+            self.factory.informer_for(&key).map_err(|e| RegistryError::Source {
+                name: name.clone(),
+                resource: key.to_string(),
+                message: e.to_string(),
+            })?;
+        }
+        let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
+        let handler =
+            PluginHandler::for_plugin(&loaded, &self.engine, resolver, self.metrics.plugin(&name), self.pool.clone());
+        match handler.warm_up().await {
+            CallOutcome::Ok => Ok((loaded, Arc::new(handler))),
+            outcome => Err(RegistryError::Start { name, outcome: outcome.to_string() }),
+        }
+    }
+
+    fn listen(
+        &self,
+        name: &str,
+        spec: &WatchedResource,
+        handler: &Arc<SwappableHandler>,
+    ) -> Result<Listening, RegistryError> {
+        let key = ResourceKey::new(&spec.api_version, &spec.kind);
+        let informer = self.factory.informer_for(&key).map_err(|e| RegistryError::Source {
+            name: name.to_owned(),
+            resource: key.to_string(),
+            message: e.to_string(),
+        })?;
+        let registration =
+            informer.add_event_handler_with_options(handler.clone(), listener_options(name, spec)).map_err(|e| {
+                RegistryError::Source { name: name.to_owned(), resource: key.to_string(), message: e.to_string() }
+            })?;
+        Ok(Listening { spec: spec.clone(), informer, registration })
+    }
+
+    /// Deploys the plugin in `dir`, or replaces the deployed version if it changed.
+    /// Returns the plugin's name.
+    pub async fn deploy(&self, dir: &Path) -> Result<String, RegistryError> {
+        let fingerprint = fingerprint(dir).unwrap_or_default();
+        let (loaded, handler) = self.load(dir).await?;
+        let name = loaded.name().to_owned();
+        let mut plugins = self.plugins.lock().await;
+        if let Some(existing) = plugins.get(&name)
+            && existing.dir != dir
+        {
+            return Err(RegistryError::DuplicateName { name, dir: dir.to_owned(), other: existing.dir.clone() });
+        }
+        let specs = loaded.manifest.resources.clone();
+        match plugins.remove(&name) {
+            Some(mut deployed) => {
+                deployed.handler.swap(handler);
+                // Keep the listeners whose settings did not change; re-register the others.
+                let mut kept = Vec::new();
+                for listening in std::mem::take(&mut deployed.listening) {
+                    if specs.contains(&listening.spec) {
+                        kept.push(listening);
+                    } else {
+                        let _ = listening.informer.remove_event_handler(&listening.registration);
+                    }
+                }
+                for spec in &specs {
+                    if !kept.iter().any(|l| &l.spec == spec) {
+                        kept.push(self.listen(&name, spec, &deployed.handler)?);
+                    }
+                }
+                deployed.listening = kept;
+                deployed.fingerprint = fingerprint;
+                tracing::info!(plugin = %name, dir = %dir.display(), "plugin replaced");
+                plugins.insert(name.clone(), deployed);
+            }
+            None => {
+                let handler = Arc::new(SwappableHandler::new(handler));
+                let mut listening = Vec::new();
+                for spec in &specs {
+                    match self.listen(&name, spec, &handler) {
+                        Ok(l) => listening.push(l),
+                        Err(err) => {
+                            for l in listening {
+                                let _ = l.informer.remove_event_handler(&l.registration);
+                            }
+                            return Err(err);
+                        }
+                    }
+                }
+                tracing::info!(plugin = %name, dir = %dir.display(),
+                    resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
+                    "plugin deployed");
+                plugins.insert(name.clone(), Deployed { dir: dir.to_owned(), fingerprint, handler, listening });
+            }
+        }
+        drop(plugins);
+        self.factory.start();
+        Ok(name)
+    }
+
+    /// Removes a plugin: its listeners are unregistered and their queues dropped.
+    pub async fn remove(&self, name: &str) -> bool {
+        let Some(deployed) = self.plugins.lock().await.remove(name) else { return false };
+        for listening in deployed.listening {
+            let _ = listening.informer.remove_event_handler(&listening.registration);
+        }
+        tracing::info!(plugin = %name, summary = %self.metrics.plugin(name).summary(), "plugin removed");
+        self.metrics.remove(name);
+        true
+    }
+
+    /// The deployed plugins.
+    pub async fn status(&self) -> Vec<PluginStatus> {
+        self.plugins
+            .lock()
+            .await
+            .iter()
+            .map(|(name, d)| PluginStatus {
+                name: name.clone(),
+                dir: d.dir.clone(),
+                quarantined: d.handler.current().is_quarantined(),
+                synced: d.listening.iter().all(|l| l.registration.has_synced()),
+                queued: d.listening.iter().map(|l| l.registration.listener().queue_len()).sum(),
+            })
+            .collect()
+    }
+
+    /// Reconciles with a plugins folder: deploys new plugins, replaces changed ones, removes
+    /// those whose folder is gone. Returns the plugins that failed (the others keep running;
+    /// a failed replacement leaves the old version running).
+    pub async fn sync_dir(&self, root: &Path) -> Result<Vec<RegistryError>, RegistryError> {
+        let entries = std::fs::read_dir(root).map_err(|source| RegistryError::Io { path: root.to_owned(), source })?;
+        let mut dirs: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.join(manifest::MANIFEST_FILE).is_file()).collect();
+        dirs.sort();
+        let deployed: Vec<(String, PathBuf, String)> =
+            self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
+        for (name, dir, _) in &deployed {
+            if !dirs.contains(dir) {
+                self.remove(name).await;
+            }
+        }
+        let mut errors = Vec::new();
+        for dir in dirs {
+            let current = deployed.iter().find(|(_, d, _)| *d == dir).map(|(_, _, f)| f.clone());
+            if current.is_some() && current == fingerprint(&dir) {
+                continue;
+            }
+            if let Err(err) = self.deploy(&dir).await {
+                tracing::error!(dir = %dir.display(), error = %err, "plugin not deployed");
+                errors.push(err);
+            }
+        }
+        Ok(errors)
+    }
+
+    /// Watches a plugins folder and reconciles on every change until `cancel` fires.
+    pub fn watch_dir(
+        self: &Arc<Self>,
+        root: &Path,
+        cancel: CancellationToken,
+    ) -> Result<JoinHandle<()>, crate::fswatch::WatchError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let watcher = crate::fswatch::watch_folder(root, Duration::from_millis(200), cancel.clone(), move || {
+            let _ = tx.send(());
+        })?;
+        let this = self.clone();
+        let root = root.to_owned();
+        Ok(tokio::spawn(async move {
+            while rx.recv().await.is_some() {
+                if let Err(err) = this.sync_dir(&root).await {
+                    tracing::error!(error = %err, "cannot rescan plugins");
+                }
+            }
+            let _ = watcher.await;
+        }))
+    }
+
+    /// One summary line per deployed plugin (calls, errors, traps, latency).
+    pub async fn summaries(&self) -> Vec<String> {
+        let names: Vec<String> = self.plugins.lock().await.keys().cloned().collect();
+        names.iter().map(|n| self.metrics.plugin(n).summary()).collect()
+    }
+}

@@ -1,0 +1,354 @@
+//! [`PluginHandler`]: a plugin as an informer [`EventHandler`], with its failure policy.
+//!
+//! Guest code never runs on the async executor's threads: each call takes a permit of the
+//! host-wide [`GuestPool`] (sized to the number of cores) and runs in `spawn_blocking`,
+//! inside the caller's tracing span, as Kubewarden's policy-server does. Calls into one
+//! plugin are serial: its instance sits behind an async mutex, so a second listener of the
+//! same plugin waits without holding a pool permit or blocking a thread.
+//!
+//! Failure policy (the manifest's `failurePolicy`):
+//! - a guest `retry` error → [`HandlerError::Retry`] (the listener retries the key with
+//!   backoff); `fatal` → [`HandlerError::Fatal`];
+//! - a trap (or an `init` refusal) discards the instance; the next call starts a new one,
+//!   immediately after the first failure and then after an exponential backoff
+//!   ([`RestartBackoff`]) while failures continue. The event is retried (`onError: retry`)
+//!   or logged and skipped (`skip`);
+//! - after `quarantineAfter` consecutive failures the plugin is quarantined: logged at
+//!   error level, flagged in its metrics, and from then on its events are dropped (counted)
+//!   without calling the guest, until it is reloaded.
+//! - an instantiation failure that is not the guest's doing (e.g. the instance pool is
+//!   exhausted) is retried with backoff but never counts towards quarantine.
+//!
+//! All state changes happen in the blocking task, so they are not lost if the caller's
+//! future is dropped mid-call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use tokio::sync::{Mutex, Semaphore};
+use tracing::Instrument;
+
+use crate::informer::{EventHandler, HandlerError, HandlerResult, Notification, Object};
+use crate::plugin::engine::PluginEngine;
+use crate::plugin::imports::CacheResolver;
+use crate::plugin::instance::{PluginInstance, Sandbox};
+use crate::plugin::loader::LoadedPlugin;
+use crate::plugin::manifest::{FailurePolicy, OnError};
+use crate::plugin::metrics::PluginMetrics;
+use crate::plugin::outcome::{CallOutcome, TrapKind};
+
+/// The host-wide bound on guest calls running at once. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct GuestPool {
+    permits: Arc<Semaphore>,
+    size: usize,
+}
+
+impl GuestPool {
+    /// A pool running at most `size` guest calls at once (at least 1).
+    pub fn new(size: usize) -> Self {
+        let size = size.max(1);
+        Self { permits: Arc::new(Semaphore::new(size)), size }
+    }
+
+    /// A pool sized to the machine's available parallelism.
+    pub fn per_core() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
+    /// The number of calls that may run at once.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Calls running now.
+    pub fn busy(&self) -> usize {
+        self.size - self.permits.available_permits()
+    }
+}
+
+impl Default for GuestPool {
+    fn default() -> Self {
+        Self::per_core()
+    }
+}
+
+/// The delay before re-instantiating a plugin after consecutive failures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestartBackoff {
+    /// Delay before the restart that follows the second consecutive failure; it doubles
+    /// with each further one. The first restart is immediate. Default 100 ms.
+    pub initial: Duration,
+    /// Cap of the delay. Default 30 s.
+    pub max: Duration,
+}
+
+impl Default for RestartBackoff {
+    fn default() -> Self {
+        Self { initial: Duration::from_millis(100), max: Duration::from_secs(30) }
+    }
+}
+
+impl RestartBackoff {
+    /// The delay before restarting after `failures` consecutive failures.
+    pub fn delay(&self, failures: u32) -> Duration {
+        if failures <= 1 {
+            return Duration::ZERO;
+        }
+        let factor = 2u32.saturating_pow((failures - 2).min(30));
+        self.initial.saturating_mul(factor).min(self.max)
+    }
+}
+
+/// The instance slot, guarded by the plugin's async mutex.
+#[derive(Default)]
+struct Slot {
+    instance: Option<PluginInstance>,
+    started_once: bool,
+    /// Not before this instant may a new instance be started (restart backoff).
+    restart_at: Option<tokio::time::Instant>,
+}
+
+struct Shared {
+    name: Arc<str>,
+    sandbox: Arc<Sandbox>,
+    policy: FailurePolicy,
+    backoff: RestartBackoff,
+    metrics: PluginMetrics,
+    consecutive_failures: AtomicU32,
+    quarantined: AtomicBool,
+}
+
+/// Runs one plugin's component for informer events. Cheap to clone; clones share the
+/// instance, the counters and the quarantine flag.
+#[derive(Clone)]
+pub struct PluginHandler {
+    shared: Arc<Shared>,
+    slot: Arc<Mutex<Slot>>,
+    pool: GuestPool,
+}
+
+impl std::fmt::Debug for PluginHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginHandler")
+            .field("name", &self.shared.name)
+            .field("quarantined", &self.is_quarantined())
+            .field("consecutive_failures", &self.consecutive_failures())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginHandler {
+    /// A handler running `sandbox`'s plugin on `pool` with the manifest's failure policy.
+    pub fn new(
+        sandbox: Arc<Sandbox>,
+        policy: FailurePolicy,
+        backoff: RestartBackoff,
+        metrics: PluginMetrics,
+        pool: GuestPool,
+    ) -> Self {
+        let shared = Shared {
+            name: sandbox.name().clone(),
+            sandbox,
+            policy,
+            backoff,
+            metrics,
+            consecutive_failures: AtomicU32::new(0),
+            quarantined: AtomicBool::new(false),
+        };
+        Self { shared: Arc::new(shared), slot: Arc::default(), pool }
+    }
+
+    /// A handler for a loaded plugin with its manifest's failure policy, the default
+    /// restart backoff, and cache reads served by `resolver`.
+    pub fn for_plugin(
+        plugin: &LoadedPlugin,
+        engine: &PluginEngine,
+        resolver: Arc<dyn CacheResolver>,
+        metrics: PluginMetrics,
+        pool: GuestPool,
+    ) -> Self {
+        let sandbox = Arc::new(plugin.sandbox(engine, resolver));
+        Self::new(sandbox, plugin.manifest.failure_policy.clone(), RestartBackoff::default(), metrics, pool)
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Whether the plugin is quarantined (its events are dropped).
+    pub fn is_quarantined(&self) -> bool {
+        self.shared.quarantined.load(Ordering::Acquire)
+    }
+
+    /// Consecutive failures (traps, `init` refusals) so far; reset by a call that runs.
+    pub fn consecutive_failures(&self) -> u32 {
+        self.shared.consecutive_failures.load(Ordering::Acquire)
+    }
+
+    /// The plugin's metrics.
+    pub fn metrics(&self) -> &PluginMetrics {
+        &self.shared.metrics
+    }
+
+    /// Starts the instance now (instantiate + `init`) instead of on the first event, so a
+    /// plugin that cannot start is reported at load time. Applies the failure policy like
+    /// any call.
+    pub async fn warm_up(&self) -> CallOutcome {
+        self.run(None).await.1
+    }
+
+    /// Delivers one notification, applying the failure policy.
+    pub async fn deliver(&self, notification: Notification) -> HandlerResult {
+        self.run(Some(notification)).await.0
+    }
+
+    async fn run(&self, notification: Option<Notification>) -> (HandlerResult, CallOutcome) {
+        if self.is_quarantined() {
+            self.shared.metrics.dropped_event();
+            return (Ok(()), CallOutcome::Ok);
+        }
+        let mut slot = self.slot.clone().lock_owned().await;
+        if self.is_quarantined() {
+            self.shared.metrics.dropped_event();
+            return (Ok(()), CallOutcome::Ok);
+        }
+        if slot.instance.is_none()
+            && let Some(at) = slot.restart_at.take()
+        {
+            tokio::time::sleep_until(at).await;
+        }
+        let permit = match self.pool.permits.clone().acquire_owned().await {
+            Ok(permit) => permit,
+            Err(_) => return (Err(HandlerError::Retry("the guest pool is closed".into())), CallOutcome::Ok),
+        };
+        let shared = self.shared.clone();
+        // The blocking thread logs through the caller's subscriber, inside the caller's span.
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let span = tracing::Span::current();
+        let task = tokio::task::spawn_blocking(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let _entered = span.enter();
+                let _permit = permit;
+                let outcome = call_guest(&shared, &mut slot, notification.as_ref());
+                let result = apply_policy(&shared, &mut slot, &outcome);
+                (result, outcome)
+            })
+        });
+        match task.await {
+            Ok(done) => done,
+            Err(e) => {
+                // A panic in host code (the guest cannot panic the host). The slot guard was
+                // dropped while unwinding; the instance in it may be inconsistent.
+                tracing::error!(plugin = %self.shared.name, error = %e, "plugin call panicked in the host");
+                let mut slot = self.slot.lock().await;
+                slot.instance = None;
+                let outcome = CallOutcome::Trap(TrapKind::Other(format!("host panic: {e}")));
+                (Err(HandlerError::Retry(format!("plugin call failed: {e}"))), outcome)
+            }
+        }
+    }
+}
+
+/// Runs in the blocking pool: starts an instance if needed and makes the call.
+fn call_guest(shared: &Shared, slot: &mut Slot, notification: Option<&Notification>) -> CallOutcome {
+    let started = Instant::now();
+    if slot.instance.is_none() {
+        match shared.sandbox.instantiate() {
+            Ok(instance) => {
+                if slot.started_once {
+                    shared.metrics.restart();
+                }
+                slot.started_once = true;
+                slot.instance = Some(instance);
+                shared.metrics.call(started.elapsed());
+            }
+            Err(outcome) => {
+                shared.metrics.call(started.elapsed());
+                return outcome;
+            }
+        }
+    }
+    let Some(notification) = notification else { return CallOutcome::Ok };
+    let instance = slot.instance.as_mut().expect("instance started above");
+    let started = Instant::now();
+    let outcome = instance.deliver(notification);
+    shared.metrics.call(started.elapsed());
+    outcome
+}
+
+/// Runs in the blocking pool after each call: counters, logs, restart backoff, quarantine,
+/// and what the listener is told.
+fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> HandlerResult {
+    let name = &*shared.name;
+    let kind = match outcome {
+        CallOutcome::Ok => {
+            shared.consecutive_failures.store(0, Ordering::Release);
+            return Ok(());
+        }
+        CallOutcome::HandlerError(e) => {
+            shared.consecutive_failures.store(0, Ordering::Release);
+            shared.metrics.handler_error(matches!(e, HandlerError::Retry(_)));
+            return Err(e.clone());
+        }
+        CallOutcome::InitRejected(_) => "init_rejected",
+        CallOutcome::Trap(kind) => kind.label(),
+    };
+    slot.instance = None;
+    shared.metrics.trap(kind);
+    if let CallOutcome::Trap(TrapKind::Instantiation(why)) = outcome {
+        let failures = shared.consecutive_failures.load(Ordering::Acquire).saturating_add(1);
+        slot.restart_at = Some(tokio::time::Instant::now() + shared.backoff.delay(failures));
+        tracing::error!(plugin = name, trap = kind, error = %why, "cannot instantiate plugin; will retry");
+        return Err(HandlerError::Retry(format!("plugin {name}: {outcome}")));
+    }
+    let failures = shared.consecutive_failures.fetch_add(1, Ordering::AcqRel).saturating_add(1);
+    tracing::error!(plugin = name, trap = kind, consecutive = failures, "plugin failed: {outcome}");
+    let limit = shared.policy.quarantine_after;
+    if limit > 0 && failures >= limit {
+        shared.quarantined.store(true, Ordering::Release);
+        shared.metrics.set_quarantined(true);
+        shared.metrics.dropped_event();
+        tracing::error!(
+            plugin = name,
+            trap = kind,
+            consecutive = failures,
+            "plugin quarantined after {failures} consecutive failures; its events are dropped until it is reloaded"
+        );
+        return Ok(());
+    }
+    slot.restart_at = Some(tokio::time::Instant::now() + shared.backoff.delay(failures));
+    match shared.policy.on_error {
+        OnError::Retry => Err(HandlerError::Retry(format!("plugin {name}: {outcome}"))),
+        OnError::Skip => {
+            shared.metrics.skipped_event();
+            tracing::warn!(plugin = name, trap = kind, "event skipped after a plugin failure (onError: skip)");
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl EventHandler for PluginHandler {
+    async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
+        let span = tracing::debug_span!("plugin_call", plugin = %self.shared.name, hook = "on-add", key = obj.key());
+        self.deliver(Notification::Add { obj: obj.clone(), initial: is_initial_list }).instrument(span).await
+    }
+
+    async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
+        let span = tracing::debug_span!("plugin_call", plugin = %self.shared.name, hook = "on-update", key = new.key());
+        self.deliver(Notification::Update { old: old.clone(), new: new.clone() }).instrument(span).await
+    }
+
+    async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
+        let span = tracing::debug_span!("plugin_call", plugin = %self.shared.name, hook = "on-delete", key = obj.key());
+        self.deliver(Notification::Delete { obj: obj.clone(), final_state_unknown }).instrument(span).await
+    }
+}
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod tests;

@@ -1,0 +1,178 @@
+//! Tests of the failure policy and of where guest code runs. Real time, short deadlines:
+//! the assertions on time are lower bounds only.
+
+use std::time::Instant;
+
+use super::*;
+use crate::plugin::engine::{EngineConfig, PluginEngine, PoolLimits};
+use crate::plugin::test_guests::{Behaviour, Guest, MESSAGE, engine, pod, sandbox_with};
+
+const TIMEOUT: Duration = Duration::from_millis(50);
+
+fn policy(on_error: OnError, quarantine_after: u32) -> FailurePolicy {
+    FailurePolicy { on_error, quarantine_after }
+}
+
+fn handler_on(engine: &PluginEngine, guest: Guest, policy: FailurePolicy, pool: GuestPool) -> PluginHandler {
+    let sandbox = Arc::new(sandbox_with(engine, guest, 4 << 20, TIMEOUT));
+    let backoff = RestartBackoff { initial: Duration::from_millis(10), max: Duration::from_millis(100) };
+    PluginHandler::new(sandbox, policy, backoff, PluginMetrics::detached("test-guest"), pool)
+}
+
+fn handler(guest: Guest, policy: FailurePolicy) -> PluginHandler {
+    handler_on(&engine(), guest, policy, GuestPool::new(2))
+}
+
+#[test]
+fn restart_backoff_is_immediate_then_doubles_to_the_cap() {
+    let b = RestartBackoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+    let delays: Vec<_> = (0..7).map(|n| b.delay(n).as_millis()).collect();
+    assert_eq!(delays, [0, 0, 100, 200, 400, 800, 1000]);
+    assert_eq!(b.delay(u32::MAX), Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn ok_calls_and_guest_errors() {
+    let h = handler(
+        Guest { on_update: Behaviour::Retry, on_delete: Behaviour::Fatal, ..Guest::default() },
+        FailurePolicy::default(),
+    );
+    assert_eq!(h.on_add(&pod("a"), true).await, Ok(()));
+    assert_eq!(h.on_update(&pod("a"), &pod("a")).await, Err(HandlerError::Retry(MESSAGE.into())));
+    assert_eq!(h.on_delete(&pod("a"), false).await, Err(HandlerError::Fatal(MESSAGE.into())));
+    let m = h.metrics();
+    assert_eq!(m.calls(), 4, "init and three handler calls");
+    assert_eq!(m.handler_errors(), (1, 1));
+    assert_eq!((m.traps(), m.restarts()), (0, 0));
+    assert_eq!(h.consecutive_failures(), 0);
+}
+
+#[tokio::test]
+async fn a_trap_with_retry_policy_asks_for_a_retry_and_restarts_the_instance() {
+    let h = handler(Guest::on_add(Behaviour::Loop), policy(OnError::Retry, 5));
+    let err = h.on_add(&pod("a"), false).await.unwrap_err();
+    assert!(matches!(&err, HandlerError::Retry(why) if why.contains("deadline exceeded")), "{err:?}");
+    assert_eq!(h.metrics().traps_of("interrupt"), 1);
+    assert_eq!(h.consecutive_failures(), 1);
+    assert_eq!(h.on_update(&pod("a"), &pod("a")).await, Ok(()));
+    assert_eq!(h.metrics().restarts(), 1);
+    assert_eq!(h.consecutive_failures(), 0, "a call that runs resets the count");
+}
+
+#[tokio::test]
+async fn a_trap_with_skip_policy_drops_the_event() {
+    let h = handler(Guest::on_add(Behaviour::Unreachable), policy(OnError::Skip, 5));
+    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()));
+    assert_eq!(h.metrics().skipped_events(), 1);
+    assert_eq!(h.metrics().traps_of("other"), 1);
+}
+
+#[tokio::test]
+async fn consecutive_traps_quarantine_the_plugin() {
+    let h = handler(Guest::on_add(Behaviour::Grow), policy(OnError::Retry, 3));
+    assert!(h.on_add(&pod("a"), false).await.is_err());
+    assert!(h.on_add(&pod("a"), false).await.is_err());
+    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()), "the quarantining event is dropped");
+    assert!(h.is_quarantined());
+    let m = h.metrics();
+    assert!(m.is_quarantined());
+    assert_eq!(m.traps_of("out_of_memory"), 3);
+    let calls = m.calls();
+    assert_eq!(h.on_update(&pod("a"), &pod("a")).await, Ok(()));
+    assert_eq!(m.calls(), calls, "a quarantined plugin is not called");
+    assert_eq!(m.dropped_events(), 2);
+    assert!(m.summary().contains("quarantined=yes"), "{}", m.summary());
+}
+
+#[tokio::test]
+async fn init_refusals_count_towards_quarantine() {
+    let h = handler(Guest { init: Behaviour::Reject, ..Guest::default() }, policy(OnError::Retry, 2));
+    assert!(matches!(h.warm_up().await, CallOutcome::InitRejected(_)));
+    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()));
+    assert!(h.is_quarantined());
+    assert_eq!(h.metrics().traps_of("init_rejected"), 2);
+}
+
+#[tokio::test]
+async fn repeated_traps_back_off_before_restarting() {
+    let sandbox = Arc::new(sandbox_with(&engine(), Guest::on_add(Behaviour::Unreachable), 4 << 20, TIMEOUT));
+    let backoff = RestartBackoff { initial: Duration::from_millis(200), max: Duration::from_secs(1) };
+    let h = PluginHandler::new(
+        sandbox,
+        policy(OnError::Retry, 0),
+        backoff,
+        PluginMetrics::detached("b"),
+        GuestPool::new(1),
+    );
+    let started = Instant::now();
+    assert!(h.on_add(&pod("a"), false).await.is_err());
+    assert!(h.on_add(&pod("a"), false).await.is_err()); // first restart: immediate
+    let fast = started.elapsed();
+    assert!(h.on_add(&pod("a"), false).await.is_err()); // second restart: after 200 ms
+    assert!(started.elapsed() - fast >= Duration::from_millis(190), "{:?}", started.elapsed() - fast);
+    assert!(!h.is_quarantined(), "quarantineAfter: 0 never quarantines");
+    assert_eq!(h.metrics().restarts(), 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn guest_code_never_runs_on_the_executor_thread() {
+    // One executor thread: if the looping guest ran on it, neither the ticker below nor the
+    // epoch ticker could run, and the call would never be interrupted.
+    let h = handler(Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 5));
+    let ticks = Arc::new(AtomicU32::new(0));
+    let counter = ticks.clone();
+    let ticker = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()));
+    ticker.abort();
+    assert_eq!(h.metrics().traps_of("interrupt"), 1);
+    assert!(ticks.load(Ordering::Relaxed) >= 3, "the executor was blocked: {} ticks", ticks.load(Ordering::Relaxed));
+}
+
+#[tokio::test]
+async fn the_guest_pool_bounds_concurrent_calls() {
+    let engine = engine();
+    let pool = GuestPool::new(1);
+    let a = handler_on(&engine, Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool.clone());
+    let b = handler_on(&engine, Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool.clone());
+    a.warm_up().await;
+    b.warm_up().await;
+    let started = Instant::now();
+    let (p, q) = (pod("a"), pod("b"));
+    let (x, y) = tokio::join!(a.on_add(&p, false), b.on_add(&q, false));
+    assert_eq!((x, y), (Ok(()), Ok(())));
+    assert!(started.elapsed() >= TIMEOUT * 2, "calls overlapped: {:?}", started.elapsed());
+    assert_eq!(pool.busy(), 0);
+}
+
+#[tokio::test]
+async fn calls_into_one_plugin_are_serial() {
+    let h = handler(Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0));
+    h.warm_up().await;
+    let started = Instant::now();
+    let (p, q) = (pod("a"), pod("b"));
+    let (x, y) = tokio::join!(h.on_add(&p, false), h.on_add(&q, false));
+    assert_eq!((x, y), (Ok(()), Ok(())));
+    assert!(started.elapsed() >= TIMEOUT * 2, "calls overlapped: {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn an_exhausted_instance_pool_is_retried_without_quarantine() {
+    let limits = PoolLimits { total_component_instances: 1, ..PoolLimits::small() };
+    let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
+    if !matches!(engine.allocation(), crate::plugin::engine::Allocation::Pooling(_)) {
+        eprintln!("skipped: this machine cannot reserve the pooling allocator");
+        return;
+    }
+    let holder = handler_on(&engine, Guest::default(), FailurePolicy::default(), GuestPool::new(2));
+    assert_eq!(holder.warm_up().await, CallOutcome::Ok);
+    let starved = handler_on(&engine, Guest::default(), policy(OnError::Skip, 1), GuestPool::new(2));
+    let err = starved.on_add(&pod("a"), false).await.unwrap_err();
+    assert!(matches!(&err, HandlerError::Retry(why) if why.contains("cannot instantiate")), "{err:?}");
+    assert!(!starved.is_quarantined());
+    assert_eq!(starved.metrics().traps_of("instantiation"), 1);
+}

@@ -1,0 +1,41 @@
+//! `cargo xtask demo`: builds the example plugins and runs them against `examples/cluster`.
+//!
+//! wink keeps running and watching the folder: edit a file under `examples/cluster` (change
+//! a label, delete a Pod) and the plugins log what they were told. Stop with Ctrl-C.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::build_plugins;
+
+/// Options of `cargo xtask demo`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Extra arguments for `wink run`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    wink_args: Vec<String>,
+}
+
+/// Builds the plugins, then runs `wink run` on the example cluster.
+pub fn run(repo: &Path, args: &Args) -> Result<()> {
+    let plugins = repo.join(".wink").join("plugins");
+    build_plugins::run(repo, &build_plugins::Args::with_out(plugins.clone()))?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cluster = repo.join("examples").join("cluster");
+    eprintln!("xtask: running wink on {}; edit files there to see events, Ctrl-C to stop", cluster.display());
+    let status = Command::new(cargo)
+        .current_dir(repo)
+        .args(["run", "--quiet", "-p", "wink-host", "--bin", "wink", "--", "run", "--plugins"])
+        .arg(&plugins)
+        .arg("--source")
+        .arg(format!("dir:{}", cluster.display()))
+        .args(&args.wink_args)
+        .status()
+        .context("running `wink run`")?;
+    if !status.success() {
+        bail!("wink exited with {status}");
+    }
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! `cargo xtask test`: the one command that runs every test on a fresh machine.
+//!
+//! Builds the guest plugins from source (installing the wasm target if missing), then runs
+//! `cargo test --workspace` with `WINK_PLUGINS_DIR` pointing at the built components so the
+//! integration tests load real plugins. Extra arguments go to `cargo test`.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::build_plugins;
+
+/// Options of `cargo xtask test`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Arguments passed on to `cargo test` (after `--`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    cargo_args: Vec<String>,
+}
+
+/// Builds the plugins and runs the workspace's tests.
+pub fn run(repo: &Path, args: &Args) -> Result<()> {
+    let plugins = repo.join(".wink").join("plugins");
+    build_plugins::run(repo, &build_plugins::Args::with_out(plugins.clone()))?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(repo)
+        .args(["test", "--workspace"])
+        .args(&args.cargo_args)
+        .env("WINK_PLUGINS_DIR", &plugins)
+        .status()
+        .context("running `cargo test`")?;
+    if !status.success() {
+        bail!("tests failed ({status})");
+    }
+    Ok(())
+}
