@@ -42,7 +42,7 @@ mod object;
 
 pub use cache::{CacheError, Resource};
 pub use handler::{Handler, HandlerError, parse_config};
-pub use object::{Object, ParseError};
+pub use object::{Object, OwnerReference, ParseError};
 
 /// The `serde_json` crate this SDK parses objects with.
 pub use serde_json;

@@ -14,6 +14,9 @@ use serde::de::DeserializeOwned;
 use crate::bindings::wink::plugin::types;
 use crate::cache::Resource;
 
+/// An entry of `metadata.ownerReferences`, as the host parsed it.
+pub use crate::bindings::wink::plugin::types::OwnerReference;
+
 /// Why an object's JSON could not be turned into what was asked.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -96,6 +99,18 @@ impl Object {
                 labels: sorted(meta.labels),
                 annotations: sorted(meta.annotations),
                 deletion_timestamp: meta.deletion_timestamp,
+                owner_references: meta
+                    .owner_references
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|o| types::OwnerReference {
+                        api_version: o.api_version,
+                        kind: o.kind,
+                        name: o.name,
+                        uid: o.uid,
+                        controller: o.controller.unwrap_or(false),
+                    })
+                    .collect(),
             },
             json,
         };
@@ -149,6 +164,16 @@ impl Object {
     /// `metadata.generation`, when set.
     pub fn generation(&self) -> Option<i64> {
         self.raw.meta.generation
+    }
+
+    /// `metadata.ownerReferences`, parsed by the host.
+    pub fn owner_references(&self) -> &[OwnerReference] {
+        &self.raw.meta.owner_references
+    }
+
+    /// The owner reference of `kind` (any apiVersion), preferring the managing controller.
+    pub fn owner_of_kind(&self, kind: &str) -> Option<&OwnerReference> {
+        self.owner_references().iter().filter(|o| o.kind == kind).max_by_key(|o| o.controller)
     }
 
     /// `metadata.labels` as `(key, value)` pairs, sorted by key.
@@ -284,6 +309,17 @@ struct HeadMeta {
     labels: Option<BTreeMap<String, String>>,
     annotations: Option<BTreeMap<String, String>>,
     deletion_timestamp: Option<String>,
+    owner_references: Option<Vec<HeadOwner>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeadOwner {
+    api_version: String,
+    kind: String,
+    name: String,
+    uid: String,
+    controller: Option<bool>,
 }
 
 #[cfg(test)]
@@ -326,6 +362,15 @@ mod tests {
         assert_eq!(pod.json(), POD);
         assert_eq!(pod.resource(), Resource::new("v1", "Pod"));
         assert_eq!(pod.to_string(), "Pod shop/web-1");
+    }
+
+    #[test]
+    fn owner_references_come_parsed_and_prefer_the_controller() {
+        let pod = Object::from_json(POD).unwrap();
+        let owner = pod.owner_of_kind("ReplicaSet").expect("owned by a ReplicaSet");
+        assert_eq!((owner.name.as_str(), owner.uid.as_str(), owner.controller), ("web-abc", "rs-1", true));
+        assert!(pod.owner_of_kind("Deployment").is_none());
+        assert!(Object::from_json(NODE).unwrap().owner_references().is_empty());
     }
 
     #[test]

@@ -47,6 +47,17 @@ pub fn to_wit(obj: &Object) -> WitObject {
             labels: pairs(&m.labels),
             annotations: pairs(&m.annotations),
             deletion_timestamp: m.deletion_timestamp.clone(),
+            owner_references: m
+                .owner_references
+                .iter()
+                .map(|o| types::OwnerReference {
+                    api_version: o.api_version.clone(),
+                    kind: o.kind.clone(),
+                    name: o.name.clone(),
+                    uid: o.uid.clone(),
+                    controller: o.controller == Some(true),
+                })
+                .collect(),
         },
         json: obj.json().to_owned(),
     }
@@ -78,6 +89,14 @@ mod tests {
         let wit = to_wit(&obj);
         assert_eq!(wit.json, json);
         assert_eq!(wit.meta.namespace.as_deref(), Some("ns"));
+        let owned = Object::from_str(
+            r#"{"metadata":{"name":"p","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"r","uid":"u1","controller":true},{"apiVersion":"v1","kind":"Node","name":"n","uid":"u2"}]}}"#,
+        )
+        .unwrap();
+        let refs = to_wit(&owned).meta.owner_references;
+        assert_eq!(refs.len(), 2);
+        assert_eq!((refs[0].kind.as_str(), refs[0].uid.as_str(), refs[0].controller), ("ReplicaSet", "u1", true));
+        assert!(!refs[1].controller, "an absent controller flag is false");
         assert_eq!(wit.meta.generation, Some(2));
         assert_eq!(wit.meta.labels, [("a".to_owned(), "1".to_owned()), ("b".to_owned(), "2".to_owned())]);
         assert_eq!(wit.meta.deletion_timestamp.as_deref(), Some("2024-01-01T00:00:00Z"));

@@ -4,13 +4,22 @@
 //! Deployment, and logs `pod ns/x belongs to Deployment ns/y via ReplicaSet ns/z`. On a
 //! ReplicaSet add it counts the ReplicaSet's pods with the host's `owner-uid` index. Owners
 //! that are missing from the cache (not yet listed, or deleted) are logged at debug level and
-//! otherwise ignored. Uses the SDK's `k8s-openapi` feature to read `ownerReferences`. Build
-//! with `cargo xtask build-plugins`.
+//! otherwise ignored. Owner references come parsed in the object's metadata record, so the
+//! plugin never parses the JSON. Build with `cargo xtask build-plugins`.
 
-use wink_guest::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use wink_guest::k8s_openapi::api::core::v1::Pod;
-use wink_guest::k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use wink_guest::{Handler, HandlerError, Object, Resource, cache, debug, info};
+use wink_guest::{Handler, HandlerError, Object, OwnerReference, Resource, cache, debug, info};
+
+fn pods() -> Resource {
+    Resource::new("v1", "Pod")
+}
+
+fn replica_sets() -> Resource {
+    Resource::new("apps/v1", "ReplicaSet")
+}
+
+fn deployments() -> Resource {
+    Resource::new("apps/v1", "Deployment")
+}
 
 /// Explains pod ownership.
 #[derive(Default)]
@@ -18,9 +27,9 @@ struct OwnerLookup;
 
 impl Handler for OwnerLookup {
     fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
-        if obj.is::<Pod>() {
+        if obj.resource() == pods() {
             explain_pod(obj)
-        } else if obj.is::<ReplicaSet>() {
+        } else if obj.resource() == replica_sets() {
             count_pods(obj)
         } else {
             Ok(())
@@ -28,28 +37,28 @@ impl Handler for OwnerLookup {
     }
 
     fn on_update(&mut self, _old: &Object, new: &Object) -> Result<(), HandlerError> {
-        if new.is::<Pod>() { explain_pod(new) } else { Ok(()) }
+        if new.resource() == pods() { explain_pod(new) } else { Ok(()) }
     }
 }
 
 /// Logs the Deployment and ReplicaSet that own `pod`.
 fn explain_pod(pod: &Object) -> Result<(), HandlerError> {
     let pod_key = pod.key();
-    let Some(rs_ref) = owner(pod, "ReplicaSet")? else {
+    let Some(rs_ref) = owner(pod, "ReplicaSet") else {
         debug!("pod {pod_key} has no ReplicaSet owner");
         return Ok(());
     };
     let rs_key = sibling_key(pod, &rs_ref.name);
-    let Some(rs) = cached_owner(&Resource::of::<ReplicaSet>(), &rs_key, &rs_ref)? else {
+    let Some(rs) = cached_owner(&replica_sets(), &rs_key, rs_ref)? else {
         debug!("pod {pod_key}: its ReplicaSet {rs_key} is not in the cache");
         return Ok(());
     };
-    let Some(deploy_ref) = owner(&rs, "Deployment")? else {
+    let Some(deploy_ref) = owner(&rs, "Deployment") else {
         info!("pod {pod_key} belongs to ReplicaSet {rs_key}, which no Deployment owns");
         return Ok(());
     };
     let deploy_key = sibling_key(pod, &deploy_ref.name);
-    if cached_owner(&Resource::of::<Deployment>(), &deploy_key, &deploy_ref)?.is_none() {
+    if cached_owner(&deployments(), &deploy_key, deploy_ref)?.is_none() {
         debug!("pod {pod_key}: Deployment {deploy_key} of ReplicaSet {rs_key} is not in the cache");
         return Ok(());
     }
@@ -59,18 +68,17 @@ fn explain_pod(pod: &Object) -> Result<(), HandlerError> {
 
 /// Logs how many cached pods `rs` owns.
 fn count_pods(rs: &Object) -> Result<(), HandlerError> {
-    let pods = cache::by_index(&Resource::of::<Pod>(), cache::OWNER_UID_INDEX, rs.uid())?;
+    let pods = cache::by_index(&pods(), cache::OWNER_UID_INDEX, rs.uid())?;
     info!("ReplicaSet {} owns {} pods", rs.key(), pods.len());
     Ok(())
 }
 
 /// The owner reference of `kind` (in the `apps` group), preferring the controller.
-fn owner(obj: &Object, kind: &str) -> Result<Option<OwnerReference>, HandlerError> {
-    let refs = obj.metadata()?.owner_references.unwrap_or_default();
-    Ok(refs
-        .into_iter()
+fn owner<'a>(obj: &'a Object, kind: &str) -> Option<&'a OwnerReference> {
+    obj.owner_references()
+        .iter()
         .filter(|r| r.kind == kind && r.api_version.starts_with("apps/"))
-        .max_by_key(|r| r.controller == Some(true)))
+        .max_by_key(|r| r.controller)
 }
 
 /// The cached owner named by `reference`, if it is there and is the same object (same uid:
