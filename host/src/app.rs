@@ -71,6 +71,8 @@ pub struct RunOptions {
     pub cache_dir: Option<PathBuf>,
     /// Watch the plugins folder and deploy, replace and remove plugins as it changes.
     pub watch_plugins: bool,
+    /// Log every plugin's metrics this often (`None`: only at shutdown).
+    pub metrics_interval: Option<std::time::Duration>,
 }
 
 /// The default folder for compiled components: `$XDG_CACHE_HOME/wink/components`, or
@@ -112,7 +114,22 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
     if !cancel.is_cancelled() {
         tracing::info!(informers = synced.len(), "caches synced");
     }
-    cancel.cancelled().await;
+    match options.metrics_interval {
+        Some(period) if !period.is_zero() => {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        for line in registry.summaries().await {
+                            tracing::info!(target: "wink::metrics", "{line}");
+                        }
+                    }
+                    () = cancel.cancelled() => break,
+                }
+            }
+        }
+        _ => cancel.cancelled().await,
+    }
     tracing::info!("shutting down: finishing calls in flight");
     factory.shutdown().await;
     Ok(registry.summaries().await)

@@ -37,6 +37,9 @@ enum Command {
         /// Load the plugins once instead of watching the folder for changes.
         #[arg(long)]
         no_watch: bool,
+        /// Log every plugin's metrics this often, e.g. `30s` (`0`: only at shutdown).
+        #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+        metrics_interval: std::time::Duration,
     },
     /// Validate a plugin (folder or manifest): manifest, component, world, imports.
     Check {
@@ -60,8 +63,14 @@ fn main() -> anyhow::Result<()> {
         .init();
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     match cli.command {
-        Command::Run { plugins, source, cache_dir: dir, no_cache, no_watch } => {
-            let options = RunOptions { plugins, source, cache_dir: cache_dir(dir, no_cache), watch_plugins: !no_watch };
+        Command::Run { plugins, source, cache_dir: dir, no_cache, no_watch, metrics_interval } => {
+            let options = RunOptions {
+                plugins,
+                source,
+                cache_dir: cache_dir(dir, no_cache),
+                watch_plugins: !no_watch,
+                metrics_interval: Some(metrics_interval),
+            };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));
             let summaries = runtime.block_on(app::run(options, shutdown))?;

@@ -288,7 +288,9 @@ impl Listener {
                     };
                     let delay = self.options.retry.delay(attempt);
                     let remainder = notifications[i..].to_vec();
-                    self.queue.lock().retry(key, &pending, remainder, delay, Instant::now());
+                    if !self.queue.lock().retry(key.clone(), &pending, remainder, delay, Instant::now()) {
+                        self.attempts.lock().remove(&key);
+                    }
                 }
                 None => {
                     self.attempts.lock().remove(&key);

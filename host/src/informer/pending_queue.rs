@@ -199,6 +199,7 @@ impl PendingQueue {
 
     /// Puts the undelivered remainder of a popped entry back, to be retried after `delay`,
     /// merged with whatever arrived for the key meanwhile (which is newer, so it comes last).
+    /// Returns false when nothing is left to retry (e.g. an add whose delete arrived).
     pub fn retry(
         &mut self,
         key: String,
@@ -206,20 +207,21 @@ impl PendingQueue {
         remainder: Vec<Notification>,
         delay: Duration,
         now: Instant,
-    ) {
+    ) -> bool {
         self.account(Some(popped), None);
         let mut notifications = remainder;
         if let Some(newer) = self.ready.remove(&key) {
             self.account(Some(&newer), None);
             notifications.extend(newer.into_notifications());
         }
-        let Some(merged) = Pending::from_notifications(notifications) else { return };
+        let Some(merged) = Pending::from_notifications(notifications) else { return false };
         self.account(None, Some(&merged));
         let at = now + delay;
         let seq = self.next_seq;
         self.next_seq += 1;
         self.timers.insert((at, seq, key.clone()));
         self.delayed.insert(key, (merged, at, seq));
+        true
     }
 
     /// When the earliest delayed entry becomes ready.

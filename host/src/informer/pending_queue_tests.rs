@@ -108,7 +108,7 @@ async fn queue_retry_waits_for_its_delay_and_absorbs_newer_events() {
     let (key, popped) = q.pop().unwrap();
     let now = Instant::now();
     q.push(update(1, 2)); // arrived while the add was being delivered
-    q.retry(key, &popped, popped.clone().into_notifications(), Duration::from_secs(1), now);
+    assert!(q.retry(key, &popped, popped.clone().into_notifications(), Duration::from_secs(1), now));
     assert_eq!(q.len(), 1);
     assert!(q.pop().is_none(), "not ready before its delay");
     q.push(update(2, 3)); // folds into the delayed entry
@@ -117,4 +117,15 @@ async fn queue_retry_waits_for_its_delay_and_absorbs_newer_events() {
     assert_eq!(q.next_retry(), Some(now + Duration::from_secs(1)));
     q.promote(now + Duration::from_secs(1));
     assert_eq!(q.pop().unwrap().1, one(add(3)), "retried with the newest state of the key");
+}
+
+#[tokio::test(start_paused = true)]
+async fn queue_retry_of_an_add_deleted_meanwhile_leaves_nothing() {
+    let mut q = PendingQueue::default();
+    q.push(add(1));
+    let (key, popped) = q.pop().unwrap();
+    q.push(delete(2, false));
+    let retried = q.retry(key, &popped, popped.clone().into_notifications(), Duration::from_secs(1), Instant::now());
+    assert!(!retried, "the handler never saw the add, so the delete cancels it");
+    assert!(q.is_empty());
 }

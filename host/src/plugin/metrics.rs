@@ -51,6 +51,7 @@ pub struct MetricsRegistry {
     traps: Family<PluginKindLabel, Counter>,
     restarts: Family<PluginLabel, Counter>,
     quarantined: Family<PluginLabel, Gauge>,
+    queue_depth: Family<PluginLabel, Gauge>,
     dropped: Family<PluginLabel, Counter>,
     skipped: Family<PluginLabel, Counter>,
     call_duration: HistogramFamily,
@@ -76,6 +77,7 @@ impl MetricsRegistry {
             traps: Family::default(),
             restarts: Family::default(),
             quarantined: Family::default(),
+            queue_depth: Family::default(),
             dropped: Family::default(),
             skipped: Family::default(),
             call_duration: Family::new_with_constructor(latency_histogram),
@@ -95,6 +97,11 @@ impl MetricsRegistry {
         r.register("traps", "Plugin traps, by kind", self.traps.clone());
         r.register("restarts", "Plugin instances re-created after a trap", self.restarts.clone());
         r.register("quarantined", "1 when the plugin is quarantined", self.quarantined.clone());
+        r.register(
+            "queue_depth",
+            "Notifications waiting for the plugin, over all its listeners (at most one per object)",
+            self.queue_depth.clone(),
+        );
         r.register("dropped_events", "Events not delivered because the plugin is quarantined", self.dropped.clone());
         r.register("skipped_events", "Events skipped after a trap (onError: skip)", self.skipped.clone());
         r.register("call_duration_seconds", "Duration of calls into plugins", self.call_duration.clone());
@@ -114,6 +121,7 @@ impl MetricsRegistry {
             traps: TRAP_KINDS.map(|k| kind(&self.traps, k)),
             restarts: self.restarts.get_or_create_owned(&label),
             quarantined: self.quarantined.get_or_create_owned(&label),
+            queue_depth: self.queue_depth.get_or_create_owned(&label),
             dropped: self.dropped.get_or_create_owned(&label),
             skipped: self.skipped.get_or_create_owned(&label),
             call_duration: self.call_duration.get_or_create_owned(&label),
@@ -128,6 +136,7 @@ impl MetricsRegistry {
             family.remove(&label);
         }
         self.quarantined.remove(&label);
+        self.queue_depth.remove(&label);
         self.call_duration.remove(&label);
         self.timed.lock().remove(name);
         for kind in ["retry", "fatal"] {
@@ -149,6 +158,7 @@ pub struct PluginMetrics {
     traps: [Counter; 6],
     restarts: Counter,
     quarantined: Gauge,
+    queue_depth: Gauge,
     dropped: Counter,
     skipped: Counter,
     call_duration: Histogram,
@@ -198,6 +208,16 @@ impl PluginMetrics {
     /// Sets the quarantined flag.
     pub fn set_quarantined(&self, quarantined: bool) {
         self.quarantined.set(i64::from(quarantined));
+    }
+
+    /// Sets the number of notifications waiting for the plugin.
+    pub fn set_queue_depth(&self, depth: usize) {
+        self.queue_depth.set(i64::try_from(depth).unwrap_or(i64::MAX));
+    }
+
+    /// Notifications waiting for the plugin, as last set.
+    pub fn queue_depth(&self) -> u64 {
+        u64::try_from(self.queue_depth.get()).unwrap_or(0)
     }
 
     /// Records an event dropped because the plugin is quarantined.
@@ -263,13 +283,14 @@ impl PluginMetrics {
             .collect();
         let (retry, fatal) = self.handler_errors();
         format!(
-            "plugin={} calls={} mean={:?} errors=retry:{retry},fatal:{fatal} traps={}{} restarts={} skipped={} dropped={} quarantined={}",
+            "plugin={} calls={} mean={:?} errors=retry:{retry},fatal:{fatal} traps={}{} restarts={} queued={} skipped={} dropped={} quarantined={}",
             self.name,
             self.calls(),
             mean,
             self.traps(),
             if by_kind.is_empty() { String::new() } else { format!(" ({})", by_kind.join(",")) },
             self.restarts(),
+            self.queue_depth(),
             self.skipped_events(),
             self.dropped_events(),
             if self.is_quarantined() { "yes" } else { "no" },

@@ -395,8 +395,17 @@ impl PluginRegistry {
         }))
     }
 
-    /// One summary line per deployed plugin (calls, errors, traps, latency).
+    /// Updates the gauges read from the listeners (queue depth of each plugin).
+    pub async fn refresh_metrics(&self) {
+        for (name, deployed) in self.plugins.lock().await.iter() {
+            let queued = deployed.listening.iter().map(|l| l.registration.listener().queue_len()).sum();
+            self.metrics.plugin(name).set_queue_depth(queued);
+        }
+    }
+
+    /// One summary line per deployed plugin (calls, errors, traps, latency, queue depth).
     pub async fn summaries(&self) -> Vec<String> {
+        self.refresh_metrics().await;
         let names: Vec<String> = self.plugins.lock().await.keys().cloned().collect();
         names.iter().map(|n| self.metrics.plugin(n).summary()).collect()
     }
