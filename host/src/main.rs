@@ -3,7 +3,9 @@
 //! Run with `cargo run -p wink-host --bin wink -- run --plugins .wink/plugins --source dir:examples/cluster`
 //! (after `cargo xtask build-plugins`), or `cargo xtask demo`.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -52,14 +54,41 @@ fn cache_dir(cache_dir: Option<PathBuf>, no_cache: bool) -> Option<PathBuf> {
     if no_cache { None } else { cache_dir.or_else(app::default_cache_dir) }
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+fn main() -> ExitCode {
+    match wink_main(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", report(&err));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line, each cause once: wink's errors already quote their
+/// cause in their message, so a cause is printed only when it adds something.
+fn report(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+fn wink_main(cli: Cli) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,cranelift=warn,wasmtime=warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours only on a terminal: logs piped to a file or a collector stay plain text.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     match cli.command {

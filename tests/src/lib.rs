@@ -4,6 +4,12 @@
 //! Plugins come from `WINK_PLUGINS_DIR` when `cargo xtask test` set it; otherwise the first
 //! test that needs them runs `cargo xtask build-plugins` once.
 
+pub mod cluster;
+pub mod host;
+pub mod logs;
+pub mod recorder;
+pub mod wait;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

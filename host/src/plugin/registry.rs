@@ -257,9 +257,18 @@ impl PluginRegistry {
         Ok(Listening { spec: spec.clone(), informer, registration })
     }
 
-    /// Deploys the plugin in `dir`, or replaces the deployed version if it changed.
-    /// Returns the plugin's name.
+    /// Deploys the plugin in `dir`, or replaces the deployed version if it changed, and
+    /// starts the informers it needs. Returns the plugin's name.
     pub async fn deploy(&self, dir: &Path) -> Result<String, RegistryError> {
+        let name = self.deploy_unstarted(dir).await?;
+        self.factory.start();
+        Ok(name)
+    }
+
+    /// [`PluginRegistry::deploy`] without starting informers, so that several plugins
+    /// registered before the start all take part in resolving the resync check period (a
+    /// handler added after start cannot lower it).
+    async fn deploy_unstarted(&self, dir: &Path) -> Result<String, RegistryError> {
         let fingerprint = fingerprint(dir).unwrap_or_default();
         let (loaded, handler) = self.load(dir).await?;
         let name = loaded.name().to_owned();
@@ -312,8 +321,6 @@ impl PluginRegistry {
                 plugins.insert(name.clone(), Deployed { dir: dir.to_owned(), fingerprint, handler, listening });
             }
         }
-        drop(plugins);
-        self.factory.start();
         Ok(name)
     }
 
@@ -345,8 +352,10 @@ impl PluginRegistry {
     }
 
     /// Reconciles with a plugins folder: deploys new plugins, replaces changed ones, removes
-    /// those whose folder is gone. Returns the plugins that failed (the others keep running;
-    /// a failed replacement leaves the old version running).
+    /// those whose folder is gone, then starts the informers they need (all plugins of the
+    /// folder are registered before any new informer starts, so each gets its own resync
+    /// period). Returns the plugins that failed (the others keep running; a failed
+    /// replacement leaves the old version running).
     pub async fn sync_dir(&self, root: &Path) -> Result<Vec<RegistryError>, RegistryError> {
         let entries = std::fs::read_dir(root).map_err(|source| RegistryError::Io { path: root.to_owned(), source })?;
         let mut dirs: Vec<PathBuf> =
@@ -365,11 +374,12 @@ impl PluginRegistry {
             if current.is_some() && current == fingerprint(&dir) {
                 continue;
             }
-            if let Err(err) = self.deploy(&dir).await {
+            if let Err(err) = self.deploy_unstarted(&dir).await {
                 tracing::error!(dir = %dir.display(), error = %err, "plugin not deployed");
                 errors.push(err);
             }
         }
+        self.factory.start();
         Ok(errors)
     }
 

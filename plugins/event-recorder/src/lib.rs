@@ -9,6 +9,8 @@
 //! ```
 //!
 //! Config (optional JSON):
+//! - `{"tag": "v2"}`: every line above (and the `retry` line) ends with ` tag=<tag>`, so a test
+//!   can tell two versions of the plugin apart (e.g. across a hot reload).
 //! - `{"retry_label": "wink.test/retry"}`: the first call for the key of an object that carries
 //!   this label with value `once` (the new object of an update) logs its line, then
 //!   `retry key=<key>`, and returns `retry("asked to retry")`; later calls for that key succeed.
@@ -28,6 +30,8 @@ use wink_guest::{Handler, HandlerError, Object, info};
 struct Config {
     /// Objects whose label of this name is `once` get one retry per key.
     retry_label: Option<String>,
+    /// Appended as ` tag=<tag>` to every line.
+    tag: Option<String>,
     /// Makes `init` fail.
     #[serde(default)]
     fail_init: bool,
@@ -37,6 +41,8 @@ struct Config {
 #[derive(Default)]
 struct EventRecorder {
     retry_label: Option<String>,
+    /// ` tag=<tag>`, or empty.
+    suffix: String,
     /// Keys already answered with a retry.
     retried: HashSet<String>,
 }
@@ -50,7 +56,7 @@ impl EventRecorder {
         if obj.label(label) == Some("once") {
             let key = obj.key();
             if !self.retried.contains(&key) {
-                info!("retry key={key}");
+                info!("retry key={key}{}", self.suffix);
                 self.retried.insert(key);
                 return Err(HandlerError::retry("asked to retry"));
             }
@@ -66,21 +72,33 @@ impl Handler for EventRecorder {
             return Err("init failed on purpose (config.fail_init is true)".into());
         }
         self.retry_label = config.retry_label;
+        self.suffix = config.tag.map(|t| format!(" tag={t}")).unwrap_or_default();
         Ok(())
     }
 
     fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<(), HandlerError> {
-        info!("event=add key={} rv={} initial={initial_list}", obj.key(), obj.resource_version());
+        info!("event=add key={} rv={} initial={initial_list}{}", obj.key(), obj.resource_version(), self.suffix);
         self.maybe_retry(obj)
     }
 
     fn on_update(&mut self, old: &Object, new: &Object) -> Result<(), HandlerError> {
-        info!("event=update key={} old_rv={} new_rv={}", new.key(), old.resource_version(), new.resource_version());
+        info!(
+            "event=update key={} old_rv={} new_rv={}{}",
+            new.key(),
+            old.resource_version(),
+            new.resource_version(),
+            self.suffix
+        );
         self.maybe_retry(new)
     }
 
     fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<(), HandlerError> {
-        info!("event=delete key={} rv={} unknown={final_state_unknown}", obj.key(), obj.resource_version());
+        info!(
+            "event=delete key={} rv={} unknown={final_state_unknown}{}",
+            obj.key(),
+            obj.resource_version(),
+            self.suffix
+        );
         self.maybe_retry(obj)
     }
 }

@@ -1,0 +1,83 @@
+//! A wink host assembled from the library, as `wink run` assembles it: a [`DirSource`] over
+//! a cluster folder (watched), one [`InformerFactory`], and a [`PluginRegistry`] that loads a
+//! plugins folder and keeps watching it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use wink::informer::{InformerFactory, ResourceKey};
+use wink::plugin::{
+    EngineConfig, GuestPool, MetricsRegistry, PluginEngine, PluginMetrics, PluginRegistry, PluginStatus, PoolLimits,
+};
+use wink::source::DirSource;
+
+use crate::logs::logs;
+use crate::wait::{TIMEOUT, eventually_async};
+
+/// A running host. Stop it with [`TestHost::stop`] (dropping the test's runtime also ends it).
+pub struct TestHost {
+    /// The directory source.
+    pub source: Arc<DirSource>,
+    /// The informers.
+    pub factory: Arc<InformerFactory>,
+    /// The deployed plugins.
+    pub registry: Arc<PluginRegistry>,
+    /// The plugins folder it watches.
+    pub plugins: PathBuf,
+    cancel: CancellationToken,
+}
+
+impl TestHost {
+    /// Starts a host over `cluster` with the plugins of `plugins`: every plugin there must
+    /// deploy. Returns once the informers have synced; the plugins may still be receiving
+    /// their initial objects (see [`TestHost::wait_synced`]).
+    pub async fn start(cluster: &Path, plugins: &Path) -> Self {
+        logs();
+        let cancel = CancellationToken::new();
+        let source = DirSource::open(cluster).expect("opening the cluster folder");
+        source.watch(cancel.child_token()).expect("watching the cluster folder");
+        // Small pool limits: several hosts run at once in one test binary.
+        let config = EngineConfig { pool: Some(PoolLimits::small()), cache_dir: None, ..EngineConfig::default() };
+        let engine = PluginEngine::new(config).expect("starting the wasm engine");
+        let factory = Arc::new(InformerFactory::new(source.clone()));
+        let registry =
+            Arc::new(PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::new(2)));
+        let failed = registry.sync_dir(plugins).await.expect("reading the plugins folder");
+        let failed: Vec<String> = failed.iter().map(ToString::to_string).collect();
+        assert!(failed.is_empty(), "plugins failed to deploy: {failed:?}");
+        registry.watch_dir(plugins, cancel.child_token()).expect("watching the plugins folder");
+        factory.start();
+        factory.wait_for_cache_sync(&cancel).await;
+        Self { source, factory, registry, plugins: plugins.to_owned(), cancel }
+    }
+
+    /// Waits until every deployed plugin has received its initial objects.
+    pub async fn wait_synced(&self) {
+        let synced =
+            eventually_async(TIMEOUT, || async { self.registry.status().await.iter().all(|s| s.synced) }).await;
+        assert!(synced, "plugins never synced: {:?}", self.registry.status().await);
+    }
+
+    /// The status of one deployed plugin.
+    pub async fn status(&self, plugin: &str) -> Option<PluginStatus> {
+        self.registry.status().await.into_iter().find(|s| s.name == plugin)
+    }
+
+    /// One plugin's metrics.
+    pub fn metrics(&self, plugin: &str) -> PluginMetrics {
+        self.registry.metrics().plugin(plugin)
+    }
+
+    /// The resourceVersion of a Pod in the host's cache (what the plugins were last told).
+    pub fn pod_rv(&self, key: &str) -> Option<String> {
+        let informer = self.factory.existing(&ResourceKey::new("v1", "Pod"))?;
+        informer.indexer().get_by_key(key).map(|o| o.resource_version().to_owned())
+    }
+
+    /// Stops the watchers and the informers, waiting for calls in flight.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        self.factory.shutdown().await;
+    }
+}

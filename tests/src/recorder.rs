@@ -1,0 +1,124 @@
+//! The lines of the `event-recorder` plugin (plugins/event-recorder), parsed:
+//!
+//! ```text
+//! event=add key=<key> rv=<rv> initial=<bool> [tag=<tag>]
+//! event=update key=<key> old_rv=<rv> new_rv=<rv> [tag=<tag>]
+//! event=delete key=<key> rv=<rv> unknown=<bool> [tag=<tag>]
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::logs::logs;
+use crate::wait::wait_for;
+
+/// One event as the plugin was told it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// `on-add`.
+    Add {
+        /// The object's key.
+        key: String,
+        /// Its resourceVersion.
+        rv: String,
+        /// Whether it came with the initial list.
+        initial: bool,
+    },
+    /// `on-update` (a resync when `old_rv == new_rv`).
+    Update {
+        /// The object's key.
+        key: String,
+        /// The old object's resourceVersion.
+        old_rv: String,
+        /// The new object's resourceVersion.
+        new_rv: String,
+    },
+    /// `on-delete`.
+    Delete {
+        /// The object's key.
+        key: String,
+        /// The last known resourceVersion.
+        rv: String,
+        /// Whether the final state is unknown.
+        unknown: bool,
+    },
+}
+
+impl Seen {
+    /// The object's key.
+    pub fn key(&self) -> &str {
+        match self {
+            Seen::Add { key, .. } | Seen::Update { key, .. } | Seen::Delete { key, .. } => key,
+        }
+    }
+
+    /// Whether this is a resync: an update with the same old and new resourceVersion.
+    pub fn is_resync(&self) -> bool {
+        matches!(self, Seen::Update { old_rv, new_rv, .. } if old_rv == new_rv)
+    }
+}
+
+/// One parsed line: the event and the plugin's `tag` config, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecorderLine {
+    /// What the plugin was told.
+    pub seen: Seen,
+    /// The `tag` the plugin was configured with.
+    pub tag: Option<String>,
+}
+
+impl RecorderLine {
+    /// Parses one line; `None` for other lines (e.g. `retry key=…`).
+    pub fn parse(line: &str) -> Option<Self> {
+        let fields: HashMap<&str, &str> = line.split_whitespace().filter_map(|w| w.split_once('=')).collect();
+        let get = |k: &str| fields.get(k).map(|v| (*v).to_owned());
+        let flag = |k: &str| fields.get(k).map(|v| *v == "true");
+        let key = get("key")?;
+        let seen = match *fields.get("event")? {
+            "add" => Seen::Add { key, rv: get("rv")?, initial: flag("initial")? },
+            "update" => Seen::Update { key, old_rv: get("old_rv")?, new_rv: get("new_rv")? },
+            "delete" => Seen::Delete { key, rv: get("rv")?, unknown: flag("unknown")? },
+            _ => return None,
+        };
+        Some(Self { seen, tag: get("tag") })
+    }
+}
+
+/// Whether the event-recorder plugin `plugin` has been told `event`.
+pub fn has_seen(plugin: &str, event: &Seen) -> bool {
+    logs().recorded(plugin).iter().any(|l| &l.seen == event)
+}
+
+/// Waits until the event-recorder plugin `plugin` has been told `event`.
+pub async fn wait_seen(plugin: &str, event: &Seen) {
+    wait_for(&format!("{plugin} to see {event:?}"), || has_seen(plugin, event), || logs().dump(plugin)).await;
+}
+
+/// The events of each key, in the order they were delivered.
+pub fn by_key(lines: &[RecorderLine]) -> BTreeMap<String, Vec<Seen>> {
+    let mut out: BTreeMap<String, Vec<Seen>> = BTreeMap::new();
+    for line in lines {
+        out.entry(line.seen.key().to_owned()).or_default().push(line.seen.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_kind_of_line() {
+        assert_eq!(
+            RecorderLine::parse("event=add key=shop/x rv=5 initial=true"),
+            Some(RecorderLine { seen: Seen::Add { key: "shop/x".into(), rv: "5".into(), initial: true }, tag: None })
+        );
+        let update = RecorderLine::parse("event=update key=a old_rv=3 new_rv=3 tag=v2").unwrap();
+        assert!(update.seen.is_resync());
+        assert_eq!(update.tag.as_deref(), Some("v2"));
+        assert_eq!(
+            RecorderLine::parse("event=delete key=ns/y rv=9 unknown=false").unwrap().seen,
+            Seen::Delete { key: "ns/y".into(), rv: "9".into(), unknown: false }
+        );
+        assert_eq!(RecorderLine::parse("retry key=ns/y"), None);
+    }
+}
