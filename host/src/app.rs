@@ -17,7 +17,7 @@ use crate::plugin::{
     CacheOutcome, EngineConfig, EngineError, GuestPool, LoadError, MetricsRegistry, PluginEngine, PluginRegistry,
     RegistryError, load_plugin,
 };
-use crate::source::{DirSource, DirSourceError};
+use crate::source::{DirSource, DirSourceError, KubeSource, KubeSourceError};
 
 /// Errors of the subcommands.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +28,9 @@ pub enum AppError {
     /// The directory source failed.
     #[error(transparent)]
     DirSource(#[from] DirSourceError),
+    /// No Kubernetes client could be configured.
+    #[error(transparent)]
+    KubeSource(#[from] KubeSourceError),
     /// The plugins folder could not be read.
     #[error(transparent)]
     Registry(#[from] RegistryError),
@@ -38,7 +41,7 @@ pub enum AppError {
     #[error(transparent)]
     Load(#[from] LoadError),
     /// The source specification is not understood.
-    #[error("unknown source `{0}`: use `dir:PATH`")]
+    #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
     BadSource(String),
 }
 
@@ -47,14 +50,24 @@ pub enum AppError {
 pub enum SourceSpec {
     /// A folder of manifests (`dir:PATH`).
     Dir(PathBuf),
+    /// A Kubernetes API server (`kube`): this kubeconfig, else the default kubeconfig
+    /// (`$KUBECONFIG`, `~/.kube/config`), else the in-cluster service account.
+    Kube {
+        /// The kubeconfig file.
+        kubeconfig: Option<PathBuf>,
+    },
 }
 
 impl FromStr for SourceSpec {
     type Err = AppError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "kube" {
+            return Ok(Self::Kube { kubeconfig: None });
+        }
         match s.split_once(':') {
             Some(("dir", path)) if !path.is_empty() => Ok(Self::Dir(PathBuf::from(path))),
+            Some(("kube", path)) if !path.is_empty() => Ok(Self::Kube { kubeconfig: Some(PathBuf::from(path)) }),
             _ => Err(AppError::BadSource(s.to_owned())),
         }
     }
@@ -98,6 +111,11 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
             dir.watch(cancel.clone())?;
             tracing::info!(source = %path.display(), "watching manifests");
             dir
+        }
+        SourceSpec::Kube { kubeconfig } => {
+            let kube = KubeSource::from_kubeconfig_or_infer(kubeconfig.as_deref()).await?;
+            tracing::info!(kubeconfig = ?kubeconfig, "watching a Kubernetes API server");
+            Arc::new(kube)
         }
     };
     let factory = Arc::new(InformerFactory::new(provider));

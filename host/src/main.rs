@@ -27,9 +27,13 @@ enum Command {
         /// The plugins folder: each subfolder holding a plugin.yaml is a plugin.
         #[arg(long, value_name = "DIR")]
         plugins: PathBuf,
-        /// Where objects come from: `dir:PATH`, a folder of YAML/JSON manifests.
+        /// Where objects come from: `dir:PATH` (a folder of YAML/JSON manifests), `kube` (the
+        /// default kubeconfig, or the in-cluster service account) or `kube:KUBECONFIG`.
         #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
         source: SourceSpec,
+        /// Watch the API server of this kubeconfig (same as `--source kube:PATH`).
+        #[arg(long, value_name = "PATH", conflicts_with = "source")]
+        kubeconfig: Option<PathBuf>,
         /// Where compiled components are cached [default: ~/.cache/wink/components].
         #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
         cache_dir: Option<PathBuf>,
@@ -92,7 +96,11 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
         .init();
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     match cli.command {
-        Command::Run { plugins, source, cache_dir: dir, no_cache, no_watch, metrics_interval } => {
+        Command::Run { plugins, source, kubeconfig, cache_dir: dir, no_cache, no_watch, metrics_interval } => {
+            let source = match kubeconfig {
+                Some(path) => SourceSpec::Kube { kubeconfig: Some(path) },
+                None => source,
+            };
             let options = RunOptions {
                 plugins,
                 source,
