@@ -6,6 +6,9 @@
 
 pub mod apiserver;
 pub mod cluster;
+pub mod compile_cache;
+pub mod conformance;
+pub mod guest_log;
 pub mod host;
 pub mod logs;
 pub mod recorder;

@@ -1,16 +1,18 @@
-//! `cargo xtask build-plugins`: builds `plugins/` for wasm32 and componentizes each plugin.
+//! `cargo xtask build-plugins`: builds every plugin under `plugins/` into a component.
 //!
+//! Rust plugins (the cargo workspace `plugins/Cargo.toml`):
 //! 1. makes sure the `wasm32-unknown-unknown` target is installed;
 //! 2. builds the plugins workspace in release mode with its own target dir
 //!    (`$CARGO_TARGET_DIR/plugins-build`, or `target/plugins-build`), so the build never waits
 //!    for the lock of the main workspace's target dir (tests run this while `cargo test`
 //!    holds it);
-//! 3. encodes each plugin's core module as a component with `wit-component`, checks that it
-//!    imports only `wink:plugin/*` interfaces and (unless the plugin brings its own `wit/`
-//!    world) implements `wit/`'s `handler-plugin` world;
-//! 4. writes `<out>/<path>/<name>.wasm` and a copy of the plugin's `plugin.yaml`, each
-//!    atomically, where `<path>` is the plugin's folder under `plugins/` (`label-auditor`,
-//!    `hostile/trap`) and `<name>` its last component.
+//! 3. encodes each plugin's core module as a component with `wit-component`;
+//! 4. checks and writes it ([`package`]): `<out>/<path>/<name>.wasm` and a copy of the
+//!    plugin's `plugin.yaml`, where `<path>` is the plugin's folder under `plugins/`
+//!    (`label-auditor`, `hostile/trap`) and `<name>` its last component.
+//!
+//! Then the Python, JavaScript and C plugins ([`guests`]), each language with a toolchain
+//! installed on first use. A part that fails is reported and the others are still built.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -21,8 +23,9 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 
 use crate::component::{self, Surface};
-use crate::fsutil::write_atomic;
+use crate::report::{BuiltPlugin, Report};
 use crate::toolchain::{self, WASM_TARGET};
+use crate::{guests, package};
 
 /// Options of `cargo xtask build-plugins`.
 #[derive(clap::Args)]
@@ -39,28 +42,36 @@ impl Args {
     }
 }
 
-/// Builds every plugin and writes its component and manifest under the output folder.
-pub fn run(repo: &Path, args: &Args) -> Result<()> {
-    toolchain::ensure_wasm_target()?;
+/// Builds every plugin (Rust, then Python, JavaScript and C) and writes its component and
+/// manifest under the output folder. A part that fails is reported and the rest is built;
+/// the returned report says what failed.
+pub fn run(repo: &Path, args: &Args) -> Result<Report> {
     let plugins_dir =
         repo.join("plugins").canonicalize().with_context(|| format!("finding {}/plugins", repo.display()))?;
     let out = args.out.clone().unwrap_or_else(|| repo.join(".wink").join("plugins"));
     let contract = Surface::of_contract(&repo.join("wit"))?;
+    let build_dir = plugins_target_dir(repo)?;
+    let mut report = Report::default();
 
-    let mut artifacts = cargo_build(&plugins_dir, &plugins_target_dir(repo)?)?;
+    if let Err(e) = build_rust(&plugins_dir, &out, &contract, &build_dir, &mut report) {
+        report.failed("the Rust plugins", e);
+    }
+    let context =
+        guests::Context { repo, plugins_dir: &plugins_dir, out: &out, contract: &contract, build_dir: &build_dir };
+    guests::build_all(&context, &mut report);
+    Ok(report)
+}
+
+/// Builds the Rust plugins (the cargo workspace in `plugins/`).
+fn build_rust(plugins_dir: &Path, out: &Path, contract: &Surface, build_dir: &Path, report: &mut Report) -> Result<()> {
+    toolchain::ensure_wasm_target()?;
+    let mut artifacts = cargo_build(plugins_dir, build_dir)?;
     artifacts.sort_by(|a, b| a.manifest_path.cmp(&b.manifest_path));
     ensure!(!artifacts.is_empty(), "building {} produced no cdylib", plugins_dir.display());
     for artifact in &artifacts {
-        let built = package(&plugins_dir, &out, &contract, artifact)?;
-        println!(
-            "{}: {} ({} bytes core, {} bytes component{}); {}",
-            built.name,
-            built.component_path.display(),
-            built.core_size,
-            built.component_size,
-            if built.written { "" } else { ", unchanged" },
-            built.surface,
-        );
+        if let Err(e) = package_rust(plugins_dir, out, contract, artifact, report) {
+            report.failed(format!("plugin {} (rust)", artifact.manifest_path.display()), e);
+        }
     }
     Ok(())
 }
@@ -144,64 +155,32 @@ fn cargo_build(plugins_dir: &Path, target_dir: &Path) -> Result<Vec<Artifact>> {
     Ok(artifacts)
 }
 
-/// The fields of `plugin.yaml` this task checks; the host parses the rest.
-#[derive(Deserialize)]
-struct ManifestHead {
-    name: String,
-    component: String,
-}
-
-/// What [`package`] produced for one plugin.
-struct Built {
-    name: String,
-    component_path: PathBuf,
-    core_size: usize,
-    component_size: usize,
-    written: bool,
-    surface: Surface,
-}
-
-/// Componentizes one plugin, checks it, and writes it with its manifest under `out`.
-fn package(plugins_dir: &Path, out: &Path, contract: &Surface, artifact: &Artifact) -> Result<Built> {
+/// Componentizes one Rust plugin, checks it, and writes it with its manifest under `out`.
+fn package_rust(
+    plugins_dir: &Path,
+    out: &Path,
+    contract: &Surface,
+    artifact: &Artifact,
+    report: &mut Report,
+) -> Result<()> {
     let plugin_dir = artifact.manifest_path.parent().context("a Cargo.toml has a folder")?;
     let relative = plugin_dir
         .strip_prefix(plugins_dir)
         .with_context(|| format!("cargo built {}, which is outside {}", plugin_dir.display(), plugins_dir.display()))?;
-    let name = plugin_dir.file_name().context("a plugin folder has a name")?.to_string_lossy().into_owned();
-
-    let manifest_path = plugin_dir.join("plugin.yaml");
-    let manifest =
-        fs::read(&manifest_path).with_context(|| format!("plugin {name}: reading {}", manifest_path.display()))?;
-    let head: ManifestHead = serde_norway::from_slice(&manifest)
-        .with_context(|| format!("plugin {name}: parsing {}", manifest_path.display()))?;
-    let component_file = format!("{name}.wasm");
-    ensure!(
-        head.name == name && head.component == component_file,
-        "plugin {name}: {} must say `name: {name}` and `component: {component_file}` \
-         (it says `name: {}` and `component: {}`)",
-        manifest_path.display(),
-        head.name,
-        head.component
-    );
-
+    let (name, manifest) = package::read_manifest(plugin_dir)?;
     let core =
         fs::read(&artifact.wasm).with_context(|| format!("plugin {name}: reading {}", artifact.wasm.display()))?;
     let component = component::encode(&core)
         .with_context(|| format!("plugin {name}: componentizing {}", artifact.wasm.display()))?;
-    let surface =
-        Surface::of_component(&component).with_context(|| format!("plugin {name}: reading the component's world"))?;
-    surface.check_only_wink_imports().with_context(|| format!("plugin {name} ({})", artifact.wasm.display()))?;
-    // A plugin with a `wit/` folder of its own implements another world on purpose.
-    if !plugin_dir.join("wit").is_dir() {
-        surface
-            .check_implements(contract)
-            .with_context(|| format!("plugin {name} ({}) is not a wink plugin", artifact.wasm.display()))?;
-    }
-
-    let dest = out.join(relative);
-    let component_path = dest.join(&component_file);
-    // The component first: whoever sees the manifest finds its component.
-    let written = write_atomic(&component_path, &component)?;
-    write_atomic(&dest.join("plugin.yaml"), &manifest)?;
-    Ok(Built { name, component_path, core_size: core.len(), component_size: component.len(), written, surface })
+    let installed = package::install(plugin_dir, &name, &manifest, &component, contract, &out.join(relative))?;
+    let detail = format!(
+        "{} bytes core, {} bytes component{}; {}",
+        core.len(),
+        installed.component_size,
+        if installed.written { "" } else { ", unchanged" },
+        installed.surface
+    );
+    let built = BuiltPlugin { language: "rust", name, component_path: installed.component_path };
+    report.built(built, detail);
+    Ok(())
 }

@@ -1,0 +1,210 @@
+/*
+ * wink.h — write wink handler plugins in C.
+ *
+ * A plugin fills in a `wink_handler` with the events it handles and exports it:
+ *
+ *     #include "wink.h"
+ *
+ *     static wink_result on_add(const wink_object *obj, bool initial_list) {
+ *         wink_info("%s %s appeared", obj->kind, obj->key);
+ *         return wink_ok();
+ *     }
+ *
+ *     WINK_EXPORT_HANDLER(.on_add = on_add);
+ *
+ * This header hides the bindings wit-bindgen generates for wit/wink-plugin.wit: objects come
+ * as NUL-terminated strings, logging is printf-style, errors are `wink_retry` / `wink_fatal`.
+ *
+ * Memory: everything the SDK hands you (objects, their strings, cache results, strings from
+ * the JSON helpers and `wink_sprintf`) lives until your callback returns, then the SDK frees
+ * it. Never free it yourself; copy what you keep across calls.
+ *
+ * Build with `cargo xtask build-plugins` (guest-sdk/c/README.md says how).
+ */
+#ifndef WINK_H
+#define WINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- objects ------------------------------------------------------------------------- */
+
+/* A label or annotation. */
+typedef struct wink_pair {
+    const char *key;
+    const char *value;
+} wink_pair;
+
+/* One entry of metadata.ownerReferences. */
+typedef struct wink_owner_ref {
+    const char *api_version;
+    const char *kind;
+    const char *name;
+    const char *uid;
+    bool controller;
+} wink_owner_ref;
+
+/* A Kubernetes object: its metadata, parsed by the host, and the whole object as JSON. */
+typedef struct wink_object {
+    const char *api_version;        /* "v1", "apps/v1" */
+    const char *kind;               /* "Pod" */
+    const char *namespace_;         /* NULL for cluster-scoped objects */
+    const char *name;
+    const char *key;                /* "namespace/name", or "name" when cluster-scoped */
+    const char *uid;                /* "" when the object has none */
+    const char *resource_version;   /* "" when the object has none */
+    bool has_generation;
+    int64_t generation;
+    const wink_pair *labels;        /* sorted by key */
+    size_t labels_len;
+    const wink_pair *annotations;   /* sorted by key */
+    size_t annotations_len;
+    const char *deletion_timestamp; /* NULL unless the object is being deleted */
+    const wink_owner_ref *owner_refs;
+    size_t owner_refs_len;
+    const char *json;               /* the object as the API server served it */
+    size_t json_len;
+} wink_object;
+
+/* A list of objects, from the cache. */
+typedef struct wink_objects {
+    const wink_object *items;
+    size_t len;
+} wink_objects;
+
+/* The value of the label `key`, or NULL. */
+const char *wink_label(const wink_object *obj, const char *key);
+/* The value of the annotation `key`, or NULL. */
+const char *wink_annotation(const wink_object *obj, const char *key);
+
+/* ---- results ------------------------------------------------------------------------- */
+
+typedef enum wink_result_kind {
+    WINK_RESULT_OK = 0,
+    /* A transient failure: the host calls again later, with backoff, with the newest state. */
+    WINK_RESULT_RETRY = 1,
+    /* A permanent failure for this event: the host records it and moves on. */
+    WINK_RESULT_FATAL = 2,
+} wink_result_kind;
+
+/* What a callback returns. Make one with wink_ok(), wink_retry() or wink_fatal(). */
+typedef struct wink_result {
+    wink_result_kind kind;
+    const char *message;
+} wink_result;
+
+wink_result wink_ok(void);
+wink_result wink_retry(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+wink_result wink_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the handler --------------------------------------------------------------------- */
+
+/* A plugin's callbacks; leave out (NULL) the ones you do not need: they succeed. */
+typedef struct wink_handler {
+    /* Called with the manifest's `config` as JSON ("null" when absent) after every
+     * (re)start. Return wink_fatal("what is wrong") to refuse the configuration. */
+    wink_result (*init)(const char *config);
+    /* An object was added; `initial_list` is true for the informer's initial list. */
+    wink_result (*on_add)(const wink_object *obj, bool initial_list);
+    /* An object changed; on a periodic resync `old` and `new_` are the same object. */
+    wink_result (*on_update)(const wink_object *old, const wink_object *new_);
+    /* An object was deleted; when `final_state_unknown`, `obj` is its last known state. */
+    wink_result (*on_delete)(const wink_object *obj, bool final_state_unknown);
+} wink_handler;
+
+/* Exports the plugin's callbacks: WINK_EXPORT_HANDLER(.init = my_init, .on_add = my_add); */
+#define WINK_EXPORT_HANDLER(...) const wink_handler wink_plugin_handler = {__VA_ARGS__}
+
+/* ---- logging ------------------------------------------------------------------------- */
+
+typedef enum wink_level {
+    WINK_TRACE = 0,
+    WINK_DEBUG = 1,
+    WINK_INFO = 2,
+    WINK_WARN = 3,
+    WINK_ERROR = 4,
+} wink_level;
+
+/* Writes one record to the host's log, tagged with the plugin's name. printf-style. */
+void wink_log(wink_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define wink_trace(...) wink_log(WINK_TRACE, __VA_ARGS__)
+#define wink_debug(...) wink_log(WINK_DEBUG, __VA_ARGS__)
+#define wink_info(...) wink_log(WINK_INFO, __VA_ARGS__)
+#define wink_warn(...) wink_log(WINK_WARN, __VA_ARGS__)
+#define wink_error(...) wink_log(WINK_ERROR, __VA_ARGS__)
+
+/* ---- the host's cache ---------------------------------------------------------------- */
+
+typedef enum wink_cache_status {
+    WINK_CACHE_OK = 0,
+    /* The manifest does not grant this resource or namespace. */
+    WINK_CACHE_NOT_PERMITTED = 1,
+    /* The resource has no index with this name. */
+    WINK_CACHE_UNKNOWN_INDEX = 2,
+} wink_cache_status;
+
+/* The built-in indexes, for wink_cache_by_index. */
+#define WINK_INDEX_NAMESPACE "namespace"
+#define WINK_INDEX_OWNER_UID "owner-uid"
+
+/* The object of (api_version, kind) with this key ("namespace/name" or "name"): *found is
+ * set to it, or to NULL when it is not cached. */
+wink_cache_status wink_cache_get(const char *api_version, const char *kind, const char *key,
+                                 const wink_object **found);
+/* Every cached object of the resource, or those in `namespace_` unless it is NULL. */
+wink_cache_status wink_cache_list(const char *api_version, const char *kind, const char *namespace_,
+                                  wink_objects *out);
+/* The objects whose index `index` yields `value`. */
+wink_cache_status wink_cache_by_index(const char *api_version, const char *kind, const char *index,
+                                      const char *value, wink_objects *out);
+/* Why the last cache read was refused (the host's message), or "" after a successful one. */
+const char *wink_cache_error(void);
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+/*
+ * Read values out of an object's JSON (or the config) by path: keys and array indexes
+ * separated by dots, e.g. "spec.containers.0.image". Write "\\." for a dot inside a key
+ * ("data.checkout\\.timeout"). The empty path "" is the whole document.
+ */
+
+typedef enum wink_json_type {
+    WINK_JSON_MISSING = 0, /* no such path (or malformed JSON) */
+    WINK_JSON_NULL,
+    WINK_JSON_BOOL,
+    WINK_JSON_NUMBER,
+    WINK_JSON_STRING,
+    WINK_JSON_ARRAY,
+    WINK_JSON_OBJECT,
+} wink_json_type;
+
+/* The type of the value at `path`. */
+wink_json_type wink_json_type_of(const char *json, const char *path);
+/* The string at `path`, unescaped, or NULL when there is none (or it is not a string). */
+const char *wink_json_string(const char *json, const char *path);
+/* The integer at `path` into *out; false when there is none (or it is not an integer). */
+bool wink_json_int(const char *json, const char *path, long long *out);
+/* The boolean at `path` into *out; false when there is none. */
+bool wink_json_bool(const char *json, const char *path, bool *out);
+/* The number of elements of the array (or members of the object) at `path`, or -1. */
+long wink_json_len(const char *json, const char *path);
+/* The key of member `index` of the object at `path` (to iterate over a map), or NULL. */
+const char *wink_json_key_at(const char *json, const char *path, size_t index);
+
+/* ---- memory -------------------------------------------------------------------------- */
+
+/* printf into a string that lives until the callback returns (for building JSON paths). */
+char *wink_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* `size` bytes that live until the callback returns. */
+void *wink_alloc(size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WINK_H */

@@ -1,0 +1,263 @@
+// wink-guest: write wink handler plugins in JavaScript.
+//
+// A plugin is an ES module `app.js` that exports its handler:
+//
+//     import { definePlugin, log } from "wink-guest";
+//
+//     export const handler = definePlugin({
+//       onAdd(obj, initialList) {
+//         log.info(`hello, ${obj.kind} ${obj.key}`);
+//       },
+//     });
+//
+// `cargo xtask build-plugins` turns it into a WebAssembly component with componentize-qjs
+// (QuickJS). This module hides the generated bindings of wit/wink-plugin.wit: objects are
+// `KubeObject`s, `throw new Retry(...)` / `throw new Fatal(...)` are the handler errors, and
+// `log` and `cache` wrap the host's imports. See README.md beside this file.
+//
+// The sandbox has no WASI: no clock (`Date.now()` and `new Date()` throw; `new Date(text)`
+// works), no real randomness (`Math.random()` repeats the same sequence in every instance),
+// no console (the SDK routes `console.*` to the host's log).
+
+import rawCache from "wink:plugin/cache@0.1.0";
+import rawLog from "wink:plugin/log@0.1.0";
+
+/** The version of the WIT package (`wink:plugin`) this SDK implements. */
+export const WIT_VERSION = "0.1.0";
+
+// ---- errors --------------------------------------------------------------------------
+
+/** A transient failure: the host calls again later, with backoff, with the newest state. */
+export class Retry extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "Retry";
+  }
+}
+
+/** A permanent failure for this event: the host records it and moves on. */
+export class Fatal extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "Fatal";
+  }
+}
+
+/** A refused cache read: `reason` is "not-permitted" or "unknown-index". */
+export class CacheError extends Error {
+  constructor(reason, message) {
+    super(message);
+    this.name = "CacheError";
+    this.reason = reason;
+  }
+}
+
+// ---- logging -------------------------------------------------------------------------
+
+function text(args) {
+  return args
+    .map((a) => {
+      if (typeof a === "string") return a;
+      if (a instanceof Error) return a.stack ? `${a}\n${a.stack}` : String(a);
+      try {
+        return JSON.stringify(a) ?? String(a);
+      } catch (_) {
+        return String(a);
+      }
+    })
+    .join(" ");
+}
+
+/** Writes records to the host's log, tagged with the plugin's name. Arguments are joined by
+ * spaces; non-strings are written as JSON. */
+export const log = {
+  trace: (...args) => rawLog.log("trace", text(args)),
+  debug: (...args) => rawLog.log("debug", text(args)),
+  info: (...args) => rawLog.log("info", text(args)),
+  warn: (...args) => rawLog.log("warn", text(args)),
+  error: (...args) => rawLog.log("error", text(args)),
+};
+
+// There is no terminal: console.* goes to the host's log.
+globalThis.console = {
+  trace: log.trace,
+  debug: log.debug,
+  log: log.info,
+  info: log.info,
+  warn: log.warn,
+  error: log.error,
+};
+
+// There is no clock: reading it would trap the instance. Throw a catchable error instead.
+{
+  const RealDate = Date;
+  const noClock = () => {
+    throw new Error("wink plugins have no clock: Date.now() and new Date() are unavailable");
+  };
+  function WinkDate(...args) {
+    if (args.length === 0) noClock();
+    return new.target ? new RealDate(...args) : new RealDate(...args).toString();
+  }
+  WinkDate.prototype = RealDate.prototype;
+  WinkDate.now = noClock;
+  WinkDate.parse = RealDate.parse;
+  WinkDate.UTC = RealDate.UTC;
+  globalThis.Date = WinkDate;
+}
+
+// ---- objects -------------------------------------------------------------------------
+
+/** A Kubernetes object: its metadata, parsed once by the host, and the whole object as JSON
+ * (`json`, parsed on first use of `body`). */
+export class KubeObject {
+  constructor(raw) {
+    const m = raw.meta;
+    this.apiVersion = m.apiVersion;
+    this.kind = m.kind;
+    /** null for cluster-scoped objects. */
+    this.namespace = m.namespace ?? null;
+    this.name = m.name;
+    this.uid = m.uid;
+    this.resourceVersion = m.resourceVersion;
+    this.generation = m.generation ?? null;
+    this.labels = Object.fromEntries(m.labels);
+    this.annotations = Object.fromEntries(m.annotations);
+    this.deletionTimestamp = m.deletionTimestamp ?? null;
+    this.ownerReferences = m.ownerReferences.map((o) => ({ ...o }));
+    /** The object as JSON text, exactly as served. */
+    this.json = raw.json;
+    this._body = undefined;
+  }
+
+  /** `namespace/name`, or `name` for a cluster-scoped object. */
+  get key() {
+    return this.namespace === null ? this.name : `${this.namespace}/${this.name}`;
+  }
+
+  /** The whole object, parsed from `json` once. */
+  get body() {
+    if (this._body === undefined) this._body = JSON.parse(this.json);
+    return this._body;
+  }
+
+  /** The value of label `key`, or undefined. */
+  label(key) {
+    return Object.hasOwn(this.labels, key) ? this.labels[key] : undefined;
+  }
+
+  /** The value of annotation `key`, or undefined. */
+  annotation(key) {
+    return Object.hasOwn(this.annotations, key) ? this.annotations[key] : undefined;
+  }
+
+  /** The first owner of this kind, preferring the controller, or undefined. */
+  owner(kind) {
+    const owners = this.ownerReferences.filter((o) => o.kind === kind);
+    return owners.find((o) => o.controller) ?? owners[0];
+  }
+
+  toString() {
+    return `${this.kind} ${this.key}`;
+  }
+}
+
+// ---- the cache -----------------------------------------------------------------------
+
+function refused(e) {
+  const payload = e && e.payload;
+  if (payload && typeof payload.tag === "string") return new CacheError(payload.tag, String(payload.val));
+  return e;
+}
+
+function read(call) {
+  try {
+    return call();
+  } catch (e) {
+    throw refused(e);
+  }
+}
+
+/** Read-only access to the host's cache, limited to what the manifest watches or grants.
+ * Refused reads throw a CacheError. Results are sorted by key. */
+export const cache = {
+  /** The built-in index of objects by namespace. */
+  NAMESPACE_INDEX: "namespace",
+  /** The built-in index of objects by the uid of each of their ownerReferences. */
+  OWNER_UID_INDEX: "owner-uid",
+
+  /** The object of (apiVersion, kind) with this key ("namespace/name" or "name"), or null. */
+  get(apiVersion, kind, key) {
+    const raw = read(() => rawCache.get({ apiVersion, kind }, key));
+    return raw == null ? null : new KubeObject(raw);
+  },
+
+  /** Every cached object of the resource, or those in `namespace`. */
+  list(apiVersion, kind, namespace = null) {
+    return read(() => rawCache.list({ apiVersion, kind }, namespace)).map((o) => new KubeObject(o));
+  },
+
+  /** The objects whose index `index` yields `value`. */
+  byIndex(apiVersion, kind, index, value) {
+    return read(() => rawCache.byIndex({ apiVersion, kind }, index, value)).map((o) => new KubeObject(o));
+  },
+};
+
+// ---- the handler ---------------------------------------------------------------------
+
+function describe(e) {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+/** Runs an event handler and turns its outcome into the WIT result (thrown `handler-error`). */
+function call(event, fn) {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof Retry) throw { tag: "retry", val: e.message };
+    if (e instanceof Fatal) throw { tag: "fatal", val: e.message };
+    // A bug in the plugin: say where, then drop the event.
+    log.error(`${event} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
+    throw { tag: "fatal", val: describe(e) };
+  }
+}
+
+/**
+ * Turns a plugin into the component's `handler` export: `export const handler =
+ * definePlugin({...})`. `plugin` is an object (or a factory function returning one, called on
+ * every init) with any of:
+ *
+ * - `init(config)`: the manifest's `config`, parsed (null when absent); throw to refuse it.
+ * - `onAdd(obj, initialList)`, `onUpdate(old, obj)`, `onDelete(obj, finalStateUnknown)`:
+ *   `obj` is a KubeObject; throw `Retry` or `Fatal` to fail the event.
+ */
+export function definePlugin(plugin) {
+  let current = null;
+  const handlerOf = (event, name) => {
+    if (current === null) throw { tag: "fatal", val: `wink: ${event} called before a successful init` };
+    return typeof current[name] === "function" ? current[name].bind(current) : null;
+  };
+  return {
+    init(config) {
+      current = null;
+      try {
+        const instance = typeof plugin === "function" ? plugin() : plugin;
+        if (typeof instance.init === "function") instance.init(config.trim() ? JSON.parse(config) : null);
+        current = instance;
+      } catch (e) {
+        throw e instanceof Error ? e.message : String(e);
+      }
+    },
+    onAdd(obj, initialList) {
+      const h = handlerOf("on-add", "onAdd");
+      if (h) call("on-add", () => h(new KubeObject(obj), initialList));
+    },
+    onUpdate(old, obj) {
+      const h = handlerOf("on-update", "onUpdate");
+      if (h) call("on-update", () => h(new KubeObject(old), new KubeObject(obj)));
+    },
+    onDelete(obj, finalStateUnknown) {
+      const h = handlerOf("on-delete", "onDelete");
+      if (h) call("on-delete", () => h(new KubeObject(obj), finalStateUnknown));
+    },
+  };
+}

@@ -1,0 +1,104 @@
+"""The :class:`Plugin` base class and :func:`export`, which connects it to the component's
+``handler`` export."""
+
+import json
+from typing import Any, Callable, Optional, Type
+
+from componentize_py_types import Err
+from wit_world import exports
+from wit_world.imports import types as _types
+
+from . import log
+from .errors import Fatal, Retry
+from .objects import Object
+
+
+class Plugin:
+    """A plugin's event handlers; override those you need (the others succeed).
+
+    The host calls one method at a time. The instance keeps its state between calls for as
+    long as the WebAssembly instance lives: after a trap the host starts a new one, creates
+    the plugin again and calls ``init`` again.
+    """
+
+    def init(self, config: Any) -> None:
+        """Called after every (re)start with the manifest's ``config``, parsed from JSON
+        (``None`` when absent). Raise any exception to refuse it; its message says why."""
+
+    def on_add(self, obj: Object, initial_list: bool) -> None:
+        """An object was added; ``initial_list`` is true for the informer's initial list."""
+
+    def on_update(self, old: Object, new: Object) -> None:
+        """An object changed; on a periodic resync ``old`` and ``new`` are the same."""
+
+    def on_delete(self, obj: Object, final_state_unknown: bool) -> None:
+        """An object was deleted; if ``final_state_unknown``, ``obj`` is its last known state."""
+
+
+def _where(error: BaseException) -> str:
+    """The frames of ``error``'s traceback, innermost last. (The ``traceback`` module would
+    read the source files for the lines' text: a plugin has no files, and that would trap.)"""
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        frames.append(f'  File "{code.co_filename}", line {tb.tb_lineno}, in {code.co_name}')
+        tb = tb.tb_next
+    return "\n".join(frames)
+
+
+_plugin_class: Optional[Type[Plugin]] = None
+_plugin: Optional[Plugin] = None
+
+
+def _call(event: str, handler: Callable[[], None]) -> None:
+    """Runs an event handler and turns its outcome into the WIT result."""
+    if _plugin is None:
+        raise Err(_types.HandlerError_Fatal(f"wink: {event} called before a successful init"))
+    try:
+        handler()
+    except Retry as e:
+        raise Err(_types.HandlerError_Retry(str(e))) from None
+    except Fatal as e:
+        raise Err(_types.HandlerError_Fatal(str(e))) from None
+    except Exception as e:  # a bug in the plugin: say where, then drop the event
+        log.error(f"{event} raised {type(e).__name__}: {e}\nTraceback (most recent call last):\n{_where(e)}")
+        raise Err(_types.HandlerError_Fatal(f"{type(e).__name__}: {e}")) from None
+
+
+class _Handler(exports.Handler):
+    """What componentize-py calls: the generated ``handler`` interface."""
+
+    def init(self, config: str) -> None:
+        global _plugin
+        _plugin = None
+        assert _plugin_class is not None, "wink.export was not called"
+        try:
+            parsed = json.loads(config) if config.strip() else None
+            plugin = _plugin_class()
+            plugin.init(parsed)
+        except Exception as e:
+            raise Err(str(e) or type(e).__name__) from None
+        _plugin = plugin
+
+    def on_add(self, obj: _types.Object, initial_list: bool) -> None:
+        _call("on-add", lambda: _plugin.on_add(Object(obj), initial_list))
+
+    def on_update(self, old: _types.Object, new: _types.Object) -> None:
+        _call("on-update", lambda: _plugin.on_update(Object(old), Object(new)))
+
+    def on_delete(self, obj: _types.Object, final_state_unknown: bool) -> None:
+        _call("on-delete", lambda: _plugin.on_delete(Object(obj), final_state_unknown))
+
+
+def export(plugin_class: Type[Plugin]) -> Type[exports.Handler]:
+    """Exports ``plugin_class`` as the component's handler. Assign the result to ``Handler``
+    in ``app.py`` (componentize-py looks for that name)::
+
+        Handler = wink.export(MyPlugin)
+    """
+    global _plugin_class
+    if not (isinstance(plugin_class, type) and issubclass(plugin_class, Plugin)):
+        raise TypeError("wink.export takes a subclass of wink.Plugin")
+    _plugin_class = plugin_class
+    return _Handler

@@ -1,0 +1,147 @@
+/*
+ * conformance-c: the C guest of wink's conformance suite.
+ *
+ * Implements tests/conformance/SPEC.md with the wink C SDK (guest-sdk/c); the Rust, Python
+ * and JavaScript guests beside this one implement the same lines. Build with
+ * `cargo xtask build-plugins`; `cargo test -p wink-tests --test conformance` runs it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wink.h"
+
+static char *lookup_key;
+
+/* The keys already answered with a retry. */
+static char **retried;
+static size_t retried_len;
+
+static bool was_retried(const char *key) {
+    for (size_t i = 0; i < retried_len; i++) {
+        if (strcmp(retried[i], key) == 0) return true;
+    }
+    return false;
+}
+
+static void remember_retry(const char *key) {
+    char **grown = realloc(retried, sizeof(char *) * (retried_len + 1));
+    if (grown == NULL) abort();
+    retried = grown;
+    retried[retried_len++] = strdup(key);
+}
+
+static const char *bool_str(bool b) {
+    return b ? "true" : "false";
+}
+
+static const char *cache_error_name(wink_cache_status status) {
+    return status == WINK_CACHE_NOT_PERMITTED ? "not-permitted" : "unknown-index";
+}
+
+/* A cache read that failed other than as the spec lists. */
+static wink_result failed(const char *what) {
+    wink_error("lookup failed %s", what);
+    return wink_fatal("%s", what);
+}
+
+static wink_result init(const char *config) {
+    const char *key = wink_json_string(config, "lookupKey");
+    if (wink_json_type_of(config, "") != WINK_JSON_OBJECT || key == NULL) {
+        return wink_fatal("bad config: lookupKey must be a string");
+    }
+    free(lookup_key);
+    lookup_key = strdup(key);
+    wink_trace("init level=trace");
+    wink_debug("init level=debug");
+    wink_info("init level=info");
+    wink_warn("init level=warn");
+    wink_error("init level=error");
+    return wink_ok();
+}
+
+static wink_result lookup_get(const char *key) {
+    const wink_object *cm;
+    if (wink_cache_get("v1", "ConfigMap", key, &cm) != WINK_CACHE_OK) {
+        return failed(wink_sprintf("get %s: %s", key, wink_cache_error()));
+    }
+    if (cm == NULL) {
+        wink_info("lookup get key=%s found=false", key);
+        return wink_ok();
+    }
+    const char *greeting = wink_json_string(cm->json, "data.greeting");
+    if (greeting == NULL) {
+        return failed(wink_sprintf("%s has no data.greeting", key));
+    }
+    wink_info("lookup get key=%s found=true rv=%s greeting=%s", key, cm->resource_version, greeting);
+    return wink_ok();
+}
+
+static wink_result lookup(const wink_object *obj) {
+    const char *ns = obj->namespace_ != NULL ? obj->namespace_ : "";
+    wink_result r = lookup_get(lookup_key);
+    if (r.kind != WINK_RESULT_OK) return r;
+    r = lookup_get(wink_sprintf("%s/absent", ns));
+    if (r.kind != WINK_RESULT_OK) return r;
+
+    wink_objects pods;
+    if (wink_cache_by_index("v1", "Pod", WINK_INDEX_NAMESPACE, ns, &pods) != WINK_CACHE_OK) {
+        return failed(wink_sprintf("by-index: %s", wink_cache_error()));
+    }
+    size_t size = 1;
+    for (size_t i = 0; i < pods.len; i++) size += strlen(pods.items[i].key) + 1;
+    char *keys = wink_alloc(size);
+    keys[0] = '\0';
+    for (size_t i = 0; i < pods.len; i++) {
+        if (i > 0) strcat(keys, ",");
+        strcat(keys, pods.items[i].key);
+    }
+    wink_info("lookup index=namespace value=%s keys=%s", ns, keys);
+
+    const wink_object *secret;
+    wink_cache_status status = wink_cache_get("v1", "Secret", wink_sprintf("%s/token", ns), &secret);
+    if (status == WINK_CACHE_OK) return failed("reading a Secret was not refused");
+    wink_info("lookup denied resource=v1/Secret error=%s", cache_error_name(status));
+
+    wink_objects none;
+    status = wink_cache_by_index("v1", "Pod", "no-such-index", "x", &none);
+    if (status == WINK_CACHE_OK) return failed("an unknown index was not refused");
+    wink_info("lookup denied index=no-such-index error=%s", cache_error_name(status));
+    return wink_ok();
+}
+
+/* Steps 1-3 of the spec, after the event's line. */
+static wink_result react(const wink_object *obj, bool may_look_up) {
+    const char *retry = wink_label(obj, "conformance/retry");
+    if (retry != NULL && strcmp(retry, "once") == 0 && !was_retried(obj->key)) {
+        remember_retry(obj->key);
+        wink_info("retry key=%s", obj->key);
+        return wink_retry("asked to retry");
+    }
+    const char *fatal = wink_label(obj, "conformance/fatal");
+    if (fatal != NULL && strcmp(fatal, "true") == 0) {
+        wink_info("fatal key=%s", obj->key);
+        return wink_fatal("asked to fail");
+    }
+    const char *look = wink_label(obj, "conformance/lookup");
+    if (may_look_up && look != NULL && strcmp(look, "true") == 0) {
+        return lookup(obj);
+    }
+    return wink_ok();
+}
+
+static wink_result on_add(const wink_object *obj, bool initial_list) {
+    wink_info("add key=%s rv=%s initial=%s", obj->key, obj->resource_version, bool_str(initial_list));
+    return react(obj, true);
+}
+
+static wink_result on_update(const wink_object *old, const wink_object *new_) {
+    wink_info("update key=%s old_rv=%s new_rv=%s", new_->key, old->resource_version, new_->resource_version);
+    return react(new_, true);
+}
+
+static wink_result on_delete(const wink_object *obj, bool final_state_unknown) {
+    wink_info("delete key=%s rv=%s unknown=%s", obj->key, obj->resource_version, bool_str(final_state_unknown));
+    return react(obj, false);
+}
+
+WINK_EXPORT_HANDLER(.init = init, .on_add = on_add, .on_update = on_update, .on_delete = on_delete);

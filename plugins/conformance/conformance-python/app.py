@@ -1,0 +1,92 @@
+"""conformance-python: the Python guest of wink's conformance suite.
+
+Implements tests/conformance/SPEC.md with the wink Python SDK; the Rust, JavaScript and C
+guests beside this one implement the same lines. Build with ``cargo xtask build-plugins``;
+``cargo test -p wink-tests --test conformance`` runs it.
+"""
+
+import wink
+from wink import cache, log
+
+
+class LookupFailed(wink.Fatal):
+    """A cache read that failed other than as the spec lists."""
+
+    def __init__(self, what: str) -> None:
+        log.error(f"lookup failed {what}")
+        super().__init__(what)
+
+
+class Conformance(wink.Plugin):
+    def __init__(self) -> None:
+        self.lookup_key = ""
+        self.retried = set()
+
+    def init(self, config):
+        if not isinstance(config, dict) or not isinstance(config.get("lookupKey"), str):
+            raise ValueError("bad config: lookupKey must be a string")
+        self.lookup_key = config["lookupKey"]
+        log.trace("init level=trace")
+        log.debug("init level=debug")
+        log.info("init level=info")
+        log.warn("init level=warn")
+        log.error("init level=error")
+
+    def on_add(self, obj, initial_list):
+        log.info(f"add key={obj.key} rv={obj.resource_version} initial={str(initial_list).lower()}")
+        self.react(obj, may_look_up=True)
+
+    def on_update(self, old, new):
+        log.info(f"update key={new.key} old_rv={old.resource_version} new_rv={new.resource_version}")
+        self.react(new, may_look_up=True)
+
+    def on_delete(self, obj, final_state_unknown):
+        log.info(f"delete key={obj.key} rv={obj.resource_version} unknown={str(final_state_unknown).lower()}")
+        self.react(obj, may_look_up=False)
+
+    def react(self, obj, may_look_up):
+        if obj.label("conformance/retry") == "once" and obj.key not in self.retried:
+            self.retried.add(obj.key)
+            log.info(f"retry key={obj.key}")
+            raise wink.Retry("asked to retry")
+        if obj.label("conformance/fatal") == "true":
+            log.info(f"fatal key={obj.key}")
+            raise wink.Fatal("asked to fail")
+        if may_look_up and obj.label("conformance/lookup") == "true":
+            self.lookup(obj)
+
+    def lookup_get(self, key):
+        try:
+            cm = cache.get("v1", "ConfigMap", key)
+        except wink.CacheError as e:
+            raise LookupFailed(f"get {key}: {e}")
+        if cm is None:
+            log.info(f"lookup get key={key} found=false")
+            return
+        greeting = cm.body.get("data", {}).get("greeting")
+        if not isinstance(greeting, str):
+            raise LookupFailed(f"{key} has no data.greeting")
+        log.info(f"lookup get key={key} found=true rv={cm.resource_version} greeting={greeting}")
+
+    def lookup(self, obj):
+        ns = obj.namespace or ""
+        self.lookup_get(self.lookup_key)
+        self.lookup_get(f"{ns}/absent")
+        try:
+            pods = cache.by_index("v1", "Pod", cache.NAMESPACE_INDEX, ns)
+        except wink.CacheError as e:
+            raise LookupFailed(f"by-index: {e}")
+        log.info(f"lookup index=namespace value={ns} keys={','.join(p.key for p in pods)}")
+        try:
+            cache.get("v1", "Secret", f"{ns}/token")
+            raise LookupFailed("reading a Secret was not refused")
+        except wink.CacheError as e:
+            log.info(f"lookup denied resource=v1/Secret error={e.reason}")
+        try:
+            cache.by_index("v1", "Pod", "no-such-index", "x")
+            raise LookupFailed("an unknown index was not refused")
+        except wink.CacheError as e:
+            log.info(f"lookup denied index=no-such-index error={e.reason}")
+
+
+Handler = wink.export(Conformance)

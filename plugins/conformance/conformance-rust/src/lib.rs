@@ -1,0 +1,129 @@
+//! conformance-rust: the Rust guest of wink's conformance suite.
+//!
+//! Implements `tests/conformance/SPEC.md` with the `wink-guest` SDK; the Python, JavaScript
+//! and C guests next to this one implement the same lines. Build with
+//! `cargo xtask build-plugins`; `cargo test -p wink-tests --test conformance` runs it.
+
+use std::collections::HashSet;
+
+use wink_guest::serde_json::Value;
+use wink_guest::{CacheError, Handler, HandlerError, Object, Resource, cache, debug, error, info, trace, warn};
+
+/// The guest's state: the config's `lookupKey` and the keys already answered with a retry.
+#[derive(Default)]
+struct Conformance {
+    lookup_key: String,
+    retried: HashSet<String>,
+}
+
+fn config_maps() -> Resource {
+    Resource::new("v1", "ConfigMap")
+}
+
+fn pods() -> Resource {
+    Resource::new("v1", "Pod")
+}
+
+/// The spec's name of a cache error.
+fn error_name(e: &CacheError) -> &'static str {
+    match e {
+        CacheError::NotPermitted(_) => "not-permitted",
+        CacheError::UnknownIndex(_) => "unknown-index",
+    }
+}
+
+/// Logs `lookup failed <what>` at error level and returns `fatal(<what>)`.
+fn failed(what: String) -> HandlerError {
+    error!("lookup failed {what}");
+    HandlerError::fatal(what)
+}
+
+impl Conformance {
+    fn lookup_get(&self, key: &str) -> Result<(), HandlerError> {
+        match cache::get(&config_maps(), key) {
+            Ok(Some(cm)) => {
+                let greeting = cm
+                    .json_value()
+                    .ok()
+                    .and_then(|v| v.pointer("/data/greeting").and_then(Value::as_str).map(str::to_owned))
+                    .ok_or_else(|| failed(format!("{key} has no data.greeting")))?;
+                info!("lookup get key={key} found=true rv={} greeting={greeting}", cm.resource_version());
+                Ok(())
+            }
+            Ok(None) => {
+                info!("lookup get key={key} found=false");
+                Ok(())
+            }
+            Err(e) => Err(failed(format!("get {key}: {e}"))),
+        }
+    }
+
+    /// Step 3 of the spec: the five cache reads.
+    fn lookup(&self, obj: &Object) -> Result<(), HandlerError> {
+        let ns = obj.namespace().unwrap_or_default();
+        self.lookup_get(&self.lookup_key)?;
+        self.lookup_get(&format!("{ns}/absent"))?;
+        let keys = cache::by_index(&pods(), "namespace", ns).map_err(|e| failed(format!("by-index: {e}")))?;
+        let keys: Vec<String> = keys.iter().map(Object::key).collect();
+        info!("lookup index=namespace value={ns} keys={}", keys.join(","));
+        match cache::get(&Resource::new("v1", "Secret"), &format!("{ns}/token")) {
+            Err(e) => info!("lookup denied resource=v1/Secret error={}", error_name(&e)),
+            Ok(_) => return Err(failed("reading a Secret was not refused".into())),
+        }
+        match cache::by_index(&pods(), "no-such-index", "x") {
+            Err(e) => info!("lookup denied index=no-such-index error={}", error_name(&e)),
+            Ok(_) => return Err(failed("an unknown index was not refused".into())),
+        }
+        Ok(())
+    }
+
+    /// Steps 1–3 of the spec, after the event's line.
+    fn react(&mut self, obj: &Object, may_look_up: bool) -> Result<(), HandlerError> {
+        let key = obj.key();
+        if obj.label("conformance/retry") == Some("once") && self.retried.insert(key.clone()) {
+            info!("retry key={key}");
+            return Err(HandlerError::retry("asked to retry"));
+        }
+        if obj.label("conformance/fatal") == Some("true") {
+            info!("fatal key={key}");
+            return Err(HandlerError::fatal("asked to fail"));
+        }
+        if may_look_up && obj.label("conformance/lookup") == Some("true") {
+            self.lookup(obj)?;
+        }
+        Ok(())
+    }
+}
+
+impl Handler for Conformance {
+    fn init(&mut self, config: &str) -> Result<(), String> {
+        let config: Value = wink_guest::serde_json::from_str(config).unwrap_or(Value::Null);
+        let Some(lookup_key) = config.get("lookupKey").and_then(Value::as_str) else {
+            return Err("bad config: lookupKey must be a string".into());
+        };
+        self.lookup_key = lookup_key.to_owned();
+        trace!("init level=trace");
+        debug!("init level=debug");
+        info!("init level=info");
+        warn!("init level=warn");
+        error!("init level=error");
+        Ok(())
+    }
+
+    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<(), HandlerError> {
+        info!("add key={} rv={} initial={initial_list}", obj.key(), obj.resource_version());
+        self.react(obj, true)
+    }
+
+    fn on_update(&mut self, old: &Object, new: &Object) -> Result<(), HandlerError> {
+        info!("update key={} old_rv={} new_rv={}", new.key(), old.resource_version(), new.resource_version());
+        self.react(new, true)
+    }
+
+    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<(), HandlerError> {
+        info!("delete key={} rv={} unknown={final_state_unknown}", obj.key(), obj.resource_version());
+        self.react(obj, false)
+    }
+}
+
+wink_guest::export_handler!(Conformance);

@@ -1,0 +1,196 @@
+//! C plugins, built with Debian's clang 14 and wasi-libc, unpacked into a project-local
+//! folder ([`debian`]), and bindings from wit-bindgen's C generator, used as a library.
+//!
+//! Build:
+//! 1. the bindings of `wit/`'s `handler-plugin` world (`handler_plugin.{h,c}` and
+//!    `handler_plugin_component_type.o`, which carries the world into the core module), once
+//!    per run;
+//! 2. `clang --target=wasm32-wasi -mexec-model=reactor` over the plugin's `*.c`, the SDK's
+//!    `guest-sdk/c/*.c` and the bindings, linked by `wasm-ld` against wasi-libc. The reactor
+//!    model exports `_initialize` (run by the component before any export) instead of
+//!    `_start`; the SDK uses only the parts of libc that need no WASI call (memory, strings,
+//!    `snprintf` — from wasi-libc's long-double printf, see [`CFLAGS`]), so the core module
+//!    imports nothing from WASI;
+//! 3. `wit-component` turns the core module into a component. With no WASI adapter given,
+//!    a core module that still imported WASI would fail here, naming the import.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use wit_bindgen_core::wit_parser::Resolve;
+
+use super::{debian, tools};
+use crate::component;
+
+/// The Debian packages of the toolchain (bookworm), in unpacking order.
+pub const PACKAGES: &[debian::Pinned] = &[
+    ("libllvm14", "1:14.0.6-12"),
+    ("libclang-cpp14", "1:14.0.6-12"),
+    ("clang-14", "1:14.0.6-12"),
+    ("lld-14", "1:14.0.6-12"),
+    ("libclang-common-14-dev", "1:14.0.6-12"),
+    // After libclang-common-14-dev, whose files it replaces.
+    ("libclang-rt-14-dev-wasm32", "1:14.0.6-12"),
+    ("wasi-libc", "0.0~git20220510.9886d3d-2"),
+];
+
+/// The compiler flags every C plugin is built with (besides include paths).
+const CFLAGS: &[&str] = &[
+    "--target=wasm32-wasi",
+    "-mexec-model=reactor",
+    "-std=c11",
+    "-O2",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-Wno-unused-parameter",
+    // `-fuse-ld` (below) is unused while compiling.
+    "-Wno-unused-command-line-argument",
+    "-Wl,--strip-all",
+    // wasi-libc's default printf writes "long double not supported" to stderr, which links
+    // stdio's file machinery and with it WASI's fd_write, fd_seek and fd_close. Its printf
+    // with long double support has no such path: `snprintf` then needs no WASI at all.
+    "-lc-printscan-long-double",
+];
+
+/// The C generator's crate version (bindings change with it).
+const WIT_BINDGEN_C: &str = "0.63";
+
+/// An unpacked clang and the generated bindings.
+pub struct Toolchain {
+    clang: PathBuf,
+    wasm_ld: PathBuf,
+    sysroot: PathBuf,
+    library_path: PathBuf,
+    bindings: PathBuf,
+}
+
+impl Toolchain {
+    /// What the build depends on besides its sources: the packages, the generator and flags.
+    pub fn fingerprint(&self) -> String {
+        let packages: Vec<String> = PACKAGES.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        format!("{} wit-bindgen-c {WIT_BINDGEN_C} {}", packages.join(" "), CFLAGS.join(" "))
+    }
+
+    /// Builds the plugin in `plugin_dir` into a component under `work`; returns its path.
+    pub fn build(&self, repo: &Path, plugin_dir: &Path, work: &Path) -> Result<PathBuf> {
+        let sdk = repo.join("guest-sdk").join("c");
+        let mut sources = c_files(plugin_dir)?;
+        if sources.is_empty() {
+            bail!("{} has no .c file", plugin_dir.display());
+        }
+        sources.extend(c_files(&sdk)?);
+        sources.push(self.bindings.join("handler_plugin.c"));
+        let core = work.join("core.wasm");
+        tools::run(
+            Command::new(&self.clang)
+                .env("LD_LIBRARY_PATH", &self.library_path)
+                .arg(format!("--sysroot={}", self.sysroot.display()))
+                // Debian's clang looks for `wasm-ld-14` on PATH: name the unpacked one.
+                .arg(format!("-fuse-ld={}", self.wasm_ld.display()))
+                .args(CFLAGS)
+                .arg("-I")
+                .arg(&self.bindings)
+                .arg("-I")
+                .arg(&sdk)
+                .arg("-I")
+                .arg(plugin_dir)
+                .args(&sources)
+                .arg(self.bindings.join("handler_plugin_component_type.o"))
+                .arg("-o")
+                .arg(&core),
+        )?;
+        let module = fs::read(&core).with_context(|| format!("reading {}", core.display()))?;
+        let bytes = component::encode(&module).context("componentizing the core module (a WASI import left?)")?;
+        let output = work.join("component.wasm");
+        fs::write(&output, bytes).with_context(|| format!("writing {}", output.display()))?;
+        Ok(output)
+    }
+}
+
+/// Unpacks the pinned packages into `<toolchains>/c` (unless they are there) and generates
+/// the bindings of `<repo>/wit` into `<build>/c-bindings`.
+pub fn install(repo: &Path, toolchains: &Path, build: &Path) -> Result<Toolchain> {
+    let dir = toolchains.join("c");
+    let root = {
+        let _lock = tools::InstallLock::acquire(toolchains)?;
+        debian::install(&dir, PACKAGES)?
+    };
+    let llvm = root.join("usr/lib/llvm-14");
+    let toolchain = Toolchain {
+        clang: llvm.join("bin/clang"),
+        wasm_ld: llvm.join("bin/wasm-ld"),
+        sysroot: root.join("usr"),
+        library_path: root.join("usr/lib/x86_64-linux-gnu"),
+        bindings: build.join("c-bindings"),
+    };
+    let version = Command::new(&toolchain.clang)
+        .env("LD_LIBRARY_PATH", &toolchain.library_path)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("running {}", toolchain.clang.display()))?;
+    if !version.status.success() {
+        bail!(
+            "{} does not run (a shared library of LLVM 14 missing on this machine?):\n{}",
+            toolchain.clang.display(),
+            tools::tail(&version, 10)
+        );
+    }
+    generate_bindings(&repo.join("wit"), &toolchain.bindings)?;
+    Ok(toolchain)
+}
+
+/// Writes wit-bindgen's C bindings of the `handler-plugin` world into `out`.
+fn generate_bindings(wit: &Path, out: &Path) -> Result<()> {
+    let mut resolve = Resolve::new();
+    let (package, _) =
+        resolve.push_dir(wit).with_context(|| format!("parsing the WIT package in {}", wit.display()))?;
+    let world = resolve.select_world(&[package], Some("handler-plugin"))?;
+    let mut files = wit_bindgen_core::Files::default();
+    wit_bindgen_c::Opts::default().build().generate(&mut resolve, world, &mut files)?;
+    tools::fresh_dir(out)?;
+    for (name, contents) in files.iter() {
+        fs::write(out.join(name), contents).with_context(|| format!("writing {}/{name}", out.display()))?;
+    }
+    Ok(())
+}
+
+/// The `.c` files directly in `dir`, sorted.
+fn c_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SDK's JSON helpers, compiled natively with the machine's C compiler (`$CC` or
+    /// `cc`): they parse what plugins read from objects and their config.
+    #[test]
+    fn sdk_json_helpers_pass_their_native_test() {
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk/c");
+        let exe = std::env::temp_dir().join(format!("wink-json-test-{}", std::process::id()));
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+        tools::run(
+            Command::new(&cc)
+                .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
+                .arg(&sdk)
+                .arg(sdk.join("tests/json_test.c"))
+                .arg(sdk.join("wink_json.c"))
+                .arg("-o")
+                .arg(&exe),
+        )
+        .unwrap_or_else(|e| panic!("compiling guest-sdk/c/tests/json_test.c with {cc}: {e:#}"));
+        let output = Command::new(&exe).output().unwrap();
+        let _ = fs::remove_file(&exe);
+        assert!(output.status.success(), "{}", tools::tail(&output, 50));
+    }
+}
