@@ -1,24 +1,24 @@
-//! A wink host assembled from the library, as `wink run` assembles it: a [`DirSource`] over
-//! a cluster folder (watched), one [`InformerFactory`], and a [`PluginRegistry`] that loads a
-//! plugins folder and keeps watching it.
+//! A wink host assembled from the library, as `wink run` assembles it: a source — a
+//! [`DirSource`] over a cluster folder (watched), or a [`KubeSource`] over an API server such
+//! as the local [`ApiServer`](crate::apiserver::ApiServer) — one [`InformerFactory`], and a
+//! [`PluginRegistry`] that loads a plugins folder and keeps watching it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-use wink::informer::{InformerFactory, ResourceKey};
+use wink::informer::indexer::owner_uid_index_func;
+use wink::informer::{InformerConfig, InformerFactory, OWNER_UID_INDEX, ResourceKey};
 use wink::plugin::{
     EngineConfig, GuestPool, MetricsRegistry, PluginEngine, PluginMetrics, PluginRegistry, PluginStatus, PoolLimits,
 };
-use wink::source::DirSource;
+use wink::source::{DirSource, KubeSource};
 
 use crate::logs::logs;
 use crate::wait::{TIMEOUT, eventually_async};
 
 /// A running host. Stop it with [`TestHost::stop`] (dropping the test's runtime also ends it).
 pub struct TestHost {
-    /// The directory source.
-    pub source: Arc<DirSource>,
     /// The informers.
     pub factory: Arc<InformerFactory>,
     /// The deployed plugins.
@@ -37,10 +37,25 @@ impl TestHost {
         let cancel = CancellationToken::new();
         let source = DirSource::open(cluster).expect("opening the cluster folder");
         source.watch(cancel.child_token()).expect("watching the cluster folder");
+        Self::assemble(InformerFactory::new(source), plugins, cancel).await
+    }
+
+    /// Starts a host over a Kubernetes API server with the plugins of `plugins` (every one
+    /// must deploy), as `wink run --kubeconfig` does, except that its informers use `config`
+    /// (e.g. short backoffs, small pages; the factory's `owner-uid` index is added to its
+    /// indexers). Returns once the informers have synced.
+    pub async fn start_kube(source: KubeSource, mut config: InformerConfig, plugins: &Path) -> Self {
+        logs();
+        config.indexers.push((OWNER_UID_INDEX.to_owned(), owner_uid_index_func()));
+        let factory = InformerFactory::new(Arc::new(source)).with_config(config);
+        Self::assemble(factory, plugins, CancellationToken::new()).await
+    }
+
+    async fn assemble(factory: InformerFactory, plugins: &Path, cancel: CancellationToken) -> Self {
         // Small pool limits: several hosts run at once in one test binary.
         let config = EngineConfig { pool: Some(PoolLimits::small()), cache_dir: None, ..EngineConfig::default() };
         let engine = PluginEngine::new(config).expect("starting the wasm engine");
-        let factory = Arc::new(InformerFactory::new(source.clone()));
+        let factory = Arc::new(factory);
         let registry =
             Arc::new(PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::new(2)));
         let failed = registry.sync_dir(plugins).await.expect("reading the plugins folder");
@@ -49,7 +64,7 @@ impl TestHost {
         registry.watch_dir(plugins, cancel.child_token()).expect("watching the plugins folder");
         factory.start();
         factory.wait_for_cache_sync(&cancel).await;
-        Self { source, factory, registry, plugins: plugins.to_owned(), cancel }
+        Self { factory, registry, plugins: plugins.to_owned(), cancel }
     }
 
     /// Waits until every deployed plugin has received its initial objects.

@@ -5,6 +5,7 @@
 //! test that needs them runs `cargo xtask build-plugins` once.
 
 pub mod apiserver;
+pub mod binary;
 pub mod cluster;
 pub mod compile_cache;
 pub mod conformance;

@@ -4,7 +4,10 @@
 //! event=add key=<key> rv=<rv> initial=<bool> [tag=<tag>]
 //! event=update key=<key> old_rv=<rv> new_rv=<rv> [tag=<tag>]
 //! event=delete key=<key> rv=<rv> unknown=<bool> [tag=<tag>]
+//! retry key=<key> [tag=<tag>]        (after the line of a call it answers with `retry`)
 //! ```
+//!
+//! and the view they add up to ([`view`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -93,6 +96,51 @@ pub async fn wait_seen(plugin: &str, event: &Seen) {
     wait_for(&format!("{plugin} to see {event:?}"), || has_seen(plugin, event), || logs().dump(plugin)).await;
 }
 
+/// The key of a `retry key=<key>` line (the plugin answered the call just logged for that key
+/// with `retry`).
+fn retried_key(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("retry ")?;
+    rest.split_whitespace().find_map(|w| w.strip_prefix("key="))
+}
+
+/// The view an event-recorder's log lines add up to: key → resourceVersion after applying,
+/// in order, every add, update and delete the plugin accepted. A call it answered with
+/// `retry` (its line followed, among the lines about that key, by `retry key=<key>`) does not
+/// count: the host delivers that key again.
+pub fn view(lines: &[String]) -> BTreeMap<String, String> {
+    // Per key: the events in order, each with whether it was refused.
+    let mut calls: BTreeMap<String, Vec<(Seen, bool)>> = BTreeMap::new();
+    for line in lines {
+        if let Some(parsed) = RecorderLine::parse(line) {
+            calls.entry(parsed.seen.key().to_owned()).or_default().push((parsed.seen, false));
+        } else if let Some(key) = retried_key(line)
+            && let Some(last) = calls.get_mut(key).and_then(|c| c.last_mut())
+        {
+            last.1 = true;
+        }
+    }
+    let mut view = BTreeMap::new();
+    for (key, events) in calls {
+        for (seen, refused) in events {
+            match seen {
+                _ if refused => {}
+                Seen::Add { rv, .. } | Seen::Update { new_rv: rv, .. } => {
+                    view.insert(key.clone(), rv);
+                }
+                Seen::Delete { .. } => {
+                    view.remove(&key);
+                }
+            }
+        }
+    }
+    view
+}
+
+/// [`view`] of what the event-recorder plugin `plugin` logged so far.
+pub fn view_of(plugin: &str) -> BTreeMap<String, String> {
+    view(&logs().guest_lines(plugin))
+}
+
 /// The events of each key, in the order they were delivered.
 pub fn by_key(lines: &[RecorderLine]) -> BTreeMap<String, Vec<Seen>> {
     let mut out: BTreeMap<String, Vec<Seen>> = BTreeMap::new();
@@ -120,5 +168,29 @@ mod tests {
             Seen::Delete { key: "ns/y".into(), rv: "9".into(), unknown: false }
         );
         assert_eq!(RecorderLine::parse("retry key=ns/y"), None);
+    }
+
+    #[test]
+    fn the_view_skips_calls_answered_with_retry() {
+        let lines: Vec<String> = [
+            "event=add key=a/x rv=1 initial=true",
+            "event=add key=a/y rv=2 initial=false",
+            "event=update key=a/x old_rv=1 new_rv=3",
+            "retry key=a/x",
+            "event=delete key=a/y rv=4 unknown=false",
+            "event=add key=a/z rv=5 initial=false tag=t",
+            "retry key=a/z tag=t",
+            "something else",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let expected: BTreeMap<String, String> = [("a/x".to_owned(), "1".to_owned())].into();
+        assert_eq!(view(&lines), expected);
+        let mut more = lines;
+        more.push("event=update key=a/x old_rv=1 new_rv=3".into());
+        more.push("event=add key=a/z rv=5 initial=false tag=t".into());
+        let expected: BTreeMap<String, String> = [("a/x".into(), "3".into()), ("a/z".into(), "5".into())].into();
+        assert_eq!(view(&more), expected);
     }
 }

@@ -16,6 +16,9 @@
 //!   `retry key=<key>`, and returns `retry("asked to retry")`; later calls for that key succeed.
 //!   Which keys were retried lives as long as the instance (a trap forgets it).
 //! - `{"fail_init": true}`: `init` fails.
+//! - `{"work": N}`: every call first burns `N` iterations of a loop the optimizer cannot
+//!   remove (guests have no clock), making the plugin slow on purpose; the time per call grows
+//!   with `N` (about a millisecond per million iterations on a typical machine).
 //!
 //! Build with `cargo xtask build-plugins`.
 
@@ -35,6 +38,9 @@ struct Config {
     /// Makes `init` fail.
     #[serde(default)]
     fail_init: bool,
+    /// Iterations of busy work per call.
+    #[serde(default)]
+    work: u64,
 }
 
 /// Records events.
@@ -45,6 +51,17 @@ struct EventRecorder {
     suffix: String,
     /// Keys already answered with a retry.
     retried: HashSet<String>,
+    /// Iterations of busy work per call.
+    work: u64,
+}
+
+/// Burns `iterations` rounds of arithmetic whose result the optimizer must assume is used.
+fn burn(iterations: u64) {
+    let mut acc: u64 = 0;
+    for i in 0..iterations {
+        acc = std::hint::black_box(acc.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+    }
+    std::hint::black_box(acc);
 }
 
 impl EventRecorder {
@@ -73,15 +90,18 @@ impl Handler for EventRecorder {
         }
         self.retry_label = config.retry_label;
         self.suffix = config.tag.map(|t| format!(" tag={t}")).unwrap_or_default();
+        self.work = config.work;
         Ok(())
     }
 
     fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<(), HandlerError> {
+        burn(self.work);
         info!("event=add key={} rv={} initial={initial_list}{}", obj.key(), obj.resource_version(), self.suffix);
         self.maybe_retry(obj)
     }
 
     fn on_update(&mut self, old: &Object, new: &Object) -> Result<(), HandlerError> {
+        burn(self.work);
         info!(
             "event=update key={} old_rv={} new_rv={}{}",
             new.key(),
@@ -93,6 +113,7 @@ impl Handler for EventRecorder {
     }
 
     fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<(), HandlerError> {
+        burn(self.work);
         info!(
             "event=delete key={} rv={} unknown={final_state_unknown}{}",
             obj.key(),

@@ -44,6 +44,7 @@ pub mod selector;
 mod store;
 pub mod testing;
 mod wire;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -1,0 +1,270 @@
+//! The `wink` binary against the local API server, end to end: `wink run --kubeconfig` with
+//! real plugins built from `plugins/` — a copy of `event-recorder` (all Pods) and
+//! `owner-lookup` (Pods, ReplicaSets labelled `ready=yes`, Deployments; it follows
+//! ownerReferences with `cache::get` and counts a ReplicaSet's pods with the `owner-uid`
+//! index) — checked through what the plugins log on stderr.
+//!
+//! Specifies that:
+//! - objects that exist at start reach the recorder as adds flagged `initial`, at the
+//!   server's resourceVersion, once each;
+//! - a ReplicaSet relabelled into owner-lookup's selector is an add for it, and reading the
+//!   cache by index then finds its two pods; a pod update is an update with the right old and
+//!   new resourceVersion, and owner-lookup finds the pod's owners in the cache by key;
+//! - a delete made on the server is a delete at the deletion's resourceVersion, final state
+//!   known;
+//! - on SIGTERM wink exits 0 and prints one summary line per plugin on stdout.
+//!
+//! The binary comes from [`wink_tests::binary::wink_binary`] (built once with cargo, since
+//! only wink-host's own tests get `CARGO_BIN_EXE_wink`, and wink-host cannot depend on the
+//! API server of this crate). The API server runs on this test's tokio runtime, which stays
+//! alive (and unblocked: the test waits with tokio's timers) while the child runs. Run with
+//! `cargo test -p wink-tests --test wink_run_kube`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wink_tests::apiserver::ApiServer;
+use wink_tests::binary::wink_binary;
+use wink_tests::install_plugin;
+use wink_tests::recorder::{RecorderLine, Seen, by_key};
+
+/// Far longer than anything takes on an idle machine.
+const TIMEOUT: Duration = Duration::from_secs(30);
+const RECORDER: &str = "kube-e2e-recorder";
+const OWNER_LOOKUP: &str = "kube-e2e-owners";
+
+/// The lines a child writes to a pipe, collected by a thread.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    fn collect(pipe: impl Read + Send + 'static) -> Self {
+        let lines = Self::default();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { return };
+                sink.0.lock().expect("not poisoned").push(line);
+            }
+        });
+        lines
+    }
+
+    fn snapshot(&self) -> Vec<String> {
+        self.0.lock().expect("not poisoned").clone()
+    }
+
+    /// Waits (on tokio's timer, so the API server keeps serving) until `find` extracts
+    /// something from the lines so far, and returns it.
+    async fn wait_until<T>(&self, what: &str, find: impl Fn(&[String]) -> Option<T>) -> T {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(found) = find(&self.snapshot()) {
+                return found;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; stderr:\n{}", self.snapshot().join("\n"));
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Waits for a line matching `find` and returns what it extracted.
+    async fn wait_for<T>(&self, what: &str, find: impl Fn(&str) -> Option<T>) -> T {
+        self.wait_until(what, |lines| lines.iter().find_map(|l| find(l))).await
+    }
+
+    /// How many of `lines` are `plugin`'s and contain `text`.
+    fn count_in(lines: &[String], plugin: &str, text: &str) -> usize {
+        lines.iter().filter(|l| l.contains(plugin) && l.contains(text)).count()
+    }
+
+    /// How many lines so far are `plugin`'s and contain `text`.
+    fn count(&self, plugin: &str, text: &str) -> usize {
+        Self::count_in(&self.snapshot(), plugin, text)
+    }
+
+    /// Waits until more than `before` lines of `plugin` contain `text`.
+    async fn wait_for_text(&self, plugin: &str, text: &str, before: usize) {
+        let what = format!("{plugin} to log {text:?}");
+        self.wait_until(&what, |lines| (Self::count_in(lines, plugin, text) > before).then_some(())).await;
+    }
+
+    /// The recorder's events so far, per key.
+    fn recorded(&self) -> BTreeMap<String, Vec<Seen>> {
+        let lines: Vec<RecorderLine> =
+            self.snapshot().iter().filter(|l| l.contains(RECORDER)).filter_map(|l| RecorderLine::parse(l)).collect();
+        by_key(&lines)
+    }
+
+    /// Waits until the recorder has been told `event`.
+    async fn wait_seen(&self, event: &Seen) {
+        self.wait_for(&format!("{RECORDER} to see {event:?}"), |l| {
+            (l.contains(RECORDER) && RecorderLine::parse(l).is_some_and(|r| &r.seen == event)).then_some(())
+        })
+        .await;
+    }
+}
+
+/// Kills the child if the test fails before it exits.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Running {
+    async fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.0.try_wait().expect("polling the child") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "wink did not exit after SIGTERM");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}
+
+/// The value of `name=` in a log line.
+fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    line.split_whitespace().find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+}
+
+fn rv(obj: &Value) -> String {
+    obj["metadata"]["resourceVersion"].as_str().expect("stored objects have a resourceVersion").to_owned()
+}
+
+/// A controller ownerReference to `owner`.
+fn owned_by(owner: &Value) -> Value {
+    json!([{"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"], "controller": true}])
+}
+
+fn pod(ns: &str, name: &str, labels: Value, owners: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"namespace": ns, "name": name, "labels": labels, "ownerReferences": owners},
+           "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}})
+}
+
+fn replica_set(ready: &str, deployment: &Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+           "metadata": {"namespace": "shop", "name": "web-5d8", "labels": {"app": "web", "ready": ready},
+                        "ownerReferences": owned_by(deployment)},
+           "spec": {"replicas": 2}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wink_run_delivers_a_kube_servers_events_to_plugins_and_reports_on_sigterm() {
+    let binary = wink_binary();
+    let server = ApiServer::start().await.expect("starting the API server");
+    // A Deployment, its ReplicaSet (not yet in owner-lookup's selector), two pods of it, and
+    // a pod nobody owns.
+    let deployment = server
+        .apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                      "metadata": {"namespace": "shop", "name": "web", "labels": {"app": "web"}},
+                      "spec": {"replicas": 2}}))
+        .unwrap();
+    let rs = server.apply(replica_set("no", &deployment)).unwrap();
+    let web_a = server.apply(pod("shop", "web-5d8-a", json!({"app": "web"}), owned_by(&rs))).unwrap();
+    let web_b = server.apply(pod("shop", "web-5d8-b", json!({"app": "web"}), owned_by(&rs))).unwrap();
+    let api = server.apply(pod("payments", "api", json!({"app": "api"}), json!([]))).unwrap();
+
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("event-recorder", plugins.path(), RECORDER, None);
+    install_plugin(
+        "owner-lookup",
+        plugins.path(),
+        OWNER_LOOKUP,
+        Some(
+            "resources:
+  - {apiVersion: v1, kind: Pod}
+  - {apiVersion: apps/v1, kind: ReplicaSet, labelSelector: ready=yes}
+  - {apiVersion: apps/v1, kind: Deployment}
+limits:
+  memory: 32Mi
+  callTimeout: 5s
+failurePolicy:
+  onError: retry",
+        ),
+    );
+
+    let mut child = Running(
+        Command::new(binary)
+            .args(["run", "--no-cache", "--no-watch", "--metrics-interval", "0", "--plugins"])
+            .arg(plugins.path())
+            .arg("--kubeconfig")
+            .arg(server.kubeconfig())
+            .env("RUST_LOG", "info")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting wink"),
+    );
+    let stdout = Lines::collect(child.0.stdout.take().unwrap());
+    let stderr = Lines::collect(child.0.stderr.take().unwrap());
+
+    // The initial list: an add per pod, flagged initial, at the server's resourceVersion.
+    for obj in [&web_a, &web_b, &api] {
+        let ns = obj["metadata"]["namespace"].as_str().unwrap();
+        let key = format!("{ns}/{}", obj["metadata"]["name"].as_str().unwrap());
+        stderr.wait_seen(&Seen::Add { key, rv: rv(obj), initial: true }).await;
+    }
+    stderr.wait_for("the caches to sync", |l| l.contains("caches synced").then_some(())).await;
+
+    // The ReplicaSet enters owner-lookup's selector: an add, which counts its pods by index.
+    server.apply(replica_set("yes", &deployment)).unwrap();
+    stderr.wait_for_text(OWNER_LOOKUP, "ReplicaSet shop/web-5d8 owns 2 pods", 0).await;
+
+    // An update of a pod: the right old and new versions; its owners are found by key (the
+    // initial add may have found them too, if the ReplicaSets were listed first).
+    let explained = "pod shop/web-5d8-a belongs to Deployment shop/web via ReplicaSet shop/web-5d8";
+    let before = stderr.count(OWNER_LOOKUP, explained);
+    let web_a2 = server.apply(pod("shop", "web-5d8-a", json!({"app": "web", "v": "2"}), owned_by(&rs))).unwrap();
+    let update = Seen::Update { key: "shop/web-5d8-a".into(), old_rv: rv(&web_a), new_rv: rv(&web_a2) };
+    stderr.wait_seen(&update).await;
+    stderr.wait_for_text(OWNER_LOOKUP, explained, before).await;
+
+    // A delete on the server: at the deletion's resourceVersion, final state known.
+    let deleted = server.delete("v1", "Pod", "shop/web-5d8-b").unwrap().expect("the pod existed");
+    assert!(rv(&deleted).parse::<u64>().unwrap() > rv(&web_a2).parse::<u64>().unwrap());
+    let delete = Seen::Delete { key: "shop/web-5d8-b".into(), rv: rv(&deleted), unknown: false };
+    stderr.wait_seen(&delete).await;
+
+    // SIGTERM: drain, exit 0, one summary line per plugin.
+    let status = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+    for plugin in [RECORDER, OWNER_LOOKUP] {
+        let prefix = format!("plugin={plugin} ");
+        let summary =
+            stdout.wait_for(&format!("{plugin}'s summary"), |l| l.starts_with(&prefix).then(|| l.to_owned())).await;
+        assert!(summary.contains(" traps=0 ") && summary.ends_with("quarantined=no"), "{summary}");
+    }
+    assert_eq!(stdout.snapshot().len(), 2, "one line per plugin: {:?}", stdout.snapshot());
+
+    // Each event exactly once, in order per key.
+    let add = |obj: &Value, key: &str| Seen::Add { key: key.into(), rv: rv(obj), initial: true };
+    let expected: BTreeMap<String, Vec<Seen>> = [
+        ("shop/web-5d8-a".to_owned(), vec![add(&web_a, "shop/web-5d8-a"), update]),
+        ("shop/web-5d8-b".to_owned(), vec![add(&web_b, "shop/web-5d8-b"), delete]),
+        ("payments/api".to_owned(), vec![add(&api, "payments/api")]),
+    ]
+    .into();
+    assert_eq!(stderr.recorded(), expected, "stderr:\n{}", stderr.snapshot().join("\n"));
+    let calls: u64 = stdout
+        .snapshot()
+        .iter()
+        .find_map(|l| field(l, "calls").filter(|_| l.contains(RECORDER)))
+        .expect("the recorder's summary")
+        .parse()
+        .unwrap();
+    assert!(calls >= 6, "init, three adds, an update and a delete: {calls}");
+}
