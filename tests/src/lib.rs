@@ -9,9 +9,9 @@ pub mod binary;
 pub mod cluster;
 pub mod compile_cache;
 pub mod conformance;
-pub mod guest_log;
 pub mod host;
 pub mod logs;
+pub mod process;
 pub mod recorder;
 pub mod wait;
 

@@ -3,9 +3,13 @@
 //!
 //! Plugin calls run on tokio workers and on blocking threads, so a per-test (thread-local)
 //! subscriber would miss them: [`logs`] installs one global subscriber per test binary that
-//! records every event of the `wink` targets at debug level and above. Tests in one binary
-//! run concurrently and share it, so each test gives its plugins unique names and reads only
-//! their records ([`Logs::guest_lines`], [`Logs::host_records`], [`Logs::recorded`]).
+//! records every event of the `wink` targets at debug level and above, and every record
+//! plugins log (the guest target, [`LOG_TARGET`]) at every level, trace included (the
+//! conformance suite checks each level). A test binary can install only one global
+//! subscriber, so every test that reads logs goes through this one. Tests in one binary run
+//! concurrently and share it, so each test gives its plugins unique names and reads only
+//! their records ([`Logs::guest_records`], [`Logs::guest_lines`], [`Logs::host_records`],
+//! [`Logs::recorded`]).
 //!
 //! With `RUST_LOG` set, events are also printed to stderr (filtered by it), for debugging.
 
@@ -109,7 +113,9 @@ pub fn logs() -> &'static Logs {
     static LOGS: OnceLock<&'static Logs> = OnceLock::new();
     LOGS.get_or_init(|| {
         let logs: &'static Logs = Box::leak(Box::default());
-        let capture = Capture(logs).with_filter(Targets::new().with_target("wink", LevelFilter::DEBUG));
+        let targets =
+            Targets::new().with_target("wink", LevelFilter::DEBUG).with_target(LOG_TARGET, LevelFilter::TRACE);
+        let capture = Capture(logs).with_filter(targets);
         let print = std::env::var_os("RUST_LOG").map(|_| {
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
@@ -128,14 +134,14 @@ impl Logs {
         self.records.lock().clone()
     }
 
+    /// The records a plugin logged (at every level), in order.
+    pub fn guest_records(&self, plugin: &str) -> Vec<Arc<Record>> {
+        self.records.lock().iter().filter(|r| r.is_guest() && r.field("plugin") == Some(plugin)).cloned().collect()
+    }
+
     /// The messages a plugin logged, in order.
     pub fn guest_lines(&self, plugin: &str) -> Vec<String> {
-        self.records
-            .lock()
-            .iter()
-            .filter(|r| r.is_guest() && r.field("plugin") == Some(plugin))
-            .map(|r| r.message.clone())
-            .collect()
+        self.guest_records(plugin).iter().map(|r| r.message.clone()).collect()
     }
 
     /// What the host (not the plugin itself) reported about a plugin: records outside the

@@ -7,14 +7,18 @@
 //! retry key=<key> [tag=<tag>]        (after the line of a call it answers with `retry`)
 //! ```
 //!
-//! and the view they add up to ([`view`]).
+//! and the view they add up to ([`view`]). [`Seen`] is also what a native handler records
+//! ([`crate::apiserver::testing::Recorder`], from a [`Notification`]), and
+//! [`Seen::apply_to`] builds the views of both.
 
 use std::collections::{BTreeMap, HashMap};
+
+use wink::informer::Notification;
 
 use crate::logs::logs;
 use crate::wait::wait_for;
 
-/// One event as the plugin was told it.
+/// One event as a plugin (or a native handler) was told it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Seen {
     /// `on-add`.
@@ -41,7 +45,7 @@ pub enum Seen {
         key: String,
         /// The last known resourceVersion.
         rv: String,
-        /// Whether the final state is unknown.
+        /// Whether the final state is unknown (inferred on a relist: a tombstone).
         unknown: bool,
     },
 }
@@ -57,6 +61,39 @@ impl Seen {
     /// Whether this is a resync: an update with the same old and new resourceVersion.
     pub fn is_resync(&self) -> bool {
         matches!(self, Seen::Update { old_rv, new_rv, .. } if old_rv == new_rv)
+    }
+
+    /// Applies this event to a view (key → resourceVersion): adds and updates set the key's
+    /// resourceVersion, deletes remove the key.
+    pub fn apply_to(self, view: &mut BTreeMap<String, String>) {
+        match self {
+            Seen::Add { key, rv, .. } | Seen::Update { key, new_rv: rv, .. } => {
+                view.insert(key, rv);
+            }
+            Seen::Delete { key, .. } => {
+                view.remove(&key);
+            }
+        }
+    }
+}
+
+impl From<&Notification> for Seen {
+    fn from(notification: &Notification) -> Self {
+        match notification {
+            Notification::Add { obj, initial } => {
+                Seen::Add { key: obj.key().to_owned(), rv: obj.resource_version().to_owned(), initial: *initial }
+            }
+            Notification::Update { old, new } => Seen::Update {
+                key: new.key().to_owned(),
+                old_rv: old.resource_version().to_owned(),
+                new_rv: new.resource_version().to_owned(),
+            },
+            Notification::Delete { obj, final_state_unknown } => Seen::Delete {
+                key: obj.key().to_owned(),
+                rv: obj.resource_version().to_owned(),
+                unknown: *final_state_unknown,
+            },
+        }
     }
 }
 
@@ -120,18 +157,8 @@ pub fn view(lines: &[String]) -> BTreeMap<String, String> {
         }
     }
     let mut view = BTreeMap::new();
-    for (key, events) in calls {
-        for (seen, refused) in events {
-            match seen {
-                _ if refused => {}
-                Seen::Add { rv, .. } | Seen::Update { new_rv: rv, .. } => {
-                    view.insert(key.clone(), rv);
-                }
-                Seen::Delete { .. } => {
-                    view.remove(&key);
-                }
-            }
-        }
+    for (seen, _) in calls.into_values().flatten().filter(|(_, refused)| !refused) {
+        seen.apply_to(&mut view);
     }
     view
 }

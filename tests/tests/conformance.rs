@@ -23,8 +23,8 @@ use wink::plugin::{GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, Reg
 use wink::source::MemorySource;
 use wink_tests::compile_cache::cached_engine;
 use wink_tests::conformance::{built_guest, guest_name, guest_sources, manifest_tail};
-use wink_tests::guest_log::guest_log;
 use wink_tests::install_plugin;
+use wink_tests::logs::logs;
 
 macro_rules! conformance_tests {
     ($($language:ident),* $(,)?) => {
@@ -136,7 +136,7 @@ impl Scenario {
     async fn settle(&self, step: &str) {
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
-            let logged = count(guest_log().messages(&self.name));
+            let logged = count(logs().guest_lines(&self.name));
             let wanted = count(self.expected.iter().map(|e| e.line.clone()).collect());
             let missing: Vec<&String> =
                 wanted.iter().filter(|(line, n)| logged.get(*line).unwrap_or(&0) < n).map(|(line, _)| line).collect();
@@ -147,7 +147,7 @@ impl Scenario {
                 panic!(
                     "[{}] step `{step}`: after {STEP_TIMEOUT:?} the guest has not logged {missing:#?}\n{}",
                     self.language,
-                    guest_log().dump(&self.name)
+                    logs().dump(&self.name)
                 );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -179,7 +179,7 @@ fn count(lines: Vec<String>) -> BTreeMap<String, usize> {
 }
 
 async fn run(language: &'static str) {
-    let log = guest_log();
+    let log = logs();
     let plugins = tempfile::tempdir().expect("a temporary plugins folder");
     let mut s = Scenario::new(language);
     let name = s.name.clone();
@@ -212,7 +212,7 @@ async fn run(language: &'static str) {
         loads.push((took, cached));
     }
     assert!(
-        log.of(&format!("{name}-bad0")).is_empty() && log.of(&format!("{name}-bad1")).is_empty(),
+        log.guest_records(&format!("{name}-bad0")).is_empty() && log.guest_records(&format!("{name}-bad1")).is_empty(),
         "[{language}] a refused init logs nothing"
     );
 
@@ -277,7 +277,7 @@ async fn run(language: &'static str) {
     s.settle("missed delete").await;
 
     // 11. Exactly the expected records, in order per key, each at its level.
-    let records = log.of(&name);
+    let records = log.guest_records(&name);
     let mut logged: Vec<String> = records.iter().map(|r| r.message.clone()).collect();
     let mut wanted: Vec<String> = s.expected.iter().map(|e| e.line.clone()).collect();
     logged.sort();

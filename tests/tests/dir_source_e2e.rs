@@ -6,7 +6,7 @@
 //! resourceVersion of the cache; that editing a file is an update with the right old and new
 //! resourceVersion; that removing an object from a file, or the file, is a delete; that
 //! host-side namespace filters apply; and that nothing is delivered twice. (The same flow
-//! through the `wink` binary is in host/tests/cli.rs.)
+//! through the `wink` binary is in tests/cli.rs.)
 //!
 //! Run with `cargo xtask test`, or `cargo test -p wink-tests --test dir_source_e2e`.
 

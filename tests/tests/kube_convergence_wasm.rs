@@ -176,18 +176,5 @@ async fn run_seed(seed: u64) -> Result<String, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn informers_and_wasm_plugins_converge_to_the_server_under_faults() {
     logs();
-    let mut failures = Vec::new();
-    for seed in workload::seeds() {
-        match run_seed(seed).await {
-            Ok(summary) => println!("{summary}"),
-            Err(failure) => {
-                eprintln!("FAILED {failure}");
-                failures.push(seed);
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "convergence failed for seeds {failures:?}; rerun one with WINK_CONVERGENCE_SEED=<seed> (details above)"
-    );
+    workload::run_seeds(run_seed).await;
 }

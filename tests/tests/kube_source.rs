@@ -18,9 +18,10 @@ use wink::informer::{
 };
 use wink::source::KubeSource;
 use wink_tests::apiserver::testing::{
-    Recorder, Seen, TIMEOUT, cache_versions, eventually, informer_config, kube_source, print_logs,
+    Recorder, TIMEOUT, cache_versions, eventually, informer_config, kube_source, print_logs,
 };
 use wink_tests::apiserver::{ApiServer, ResourceDef, ServerOptions, Verb, WatchListSupport};
+use wink_tests::recorder::Seen;
 
 fn cm(ns: &str, name: &str, data: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns, "name": name}, "data": {"d": data}})
@@ -75,18 +76,10 @@ fn adds_per_key(recorder: &Recorder) -> std::collections::BTreeMap<String, usize
 fn assert_update_chains_unbroken(recorder: &Recorder) {
     let mut last: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     for seen in recorder.seen() {
-        match seen {
-            Seen::Add { key, rv, .. } => {
-                last.insert(key, rv);
-            }
-            Seen::Update { key, old_rv, new_rv } => {
-                assert_eq!(last.get(&key), Some(&old_rv), "update of {key} does not follow the last state seen");
-                last.insert(key, new_rv);
-            }
-            Seen::Delete { key, .. } => {
-                last.remove(&key);
-            }
+        if let Seen::Update { key, old_rv, .. } = &seen {
+            assert_eq!(last.get(key), Some(old_rv), "update of {key} does not follow the last state seen");
         }
+        seen.apply_to(&mut last);
     }
 }
 
@@ -157,7 +150,7 @@ async fn watch_resumes_from_the_last_resource_version_after_a_dropped_connection
     );
     assert_update_chains_unbroken(&running.recorder);
     let deletes = running.recorder.seen_for("ns/c2");
-    assert!(matches!(deletes.last(), Some(Seen::Delete { final_state_unknown: false, .. })), "a real delete event");
+    assert!(matches!(deletes.last(), Some(Seen::Delete { unknown: false, .. })), "a real delete event");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,7 +176,7 @@ async fn relist_after_410_delivers_tombstones_for_deletes_missed_while_disconnec
     for key in ["ns/c1", "ns/c3"] {
         let seen = running.recorder.seen_for(key);
         assert!(
-            matches!(seen.last(), Some(Seen::Delete { final_state_unknown: true, .. })),
+            matches!(seen.last(), Some(Seen::Delete { unknown: true, .. })),
             "{key}: the missed delete is inferred on relist: {seen:?}"
         );
     }
@@ -450,10 +443,7 @@ async fn label_and_field_selectors_are_applied_server_side() {
     server.apply(labelled("web-1", "web", "back")).unwrap();
     eventually("the selection to follow", TIMEOUT, || running.recorder.view().keys().eq(["ns/web-2"])).await;
     assert_eq!(running.informer.indexer().list_keys(), ["ns/web-2"]);
-    assert!(matches!(
-        running.recorder.seen_for("ns/web-1").last(),
-        Some(Seen::Delete { final_state_unknown: false, .. })
-    ));
+    assert!(matches!(running.recorder.seen_for("ns/web-1").last(), Some(Seen::Delete { unknown: false, .. })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,120 +21,17 @@
 //! `cargo test -p wink-tests --test wink_run_kube`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{Value, json};
 use wink_tests::apiserver::ApiServer;
 use wink_tests::binary::wink_binary;
 use wink_tests::install_plugin;
-use wink_tests::recorder::{RecorderLine, Seen, by_key};
+use wink_tests::process::{Running, field};
+use wink_tests::recorder::Seen;
 
-/// Far longer than anything takes on an idle machine.
-const TIMEOUT: Duration = Duration::from_secs(30);
 const RECORDER: &str = "kube-e2e-recorder";
 const OWNER_LOOKUP: &str = "kube-e2e-owners";
-
-/// The lines a child writes to a pipe, collected by a thread.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl Lines {
-    fn collect(pipe: impl Read + Send + 'static) -> Self {
-        let lines = Self::default();
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines() {
-                let Ok(line) = line else { return };
-                sink.0.lock().expect("not poisoned").push(line);
-            }
-        });
-        lines
-    }
-
-    fn snapshot(&self) -> Vec<String> {
-        self.0.lock().expect("not poisoned").clone()
-    }
-
-    /// Waits (on tokio's timer, so the API server keeps serving) until `find` extracts
-    /// something from the lines so far, and returns it.
-    async fn wait_until<T>(&self, what: &str, find: impl Fn(&[String]) -> Option<T>) -> T {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(found) = find(&self.snapshot()) {
-                return found;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; stderr:\n{}", self.snapshot().join("\n"));
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    }
-
-    /// Waits for a line matching `find` and returns what it extracted.
-    async fn wait_for<T>(&self, what: &str, find: impl Fn(&str) -> Option<T>) -> T {
-        self.wait_until(what, |lines| lines.iter().find_map(|l| find(l))).await
-    }
-
-    /// How many of `lines` are `plugin`'s and contain `text`.
-    fn count_in(lines: &[String], plugin: &str, text: &str) -> usize {
-        lines.iter().filter(|l| l.contains(plugin) && l.contains(text)).count()
-    }
-
-    /// How many lines so far are `plugin`'s and contain `text`.
-    fn count(&self, plugin: &str, text: &str) -> usize {
-        Self::count_in(&self.snapshot(), plugin, text)
-    }
-
-    /// Waits until more than `before` lines of `plugin` contain `text`.
-    async fn wait_for_text(&self, plugin: &str, text: &str, before: usize) {
-        let what = format!("{plugin} to log {text:?}");
-        self.wait_until(&what, |lines| (Self::count_in(lines, plugin, text) > before).then_some(())).await;
-    }
-
-    /// The recorder's events so far, per key.
-    fn recorded(&self) -> BTreeMap<String, Vec<Seen>> {
-        let lines: Vec<RecorderLine> =
-            self.snapshot().iter().filter(|l| l.contains(RECORDER)).filter_map(|l| RecorderLine::parse(l)).collect();
-        by_key(&lines)
-    }
-
-    /// Waits until the recorder has been told `event`.
-    async fn wait_seen(&self, event: &Seen) {
-        self.wait_for(&format!("{RECORDER} to see {event:?}"), |l| {
-            (l.contains(RECORDER) && RecorderLine::parse(l).is_some_and(|r| &r.seen == event)).then_some(())
-        })
-        .await;
-    }
-}
-
-/// Kills the child if the test fails before it exits.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Running {
-    async fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(status) = self.0.try_wait().expect("polling the child") {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "wink did not exit after SIGTERM");
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    }
-}
-
-/// The value of `name=` in a log line.
-fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    line.split_whitespace().find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
-}
 
 fn rv(obj: &Value) -> String {
     obj["metadata"]["resourceVersion"].as_str().expect("stored objects have a resourceVersion").to_owned()
@@ -194,27 +91,22 @@ failurePolicy:
         ),
     );
 
-    let mut child = Running(
+    let mut child = Running::spawn(
         Command::new(binary)
             .args(["run", "--no-cache", "--no-watch", "--metrics-interval", "0", "--plugins"])
             .arg(plugins.path())
             .arg("--kubeconfig")
             .arg(server.kubeconfig())
             .env("RUST_LOG", "info")
-            .env_remove("KUBECONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting wink"),
+            .env_remove("KUBECONFIG"),
     );
-    let stdout = Lines::collect(child.0.stdout.take().unwrap());
-    let stderr = Lines::collect(child.0.stderr.take().unwrap());
+    let (stdout, stderr) = (child.stdout.clone(), child.stderr.clone());
 
     // The initial list: an add per pod, flagged initial, at the server's resourceVersion.
     for obj in [&web_a, &web_b, &api] {
         let ns = obj["metadata"]["namespace"].as_str().unwrap();
         let key = format!("{ns}/{}", obj["metadata"]["name"].as_str().unwrap());
-        stderr.wait_seen(&Seen::Add { key, rv: rv(obj), initial: true }).await;
+        stderr.wait_seen(RECORDER, &Seen::Add { key, rv: rv(obj), initial: true }).await;
     }
     stderr.wait_for("the caches to sync", |l| l.contains("caches synced").then_some(())).await;
 
@@ -228,18 +120,17 @@ failurePolicy:
     let before = stderr.count(OWNER_LOOKUP, explained);
     let web_a2 = server.apply(pod("shop", "web-5d8-a", json!({"app": "web", "v": "2"}), owned_by(&rs))).unwrap();
     let update = Seen::Update { key: "shop/web-5d8-a".into(), old_rv: rv(&web_a), new_rv: rv(&web_a2) };
-    stderr.wait_seen(&update).await;
+    stderr.wait_seen(RECORDER, &update).await;
     stderr.wait_for_text(OWNER_LOOKUP, explained, before).await;
 
     // A delete on the server: at the deletion's resourceVersion, final state known.
     let deleted = server.delete("v1", "Pod", "shop/web-5d8-b").unwrap().expect("the pod existed");
     assert!(rv(&deleted).parse::<u64>().unwrap() > rv(&web_a2).parse::<u64>().unwrap());
     let delete = Seen::Delete { key: "shop/web-5d8-b".into(), rv: rv(&deleted), unknown: false };
-    stderr.wait_seen(&delete).await;
+    stderr.wait_seen(RECORDER, &delete).await;
 
     // SIGTERM: drain, exit 0, one summary line per plugin.
-    let status = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
-    assert!(status.success());
+    child.sigterm();
     let exit = child.wait_exit().await;
     assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
     for plugin in [RECORDER, OWNER_LOOKUP] {
@@ -258,7 +149,7 @@ failurePolicy:
         ("payments/api".to_owned(), vec![add(&api, "payments/api")]),
     ]
     .into();
-    assert_eq!(stderr.recorded(), expected, "stderr:\n{}", stderr.snapshot().join("\n"));
+    assert_eq!(stderr.recorded(RECORDER), expected, "stderr:\n{}", stderr.snapshot().join("\n"));
     let calls: u64 = stdout
         .snapshot()
         .iter()

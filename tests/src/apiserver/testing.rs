@@ -1,6 +1,7 @@
 //! Helpers for tests that run informers against the local API server in real time: polling
 //! for a condition with a generous deadline (never asserting on timings), informer settings
-//! with short backoffs, and a native handler that records what it was told.
+//! with short backoffs, and a native handler that records what it was told (as the
+//! [`Seen`] events of [`crate::recorder`], which the event-recorder plugin's lines parse to).
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -15,6 +16,7 @@ use wink::informer::{
 use wink::source::KubeSource;
 
 use super::ApiServer;
+use crate::recorder::Seen;
 
 /// With `RUST_LOG` set, prints logs (filtered by it) to the test's output; call at the start
 /// of a test. Does nothing when another subscriber is already installed.
@@ -69,47 +71,6 @@ pub fn cache_versions(informer: &SharedIndexInformer) -> BTreeMap<String, String
     informer.indexer().list().into_iter().map(|o| (o.key().to_owned(), o.resource_version().to_owned())).collect()
 }
 
-/// One notification as a [`Recorder`] saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Seen {
-    /// on-add.
-    Add {
-        /// Object key.
-        key: String,
-        /// Its resourceVersion.
-        rv: String,
-        /// Part of the initial list.
-        initial: bool,
-    },
-    /// on-update.
-    Update {
-        /// Object key.
-        key: String,
-        /// The old state's resourceVersion.
-        old_rv: String,
-        /// The new state's resourceVersion.
-        new_rv: String,
-    },
-    /// on-delete.
-    Delete {
-        /// Object key.
-        key: String,
-        /// The last state's resourceVersion.
-        rv: String,
-        /// Inferred on a relist (tombstone).
-        final_state_unknown: bool,
-    },
-}
-
-impl Seen {
-    /// The object key.
-    pub fn key(&self) -> &str {
-        match self {
-            Self::Add { key, .. } | Self::Update { key, .. } | Self::Delete { key, .. } => key,
-        }
-    }
-}
-
 #[derive(Default)]
 struct Recorded {
     seen: Vec<Seen>,
@@ -117,7 +78,7 @@ struct Recorded {
 }
 
 /// A native handler recording every notification and the view they add up to (key →
-/// resourceVersion). Clones share the record.
+/// resourceVersion, by [`Seen::apply_to`]). Clones share the record.
 #[derive(Clone, Default)]
 pub struct Recorder {
     inner: Arc<Mutex<Recorded>>,
@@ -126,29 +87,9 @@ pub struct Recorder {
 impl Recorder {
     /// Records `notification`.
     pub fn record(&self, notification: &Notification) {
+        let seen = Seen::from(notification);
         let mut inner = self.inner.lock();
-        let seen = match notification {
-            Notification::Add { obj, initial } => {
-                inner.view.insert(obj.key().to_owned(), obj.resource_version().to_owned());
-                Seen::Add { key: obj.key().to_owned(), rv: obj.resource_version().to_owned(), initial: *initial }
-            }
-            Notification::Update { old, new } => {
-                inner.view.insert(new.key().to_owned(), new.resource_version().to_owned());
-                Seen::Update {
-                    key: new.key().to_owned(),
-                    old_rv: old.resource_version().to_owned(),
-                    new_rv: new.resource_version().to_owned(),
-                }
-            }
-            Notification::Delete { obj, final_state_unknown } => {
-                inner.view.remove(obj.key());
-                Seen::Delete {
-                    key: obj.key().to_owned(),
-                    rv: obj.resource_version().to_owned(),
-                    final_state_unknown: *final_state_unknown,
-                }
-            }
-        };
+        seen.clone().apply_to(&mut inner.view);
         inner.seen.push(seen);
     }
 

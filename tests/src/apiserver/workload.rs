@@ -1,6 +1,6 @@
 //! The seeded random workload and faults of the convergence tests (tests/tests/
-//! kube_convergence.rs with native handlers, kube_convergence_wasm.rs with wasm plugins), and
-//! the comparisons they end with.
+//! kube_convergence.rs with native handlers, kube_convergence_wasm.rs with wasm plugins), the
+//! comparisons they end with, and the loop over seeds that reports each one ([`run_seeds`]).
 //!
 //! A seed fixes the server's settings, the objects, the order of creates, updates and deletes
 //! and the faults fired between them (dropped and closed watches, compactions, 429/500
@@ -14,6 +14,7 @@
 //! with one `retry`). Names never collide across kinds, so a key names its kind.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -45,6 +46,29 @@ pub fn seeds() -> Vec<u64> {
     }
     let count = std::env::var("WINK_CONVERGENCE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4u64);
     (1..=count).collect()
+}
+
+/// Runs `run_seed` for each of [`seeds`], printing each seed's summary (or its failure), and
+/// fails naming the seeds that did not converge.
+pub async fn run_seeds<F, Fut>(mut run_seed: F)
+where
+    F: FnMut(u64) -> Fut,
+    Fut: Future<Output = Result<String, String>>,
+{
+    let mut failures = Vec::new();
+    for seed in seeds() {
+        match run_seed(seed).await {
+            Ok(summary) => println!("{summary}"),
+            Err(failure) => {
+                eprintln!("FAILED {failure}");
+                failures.push(seed);
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "convergence failed for seeds {failures:?}; rerun one with WINK_CONVERGENCE_SEED=<seed> (details above)"
+    );
 }
 
 /// A random object of `kind` named `ns/name`.

@@ -1,0 +1,147 @@
+//! The `wink` binary, run as a user runs it, with real plugins built from `plugins/`.
+//!
+//! Specifies that:
+//! - `wink run` delivers the initial list, an edit and a removal of a file in the directory
+//!   source to a plugin (seen in the plugin's log lines on stderr, plain text when piped),
+//!   and on SIGTERM drains, prints one summary line per plugin on stdout and exits 0;
+//! - `wink check` accepts a good plugin and prints what it watches, and rejects — with a
+//!   non-zero exit and an error naming the problem and the file — a component of another
+//!   world, a component path that is not wasm, and a manifest with an unknown field.
+//!
+//! The binary comes from [`wink_tests::binary::wink_binary`] (built once with cargo), the
+//! plugins from [`wink_tests::plugins_dir`], and the child-process helpers from
+//! [`wink_tests::process`]. Run with `cargo xtask test` or
+//! `cargo test -p wink-tests --test cli`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use wink_tests::binary::wink_binary;
+use wink_tests::process::{Running, field};
+use wink_tests::{install_plugin, plugin, write_atomic};
+
+fn wink() -> Command {
+    Command::new(wink_binary())
+}
+
+/// Copies the built event-recorder into `dest/<name>/`, renamed.
+fn install_recorder(dest: &Path, name: &str) -> PathBuf {
+    install_plugin("event-recorder", dest, name, None)
+}
+
+fn pod(labels: &str) -> String {
+    format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n  labels: {{{labels}}}\n")
+}
+
+/// Runs `wink check` with a private compile cache and no backtraces (what a user sees).
+fn check(path: &Path, cache: &Path) -> Output {
+    wink().arg("check").arg(path).env("XDG_CACHE_HOME", cache).env("RUST_BACKTRACE", "0").output().unwrap()
+}
+
+#[tokio::test]
+async fn run_delivers_events_and_reports_on_sigterm() {
+    let cluster = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    install_recorder(plugins.path(), "cli-recorder");
+    let file = cluster.path().join("web.yaml");
+    write_atomic(&file, &pod("app: web"));
+
+    let mut child = Running::spawn(
+        wink()
+            .args(["run", "--no-cache", "--plugins"])
+            .arg(plugins.path())
+            .arg("--source")
+            .arg(format!("dir:{}", cluster.path().display()))
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR"),
+    );
+    let (stdout, stderr) = (child.stdout.clone(), child.stderr.clone());
+
+    let event = |line: &str, kind: &str| {
+        (line.contains("cli-recorder") && field(line, "event") == Some(kind) && field(line, "key") == Some("shop/web"))
+            .then(|| line.to_owned())
+    };
+    let add = stderr.wait_for("the initial add", |l| event(l, "add")).await;
+    assert_eq!(field(&add, "initial"), Some("true"), "{add}");
+    let rv: u64 = field(&add, "rv").unwrap().parse().unwrap();
+
+    write_atomic(&file, &pod("app: web, version: '2'"));
+    let update = stderr.wait_for("the update", |l| event(l, "update")).await;
+    assert_eq!(field(&update, "old_rv"), Some(rv.to_string().as_str()), "{update}");
+    let new_rv: u64 = field(&update, "new_rv").unwrap().parse().unwrap();
+    assert!(new_rv > rv, "{update}");
+
+    std::fs::remove_file(&file).unwrap();
+    let delete = stderr.wait_for("the delete", |l| event(l, "delete")).await;
+    assert_eq!(field(&delete, "unknown"), Some("false"), "{delete}");
+
+    child.sigterm();
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+
+    // The summary: one line per plugin, counting init and the three events.
+    let summary = stdout.wait_for("the summary", |l| l.starts_with("plugin=cli-recorder ").then(|| l.to_owned())).await;
+    let calls: u64 = field(&summary, "calls").unwrap().parse().unwrap();
+    assert!(calls >= 4, "{summary}");
+    assert!(summary.contains(" traps=0 ") && summary.ends_with("quarantined=no"), "{summary}");
+    assert_eq!(stdout.snapshot().len(), 1, "one line per plugin: {:?}", stdout.snapshot());
+    let stderr = stderr.snapshot();
+    assert!(stderr.iter().any(|l| l.contains("shutting down")), "{stderr:?}");
+    // Regression: logs written to a pipe used to carry ANSI colour codes.
+    assert!(stderr.iter().all(|l| !l.contains('\u{1b}')), "escape codes in piped logs: {stderr:?}");
+}
+
+#[test]
+fn check_accepts_a_good_plugin_and_prints_what_it_watches() {
+    let dir = tempfile::tempdir().unwrap();
+    // The resources replaced with a filtered, resynced one (and nothing after them).
+    let manifest = "resources:\n  - apiVersion: v1\n    kind: Pod\n    namespaces: [shop]\n    resyncPeriod: 30s\n";
+    let plugin = install_plugin("event-recorder", dir.path(), "checked", Some(manifest));
+    let out = check(&plugin, dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("plugin checked is valid"), "{stdout}");
+    assert!(stdout.contains("implements wink:plugin/handler-plugin@0.1.0"), "{stdout}");
+    assert!(stdout.contains("watches v1/Pod in shop, resync every 30s"), "{stdout}");
+}
+
+fn assert_rejected(out: &Output, expected: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted:\n{}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains("is not a valid wink plugin"), "{stderr}");
+    for e in expected {
+        assert!(stderr.contains(e), "the error does not mention {e:?}:\n{stderr}");
+    }
+}
+
+#[test]
+fn check_rejects_a_component_of_another_world() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = check(&plugin("hostile/wrong-world"), cache.path());
+    assert_rejected(&out, &["wrong-world.wasm", "does not implement the wink:plugin/handler-plugin@0.1.0 world"]);
+}
+
+#[test]
+fn check_rejects_a_component_that_is_not_wasm() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = install_recorder(dir.path(), "text");
+    let manifest = std::fs::read_to_string(plugin.join("plugin.yaml")).unwrap();
+    let manifest = manifest.replace("component: event-recorder.wasm", "component: notes.txt");
+    std::fs::write(plugin.join("plugin.yaml"), manifest).unwrap();
+    std::fs::write(plugin.join("notes.txt"), "not a component\n").unwrap();
+    let out = check(&plugin, dir.path());
+    assert_rejected(&out, &["notes.txt", "is not a WebAssembly file"]);
+}
+
+#[test]
+fn check_rejects_a_manifest_with_an_unknown_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = install_recorder(dir.path(), "typo");
+    let mut manifest = std::fs::OpenOptions::new().append(true).open(plugin.join("plugin.yaml")).unwrap();
+    manifest.write_all(b"colour: blue\n").unwrap();
+    drop(manifest);
+    let out = check(&plugin, dir.path());
+    assert_rejected(&out, &["plugin.yaml", "unknown field `colour`"]);
+}
