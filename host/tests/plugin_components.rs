@@ -25,7 +25,9 @@ fn plugins_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("WINK_PLUGINS_DIR") {
         return Some(PathBuf::from(dir));
     }
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.wink/plugins");
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("../.wink/plugins");
     if dir.is_dir() {
         return Some(dir);
     }

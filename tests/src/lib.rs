@@ -19,9 +19,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The repository's root.
+/// The repository's root: the parent of the running package's manifest directory, which
+/// `cargo test` and `cargo bench` give at run time (the path compiled in is only a fallback:
+/// a build reused from a shared target directory may have been compiled in another clone).
 pub fn repo_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ lives in the repository")
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+        manifest_dir.parent().expect("every package lives in a folder of the repository").to_path_buf()
+    })
 }
 
 /// The folder of built plugins (`<name>/plugin.yaml` + `<name>/<name>.wasm`, hostile ones

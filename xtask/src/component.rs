@@ -115,13 +115,13 @@ mod tests {
     use wit_parser::{LiftLowerAbi, ManglingAndAbi};
 
     fn contract() -> Surface {
-        Surface::of_contract(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit")).unwrap()
+        Surface::of_contract(&crate::repo_root().join("wit")).unwrap()
     }
 
     /// A component for `world` in `wit`, which may use the real wink package.
     fn component(wit: &str, world: &str) -> Vec<u8> {
         let mut resolve = Resolve::new();
-        resolve.push_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit")).unwrap();
+        resolve.push_dir(crate::repo_root().join("wit")).unwrap();
         let package = resolve.push_source("test.wit", wit).unwrap();
         let world = resolve.select_world(&[package], Some(world)).unwrap();
         let mangling = ManglingAndAbi::Legacy(LiftLowerAbi::Sync);

@@ -6,7 +6,9 @@
 //!   components under `.wink/plugins/`.
 //! - `cargo xtask test [-- CARGO TEST ARGS]`: builds the plugins, then runs every test.
 //! - `cargo xtask demo`: builds the plugins and runs them against `examples/cluster`.
+//! - `cargo xtask bench [-- CRITERION ARGS]`: runs the benchmarks and writes the results table.
 
+mod bench;
 mod build_plugins;
 mod component;
 mod demo;
@@ -17,7 +19,7 @@ mod report;
 mod run_tests;
 mod toolchain;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -39,6 +41,8 @@ enum Command {
     Test(run_tests::Args),
     /// Build the example plugins and run them against examples/cluster.
     Demo(demo::Args),
+    /// Build the plugins, run the benchmarks, and write the results table (BENCHMARKS.md).
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         Command::BuildPlugins(args) => build_plugins::run(&repo_root(), &args).and_then(report::Report::into_result),
         Command::Test(args) => run_tests::run(&repo_root(), &args),
         Command::Demo(args) => demo::run(&repo_root(), &args),
+        Command::Bench(args) => bench::run(&repo_root(), &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -59,6 +64,11 @@ fn main() -> ExitCode {
 }
 
 /// The repository's root: the parent of this crate's folder.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in a folder of the repository").to_path_buf()
+/// The repository's root. `cargo run` gives the manifest directory at run time; the path
+/// compiled in is only a fallback, because a build reused from a shared target directory may
+/// have been compiled in another clone.
+pub(crate) fn repo_root() -> PathBuf {
+    let manifest_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest_dir.parent().expect("xtask lives in a folder of the repository").to_path_buf()
 }

@@ -161,7 +161,9 @@ impl Guest {
 /// Turns a core module (WAT) exporting the handler ABI into a `handler-plugin` component.
 pub(crate) fn componentize(wat: &str) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
-    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let wit = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("../wit");
     let (package, _) = resolve.push_dir(&wit).expect("parsing wit/");
     let world = resolve.select_world(&[package], Some("handler-plugin")).expect("world handler-plugin");
     let mut module = wat::parse_str(wat).expect("valid WAT");

@@ -176,7 +176,7 @@ mod tests {
     /// `cc`): they parse what plugins read from objects and their config.
     #[test]
     fn sdk_json_helpers_pass_their_native_test() {
-        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk/c");
+        let sdk = crate::repo_root().join("guest-sdk/c");
         let exe = std::env::temp_dir().join(format!("wink-json-test-{}", std::process::id()));
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
         tools::run(
