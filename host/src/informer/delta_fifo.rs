@@ -101,6 +101,9 @@ pub enum ProcessError {
     Failed(String),
 }
 
+/// Capacity (keys) above which a drained queue gives its memory back.
+const SHRINK_ABOVE: usize = 1024;
+
 #[derive(Default)]
 struct State {
     items: HashMap<String, Vec<Delta>>,
@@ -129,6 +132,15 @@ impl State {
         };
         deltas.push(Delta { kind, obj });
         dedup_deltas(deltas);
+    }
+
+    /// Gives back the memory of a large burst (the initial list) once it has drained; small
+    /// steady-state bursts keep their capacity, so nothing is reallocated per event.
+    fn shrink_if_drained(&mut self) {
+        if self.queue.is_empty() && self.items.capacity() > SHRINK_ABOVE {
+            self.items.shrink_to_fit();
+            self.queue.shrink_to_fit();
+        }
     }
 
     /// Marks the first population when it happens through add/update/delete.
@@ -298,6 +310,7 @@ impl DeltaFifo {
                 }
                 while let Some(key) = state.queue.pop_front() {
                     let Some(deltas) = state.items.remove(&key) else { continue };
+                    state.shrink_if_drained();
                     let is_in_initial_list = !state.has_synced();
                     if state.initial_population_count > 0 {
                         state.initial_population_count -= 1;

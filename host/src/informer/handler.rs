@@ -26,6 +26,13 @@ pub enum HandlerError {
 /// The result of one handler call.
 pub type HandlerResult = Result<(), HandlerError>;
 
+/// What became of one entry of a batch (see [`EventHandler::deliver_batch`]): the result of
+/// each of its notifications that was attempted, in order. After a `Retry` the rest of the
+/// entry is not attempted (it waits for the key's retry). Fewer results than notifications
+/// without a `Retry` (none at all: the entry was not started) means the handler stopped the
+/// batch early: what was not attempted is queued again, ahead of newer keys.
+pub type EntryResults = Vec<HandlerResult>;
+
 /// Receives the events of one informer, as client-go's `ResourceEventHandler` does.
 ///
 /// Calls for one registration are serial, and per key they arrive in order. Every method
@@ -51,6 +58,36 @@ pub trait EventHandler: Send + Sync + 'static {
     async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
         let _ = (obj, final_state_unknown);
         Ok(())
+    }
+
+    /// Delivers the pending notifications of several keys at once: `batch[i]` are one key's
+    /// notifications, to be delivered in order. Returns one [`EntryResults`] per entry.
+    ///
+    /// The default calls the methods above one notification at a time. A handler with a
+    /// fixed cost per call — a plugin's hop to a blocking thread — overrides it to pay that
+    /// cost once per batch; the listener hands it everything that is ready, up to
+    /// [`MAX_BATCH`](super::listener::MAX_BATCH) keys.
+    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        let mut out = Vec::with_capacity(batch.len());
+        for entry in batch {
+            let mut results = Vec::with_capacity(entry.len());
+            for n in entry {
+                let result = match n {
+                    Notification::Add { obj, initial } => self.on_add(obj, *initial).await,
+                    Notification::Update { old, new } => self.on_update(old, new).await,
+                    Notification::Delete { obj, final_state_unknown } => {
+                        self.on_delete(obj, *final_state_unknown).await
+                    }
+                };
+                let retry = matches!(result, Err(HandlerError::Retry(_)));
+                results.push(result);
+                if retry {
+                    break;
+                }
+            }
+            out.push(results);
+        }
+        out
     }
 }
 

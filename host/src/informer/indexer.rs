@@ -46,16 +46,20 @@ pub fn owner_uid_index_func() -> IndexFunc {
     Arc::new(|obj: &Object| obj.meta().owner_references.iter().map(|o| o.uid.clone()).collect())
 }
 
+/// Keys are the objects' own shared key strings: the items map and every index bucket point
+/// at one copy.
+type Key = Arc<str>;
+
 #[derive(Default)]
 struct State {
-    items: HashMap<String, Object>,
+    items: HashMap<Key, Object>,
     indexers: HashMap<String, IndexFunc>,
     /// index name → index value → keys.
-    indices: HashMap<String, HashMap<String, HashSet<String>>>,
+    indices: HashMap<String, HashMap<String, HashSet<Key>>>,
 }
 
 impl State {
-    fn update_indices(&mut self, key: &str, old: Option<&Object>, new: Option<&Object>) {
+    fn update_indices(&mut self, key: &Key, old: Option<&Object>, new: Option<&Object>) {
         for (name, func) in &self.indexers {
             let old_values = old.map(|o| func(o)).unwrap_or_default();
             let new_values = new.map(|o| func(o)).unwrap_or_default();
@@ -65,27 +69,27 @@ impl State {
             let index = self.indices.entry(name.clone()).or_default();
             for value in old_values.iter().filter(|v| !new_values.contains(v)) {
                 if let Some(bucket) = index.get_mut(value) {
-                    bucket.remove(key);
+                    bucket.remove(&**key);
                     if bucket.is_empty() {
                         index.remove(value);
                     }
                 }
             }
             for value in new_values {
-                index.entry(value).or_default().insert(key.to_owned());
+                index.entry(value).or_default().insert(key.clone());
             }
         }
     }
 
     fn put(&mut self, obj: Object) {
-        let key = obj.key().to_owned();
+        let key = obj.shared_key();
         let old = self.items.insert(key.clone(), obj.clone());
         self.update_indices(&key, old.as_ref(), Some(&obj));
     }
 
     fn remove(&mut self, key: &str) -> Option<Object> {
         let old = self.items.remove(key)?;
-        self.update_indices(key, Some(&old), None);
+        self.update_indices(&old.shared_key(), Some(&old), None);
         Some(old)
     }
 }
@@ -132,7 +136,7 @@ impl Indexer {
             }
         }
         for (name, func) in indexers {
-            let mut index: HashMap<String, HashSet<String>> = HashMap::new();
+            let mut index: HashMap<String, HashSet<Key>> = HashMap::new();
             for (key, obj) in &state.items {
                 for value in func(obj) {
                     index.entry(value).or_default().insert(key.clone());
@@ -167,10 +171,10 @@ impl Indexer {
     /// Replaces the whole content with `items`, rebuilding every index.
     pub fn replace(&self, items: impl IntoIterator<Item = Object>) {
         let mut state = self.state.write();
-        state.items = items.into_iter().map(|o| (o.key().to_owned(), o)).collect();
+        state.items = items.into_iter().map(|o| (o.shared_key(), o)).collect();
         let mut indices = HashMap::new();
         for (name, func) in &state.indexers {
-            let mut index: HashMap<String, HashSet<String>> = HashMap::new();
+            let mut index: HashMap<String, HashSet<Key>> = HashMap::new();
             for (key, obj) in &state.items {
                 for value in func(obj) {
                     index.entry(value).or_default().insert(key.clone());
@@ -198,7 +202,7 @@ impl Indexer {
 
     /// Every stored key, in no particular order.
     pub fn list_keys(&self) -> Vec<String> {
-        self.state.read().items.keys().cloned().collect()
+        self.state.read().items.keys().map(|k| k.to_string()).collect()
     }
 
     /// Number of stored objects.
@@ -215,13 +219,15 @@ impl Indexer {
     pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Object>, IndexerError> {
         let state = self.state.read();
         let bucket = Self::bucket(&state, index, value)?;
-        Ok(bucket.map(|keys| keys.iter().filter_map(|k| state.items.get(k).cloned()).collect()).unwrap_or_default())
+        Ok(bucket.map(|keys| keys.iter().filter_map(|k| state.items.get(&**k).cloned()).collect()).unwrap_or_default())
     }
 
     /// The keys whose index `index` contains `value`.
     pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<String>, IndexerError> {
         let state = self.state.read();
-        Ok(Self::bucket(&state, index, value)?.map(|keys| keys.iter().cloned().collect()).unwrap_or_default())
+        Ok(Self::bucket(&state, index, value)?
+            .map(|keys| keys.iter().map(|k| k.to_string()).collect())
+            .unwrap_or_default())
     }
 
     /// Every value of index `index` that has at least one object.
@@ -245,7 +251,7 @@ impl Indexer {
         self.state.read().indexers.contains_key(index)
     }
 
-    fn bucket<'s>(state: &'s State, index: &str, value: &str) -> Result<Option<&'s HashSet<String>>, IndexerError> {
+    fn bucket<'s>(state: &'s State, index: &str, value: &str) -> Result<Option<&'s HashSet<Key>>, IndexerError> {
         if !state.indexers.contains_key(index) {
             return Err(IndexerError::UnknownIndex(index.to_owned()));
         }

@@ -9,6 +9,7 @@ pub mod delta_fifo;
 pub mod factory;
 pub mod handler;
 pub mod indexer;
+pub mod labels;
 pub mod list_watch;
 pub mod listener;
 pub mod object;
@@ -23,12 +24,13 @@ mod test_support;
 pub use backoff::{Backoff, BackoffConfig};
 pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
 pub use factory::{InformerFactory, ResourceKey, SourceProvider};
-pub use handler::{EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
+pub use handler::{EntryResults, EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
 pub use indexer::{IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX, OWNER_UID_INDEX};
+pub use labels::Labels;
 pub use list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
-pub use listener::{Listener, ListenerOptions, ObjectFilter, RetryConfig};
+pub use listener::{Listener, ListenerOptions, MAX_BATCH, ObjectFilter, RetryConfig};
 pub use object::{Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
 pub use pending_queue::{Pending, PendingQueue};
 pub use processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};

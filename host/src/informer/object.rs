@@ -11,13 +11,14 @@
 //! handlers; [`Object::without_managed_fields`] cuts it out of the JSON text by the byte range
 //! recorded while decoding (no re-parse, no re-encoding of the rest).
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+use super::labels::Labels;
 
 /// Why bytes could not be decoded into an [`Object`].
 #[derive(Debug, thiserror::Error)]
@@ -70,9 +71,9 @@ pub struct ObjectMeta {
     /// `metadata.generation`.
     pub generation: Option<i64>,
     /// `metadata.labels`.
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     /// `metadata.annotations`.
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: Labels,
     /// `metadata.deletionTimestamp`.
     pub deletion_timestamp: Option<String>,
     /// `metadata.ownerReferences`.
@@ -82,7 +83,8 @@ pub struct ObjectMeta {
 struct Inner {
     json: Box<str>,
     meta: ObjectMeta,
-    key: Box<str>,
+    /// Shared with the indexer's maps and index buckets, which hold it rather than copies.
+    key: Arc<str>,
     /// Byte range of the `"managedFields": [...]` member (with one adjoining comma), if any.
     managed_fields: Option<Range<usize>>,
 }
@@ -116,9 +118,9 @@ struct MetaHead<'a> {
     #[serde(default)]
     generation: Option<i64>,
     #[serde(default)]
-    labels: Option<BTreeMap<String, String>>,
+    labels: Option<Labels>,
     #[serde(default)]
-    annotations: Option<BTreeMap<String, String>>,
+    annotations: Option<Labels>,
     #[serde(default)]
     deletion_timestamp: Option<String>,
     #[serde(default)]
@@ -166,7 +168,7 @@ impl Object {
             };
             (meta, managed)
         };
-        let key = object_key(meta.namespace.as_deref(), &meta.name).into_boxed_str();
+        let key: Arc<str> = object_key(meta.namespace.as_deref(), &meta.name).into();
         Ok(Self(Arc::new(Inner { json: json.into_boxed_str(), meta, key, managed_fields })))
     }
 
@@ -184,6 +186,11 @@ impl Object {
     /// The store key: `namespace/name`, or `name` for cluster-scoped objects.
     pub fn key(&self) -> &str {
         &self.0.key
+    }
+
+    /// The store key as a shared string (cloning it does not copy it).
+    pub fn shared_key(&self) -> Arc<str> {
+        self.0.key.clone()
     }
 
     /// `metadata.namespace`.
@@ -207,7 +214,7 @@ impl Object {
     }
 
     /// `metadata.labels`.
-    pub fn labels(&self) -> &BTreeMap<String, String> {
+    pub fn labels(&self) -> &Labels {
         &self.0.meta.labels
     }
 
@@ -234,6 +241,26 @@ impl Object {
         }))
     }
 
+    /// [`without_managed_fields`](Self::without_managed_fields), consuming `self`: when this
+    /// is the only handle (an object just decoded), the member is cut out of the JSON text in
+    /// place and the parsed metadata is moved, not copied.
+    pub fn into_without_managed_fields(self) -> Self {
+        if self.0.managed_fields.is_none() {
+            return self;
+        }
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                if let Some(range) = inner.managed_fields.take() {
+                    let mut json = String::from(std::mem::take(&mut inner.json));
+                    json.replace_range(range, "");
+                    inner.json = json.into_boxed_str();
+                }
+                Self(Arc::new(inner))
+            }
+            Err(shared) => Self(shared).without_managed_fields(),
+        }
+    }
+
     /// Parses the full JSON into a `serde_json::Value` (for code that needs other fields).
     pub fn to_value(&self) -> serde_json::Value {
         serde_json::from_str(&self.0.json).expect("object JSON was validated when decoded")
@@ -258,7 +285,8 @@ impl Object {
             + m.name.len()
             + m.uid.len()
             + m.resource_version.len()
-            + m.labels.iter().chain(&m.annotations).map(|(k, v)| k.len() + v.len() + 48).sum::<usize>()
+            + m.labels.heap_size()
+            + m.annotations.heap_size()
             + m.owner_references
                 .iter()
                 .map(|o| o.api_version.len() + o.kind.len() + o.name.len() + o.uid.len() + 104)
@@ -379,6 +407,13 @@ mod tests {
         assert_eq!(obj.json(), POD.replace(r#","managedFields":[{"manager":"kubectl","operation":"Apply"}]"#, ""));
         let reparsed = Object::from_str(obj.json()).unwrap();
         assert_eq!(reparsed.meta(), obj.meta());
+        // Consuming the only handle strips in place, with the same result; a shared one copies.
+        let owned = Object::from_str(POD).unwrap();
+        let shared = owned.clone();
+        assert_eq!(owned.into_without_managed_fields().json(), obj.json());
+        assert_eq!(shared.clone().into_without_managed_fields().json(), obj.json());
+        assert!(shared.has_managed_fields(), "the other handle is untouched");
+        assert_eq!(Object::from_str(POD).unwrap().into_without_managed_fields().meta(), obj.meta());
     }
 
     #[test]

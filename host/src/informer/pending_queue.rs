@@ -189,7 +189,12 @@ impl PendingQueue {
     ///
     /// [`initial_outstanding`]: Self::initial_outstanding
     pub fn pop(&mut self) -> Option<(String, Pending)> {
-        self.ready.pop_front()
+        let entry = self.ready.pop_front();
+        // Give back the memory of a large burst (an initial list) once it has drained.
+        if self.ready.is_empty() && self.ready.capacity() > 1024 {
+            self.ready.shrink_to_fit();
+        }
+        entry
     }
 
     /// Marks a popped entry as done (delivered, or dropped after a fatal error).
@@ -222,6 +227,23 @@ impl PendingQueue {
         self.timers.insert((at, seq, key.clone()));
         self.delayed.insert(key, (merged, at, seq));
         true
+    }
+
+    /// Puts the undelivered remainder of a popped entry back at the **front** of the ready
+    /// queue (the handler stopped its batch before getting to it), merged with whatever
+    /// arrived for the key meanwhile. Call it for the entries of one batch in reverse order
+    /// to keep their order.
+    pub fn requeue(&mut self, key: String, popped: &Pending, remainder: Vec<Notification>) {
+        self.account(Some(popped), None);
+        let mut notifications = remainder;
+        if let Some(newer) = self.ready.remove(&key) {
+            self.account(Some(&newer), None);
+            notifications.extend(newer.into_notifications());
+        }
+        let Some(merged) = Pending::from_notifications(notifications) else { return };
+        self.account(None, Some(&merged));
+        self.ready.insert(key.clone(), merged);
+        self.ready.to_front(&key);
     }
 
     /// When the earliest delayed entry becomes ready.

@@ -129,3 +129,32 @@ async fn queue_retry_of_an_add_deleted_meanwhile_leaves_nothing() {
     assert!(!retried, "the handler never saw the add, so the delete cancels it");
     assert!(q.is_empty());
 }
+
+#[test]
+fn queue_requeue_puts_an_unstarted_entry_back_in_front_merged_with_newer_events() {
+    let pod_b = |rv| Notification::Add { obj: pod("ns", "b", rv), initial: false };
+    let mut q = PendingQueue::default();
+    q.push(add(1));
+    q.push(pod_b(1));
+    let (key, popped) = q.pop().unwrap();
+    // While the handler's batch ran, a newer update of the same key arrived.
+    q.push(update(1, 2));
+    q.requeue(key.clone(), &popped, popped.clone().into_notifications());
+    assert_eq!(q.len(), 2);
+    let (first, pending) = q.pop().unwrap();
+    assert_eq!(first, key, "the requeued key is delivered first");
+    assert_eq!(pending, one(Notification::Add { obj: pod("ns", "a", 2), initial: false }));
+    assert_eq!(q.pop().unwrap().0, "ns/b");
+}
+
+#[test]
+fn queue_requeue_keeps_counting_initial_adds() {
+    let mut q = PendingQueue::default();
+    q.push(Notification::Add { obj: pod("ns", "a", 1), initial: true });
+    let (key, popped) = q.pop().unwrap();
+    q.requeue(key, &popped, popped.clone().into_notifications());
+    assert_eq!(q.initial_outstanding(), 1);
+    let (_, popped) = q.pop().unwrap();
+    q.complete(&popped);
+    assert_eq!(q.initial_outstanding(), 0);
+}

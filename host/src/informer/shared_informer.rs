@@ -340,7 +340,7 @@ impl SharedIndexInformer {
             }
         }
         if inner.config.strip_managed_fields {
-            let strip: Transform = Arc::new(|obj: super::object::Object| obj.without_managed_fields());
+            let strip: Transform = Arc::new(super::object::Object::into_without_managed_fields);
             let user = reflector_config.transform.take();
             reflector_config.transform = Some(match user {
                 Some(user) => Arc::new(move |obj| user(strip(obj))),

@@ -4,6 +4,12 @@
 //! does), so the world `wink:plugin/handler-plugin@0.1.0` is compiled into Rust exactly once.
 //! This module also converts between the host's [`Object`] (an `Arc` of the JSON as served
 //! plus parsed metadata) and the WIT `object` record that crosses into guest memory.
+//!
+//! Handler calls pass objects as [`ObjectRef`]: the same record, borrowing every string from
+//! the cached [`Object`], so the only copy of an object's bytes per call is the one into guest
+//! memory. (The owned [`WitObject`], which bindgen generates, serves the cache import.)
+
+use wasmtime::component::{ComponentType, Lower};
 
 use crate::informer::{Object, ObjectError};
 
@@ -32,7 +38,7 @@ pub const ALLOWED_IMPORTS: [&str; 3] = ["wink:plugin/types@0.1.0", "wink:plugin/
 /// nothing is re-encoded.
 pub fn to_wit(obj: &Object) -> WitObject {
     let m = obj.meta();
-    let pairs = |map: &std::collections::BTreeMap<String, String>| -> Vec<(String, String)> {
+    let pairs = |map: &crate::informer::Labels| -> Vec<(String, String)> {
         map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     };
     WitObject {
@@ -60,6 +66,100 @@ pub fn to_wit(obj: &Object) -> WitObject {
                 .collect(),
         },
         json: obj.json().to_owned(),
+    }
+}
+
+/// The WIT `owner-reference` record, borrowed from an [`Object`]'s parsed metadata.
+#[derive(ComponentType, Lower, Clone, Copy, Debug)]
+#[component(record)]
+pub struct OwnerReferenceRef<'a> {
+    /// `apiVersion`.
+    #[component(name = "api-version")]
+    pub api_version: &'a str,
+    /// `kind`.
+    pub kind: &'a str,
+    /// `name`.
+    pub name: &'a str,
+    /// `uid`.
+    pub uid: &'a str,
+    /// `controller == true`.
+    pub controller: bool,
+}
+
+/// The WIT `object-meta` record, borrowed from an [`Object`]'s parsed metadata.
+#[derive(ComponentType, Lower, Clone, Debug)]
+#[component(record)]
+pub struct ObjectMetaRef<'a> {
+    /// `apiVersion`.
+    #[component(name = "api-version")]
+    pub api_version: &'a str,
+    /// `kind`.
+    pub kind: &'a str,
+    /// `metadata.namespace`.
+    pub namespace: Option<&'a str>,
+    /// `metadata.name`.
+    pub name: &'a str,
+    /// `metadata.uid`.
+    pub uid: &'a str,
+    /// `metadata.resourceVersion`.
+    #[component(name = "resource-version")]
+    pub resource_version: &'a str,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `metadata.labels`, sorted by key.
+    pub labels: Vec<(&'a str, &'a str)>,
+    /// `metadata.annotations`, sorted by key.
+    pub annotations: Vec<(&'a str, &'a str)>,
+    /// `metadata.deletionTimestamp`.
+    #[component(name = "deletion-timestamp")]
+    pub deletion_timestamp: Option<&'a str>,
+    /// `metadata.ownerReferences`.
+    #[component(name = "owner-references")]
+    pub owner_references: Vec<OwnerReferenceRef<'a>>,
+}
+
+/// The WIT `object` record, borrowed from an [`Object`]: what handler calls lower into guest
+/// memory without an intermediate copy.
+#[derive(ComponentType, Lower, Clone, Debug)]
+#[component(record)]
+pub struct ObjectRef<'a> {
+    /// The parsed metadata.
+    pub meta: ObjectMetaRef<'a>,
+    /// The JSON text.
+    pub json: &'a str,
+}
+
+/// Borrows an object as the WIT record handed to a guest.
+pub fn object_ref(obj: &Object) -> ObjectRef<'_> {
+    fn pairs(map: &crate::informer::Labels) -> Vec<(&str, &str)> {
+        map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+    let m = obj.meta();
+    ObjectRef {
+        meta: ObjectMetaRef {
+            api_version: &m.api_version,
+            kind: &m.kind,
+            namespace: m.namespace.as_deref(),
+            name: &m.name,
+            uid: &m.uid,
+            resource_version: &m.resource_version,
+            generation: m.generation,
+            labels: pairs(&m.labels),
+            annotations: pairs(&m.annotations),
+            deletion_timestamp: m.deletion_timestamp.as_deref(),
+            owner_references: m
+                .owner_references
+                .iter()
+                .map(|o| OwnerReferenceRef {
+                    api_version: &o.api_version,
+                    kind: &o.kind,
+                    name: &o.name,
+                    uid: &o.uid,
+                    controller: o.controller == Some(true),
+                })
+                .collect(),
+        },
+        json: obj.json(),
     }
 }
 

@@ -15,6 +15,11 @@
 //!   ([`wasmtime::Engine::precompile_compatibility_hash`]). Files are written to a temporary
 //!   name and renamed, so a reader never sees half a file. A file that fails to load is
 //!   recompiled and overwritten, with a warning.
+//! - **Shared code.** The engine also keeps the most recently used compiled components in
+//!   memory ([`MEMORY_CACHE_SIZE`] of them, by digest), so plugins that use the same
+//!   component — many tenants' copies of one plugin — share one copy of its code and metadata
+//!   instead of each mapping the cache file again: a copy loads in microseconds and costs no
+//!   memory beyond its own instances.
 //!
 //! The cache directory must be writable only by the host's user: a `.cwasm` is native code
 //! that wasmtime maps and runs without verifying it.
@@ -31,6 +36,9 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// Bumped when the cache's file layout changes, so old files are never read.
 const CACHE_FORMAT: &str = "wink-cwasm-1";
+
+/// How many distinct compiled components the engine keeps in memory for reuse.
+pub const MEMORY_CACHE_SIZE: usize = 32;
 
 /// Why the engine could not be built or a component could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -188,6 +196,8 @@ struct Inner {
     compilations: AtomicU64,
     cache_hits: AtomicU64,
     temp_counter: AtomicU64,
+    /// Recently used components by digest, most recent first.
+    in_memory: parking_lot::Mutex<std::collections::VecDeque<(String, Component)>>,
     ticker: Ticker,
 }
 
@@ -280,6 +290,7 @@ impl PluginEngine {
             compilations: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
+            in_memory: parking_lot::Mutex::default(),
             ticker,
         })))
     }
@@ -317,7 +328,7 @@ impl PluginEngine {
         self.0.compilations.load(Ordering::Relaxed)
     }
 
-    /// The number of components loaded from the cache so far.
+    /// The number of components served from a cache (in memory or on disk) so far.
     pub fn cache_hits(&self) -> u64 {
         self.0.cache_hits.load(Ordering::Relaxed)
     }
@@ -328,9 +339,36 @@ impl PluginEngine {
         Some(dir.join(format!("{digest}-{}.cwasm", self.0.engine_hash)))
     }
 
-    /// Compiles a component, through the disk cache when one is configured.
+    /// Compiles a component: from memory when this engine already has it, else through the
+    /// disk cache when one is configured.
     pub fn compile(&self, bytes: &[u8]) -> Result<Compiled, EngineError> {
         let digest = hex::encode(Sha256::digest(bytes));
+        if let Some(component) = self.remembered(&digest) {
+            self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Compiled { component, outcome: CacheOutcome::Hit, digest });
+        }
+        let compiled = self.compile_or_load(bytes, digest)?;
+        self.remember(&compiled.digest, &compiled.component);
+        Ok(compiled)
+    }
+
+    fn remembered(&self, digest: &str) -> Option<Component> {
+        let mut in_memory = self.0.in_memory.lock();
+        let at = in_memory.iter().position(|(d, _)| d == digest)?;
+        let entry = in_memory.remove(at)?;
+        let component = entry.1.clone();
+        in_memory.push_front(entry);
+        Some(component)
+    }
+
+    fn remember(&self, digest: &str, component: &Component) {
+        let mut in_memory = self.0.in_memory.lock();
+        in_memory.retain(|(d, _)| d != digest);
+        in_memory.push_front((digest.to_owned(), component.clone()));
+        in_memory.truncate(MEMORY_CACHE_SIZE);
+    }
+
+    fn compile_or_load(&self, bytes: &[u8], digest: String) -> Result<Compiled, EngineError> {
         let Some(path) = self.cache_path(&digest) else {
             let component = self.compile_now(bytes)?;
             return Ok(Compiled { component, outcome: CacheOutcome::Disabled, digest });

@@ -46,10 +46,29 @@ async fn corrupt_cache_file_is_recompiled_and_overwritten() {
     let digest = engine.compile(&bytes).unwrap().digest;
     let path = engine.cache_path(&digest).unwrap();
     std::fs::write(&path, b"not a compiled component").unwrap();
+    // The engine that compiled it keeps it in memory; a new one reads the corrupt file.
+    assert_eq!(engine.compile(&bytes).unwrap().outcome, CacheOutcome::Hit);
+    let engine = PluginEngine::new(small(Some(dir.0.clone()))).unwrap();
     assert_eq!(engine.compile(&bytes).unwrap().outcome, CacheOutcome::Miss);
     assert_ne!(std::fs::read(&path).unwrap(), b"not a compiled component");
-    assert_eq!(engine.compile(&bytes).unwrap().outcome, CacheOutcome::Hit);
-    assert_eq!(engine.compilations(), 2);
+    let fresh = PluginEngine::new(small(Some(dir.0.clone()))).unwrap();
+    assert_eq!(fresh.compile(&bytes).unwrap().outcome, CacheOutcome::Hit);
+    assert_eq!((engine.compilations(), fresh.compilations()), (1, 0));
+}
+
+#[tokio::test]
+async fn copies_of_one_component_share_its_code_in_memory() {
+    let engine = PluginEngine::new(small(None)).unwrap();
+    let first = engine.compile(&component(6)).unwrap();
+    assert_eq!(first.outcome, CacheOutcome::Disabled);
+    let second = engine.compile(&component(6)).unwrap();
+    assert_eq!(second.outcome, CacheOutcome::Hit, "served from memory, nothing compiled");
+    assert_eq!((engine.compilations(), engine.cache_hits()), (1, 1));
+    // Only the most recently used components are kept.
+    for tag in 100..100 + MEMORY_CACHE_SIZE as u32 {
+        engine.compile(&component(tag)).unwrap();
+    }
+    assert_eq!(engine.compile(&component(6)).unwrap().outcome, CacheOutcome::Disabled, "evicted");
 }
 
 #[tokio::test]

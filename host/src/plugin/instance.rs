@@ -16,10 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::Store;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::{HasData, Instance, Linker, TypedFunc};
 
 use crate::informer::{HandlerError, Notification, Object};
-use crate::plugin::bindings::{HandlerPlugin, HandlerPluginPre, cache, log, to_wit, types};
+use crate::plugin::bindings::{
+    HANDLER_EXPORT, HandlerPlugin, HandlerPluginPre, ObjectRef, cache, log, object_ref, types,
+};
 use crate::plugin::engine::PluginEngine;
 use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, LogSink};
 use crate::plugin::limits::PluginLimiter;
@@ -142,9 +144,11 @@ impl Sandbox {
         store.limiter(|state| &mut state.limiter);
         let ticks = self.engine.deadline_ticks(self.call_timeout);
         store.set_epoch_deadline(ticks);
-        let bindings =
-            self.pre.instantiate(&mut store).map_err(|e| CallOutcome::Trap(TrapKind::of_instantiation(&e)))?;
-        let mut instance = PluginInstance { store, bindings, ticks, poisoned: false, calls: 0 };
+        let instantiation = |e: wasmtime::Error| CallOutcome::Trap(TrapKind::of_instantiation(&e));
+        let instance = self.pre.instance_pre().instantiate(&mut store).map_err(instantiation)?;
+        let bindings = HandlerPlugin::new(&mut store, &instance).map_err(instantiation)?;
+        let handlers = Handlers::new(&mut store, &instance).map_err(instantiation)?;
+        let mut instance = PluginInstance { store, bindings, handlers, ticks, poisoned: false, calls: 0 };
         match instance.call(|b, s| b.wink_plugin_handler().call_init(s, &self.config_json)) {
             Ok(Ok(())) => Ok(instance),
             Ok(Err(message)) => Err(CallOutcome::InitRejected(message)),
@@ -153,10 +157,42 @@ impl Sandbox {
     }
 }
 
+type HandlerResult = (Result<(), types::HandlerError>,);
+
+/// The handler exports, typed to take objects borrowed from the host's cache (see
+/// [`ObjectRef`]): lowering copies each string once, straight into guest memory. The
+/// `'static` in the types is only nominal: a `TypedFunc` is covariant in its parameters, so
+/// each call passes objects borrowed for just that call.
+struct Handlers {
+    on_add: TypedFunc<(ObjectRef<'static>, bool), HandlerResult>,
+    on_update: TypedFunc<(ObjectRef<'static>, ObjectRef<'static>), HandlerResult>,
+    on_delete: TypedFunc<(ObjectRef<'static>, bool), HandlerResult>,
+}
+
+impl Handlers {
+    fn new(store: &mut Store<HostState>, instance: &Instance) -> wasmtime::Result<Self> {
+        let iface = instance
+            .get_export_index(&mut *store, None, HANDLER_EXPORT)
+            .ok_or_else(|| wasmtime::format_err!("no `{HANDLER_EXPORT}` export"))?;
+        let index = |store: &mut Store<HostState>, name: &str| {
+            instance
+                .get_export_index(&mut *store, Some(&iface), name)
+                .ok_or_else(|| wasmtime::format_err!("no `{name}` in `{HANDLER_EXPORT}`"))
+        };
+        let (add, update, delete) = (index(store, "on-add")?, index(store, "on-update")?, index(store, "on-delete")?);
+        Ok(Self {
+            on_add: instance.get_typed_func(&mut *store, add)?,
+            on_update: instance.get_typed_func(&mut *store, update)?,
+            on_delete: instance.get_typed_func(&mut *store, delete)?,
+        })
+    }
+}
+
 /// One live instance of a plugin: a store, its limits, and the component's exports.
 pub struct PluginInstance {
     store: Store<HostState>,
     bindings: HandlerPlugin,
+    handlers: Handlers,
     ticks: u64,
     poisoned: bool,
     calls: u64,
@@ -209,20 +245,23 @@ impl PluginInstance {
 
     /// Calls `on-add`.
     pub fn on_add(&mut self, obj: &Object, initial_list: bool) -> CallOutcome {
-        let obj = to_wit(obj);
-        outcome(self.call(|b, s| b.wink_plugin_handler().call_on_add(s, &obj, initial_list)))
+        let func: TypedFunc<(ObjectRef<'_>, bool), HandlerResult> = self.handlers.on_add;
+        let args = (object_ref(obj), initial_list);
+        outcome(self.call(|_, s| func.call(s, args).map(|(r,)| r)))
     }
 
     /// Calls `on-update`.
     pub fn on_update(&mut self, old: &Object, new: &Object) -> CallOutcome {
-        let (old, new) = (to_wit(old), to_wit(new));
-        outcome(self.call(|b, s| b.wink_plugin_handler().call_on_update(s, &old, &new)))
+        let func: TypedFunc<(ObjectRef<'_>, ObjectRef<'_>), HandlerResult> = self.handlers.on_update;
+        let args = (object_ref(old), object_ref(new));
+        outcome(self.call(|_, s| func.call(s, args).map(|(r,)| r)))
     }
 
     /// Calls `on-delete`.
     pub fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> CallOutcome {
-        let obj = to_wit(obj);
-        outcome(self.call(|b, s| b.wink_plugin_handler().call_on_delete(s, &obj, final_state_unknown)))
+        let func: TypedFunc<(ObjectRef<'_>, bool), HandlerResult> = self.handlers.on_delete;
+        let args = (object_ref(obj), final_state_unknown);
+        outcome(self.call(|_, s| func.call(s, args).map(|(r,)| r)))
     }
 
     /// Delivers a notification through the matching export.

@@ -19,6 +19,7 @@
 //! - [`imports`]: the host side of `log` and `cache`.
 //! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
 //! - [`loader`]: manifest + component → [`LoadedPlugin`] (what `wink check` runs).
+//! - [`pool`]: [`GuestPool`], the threads guest code runs on.
 //! - [`runner`]: [`PluginHandler`], a plugin as an informer event handler.
 //! - [`metrics`]: per-plugin Prometheus metrics.
 
@@ -31,6 +32,7 @@ pub mod loader;
 pub mod manifest;
 pub mod metrics;
 pub mod outcome;
+pub mod pool;
 pub mod registry;
 pub mod runner;
 pub mod selector;
@@ -44,6 +46,7 @@ pub use loader::{LoadError, LoadedPlugin, load_plugin};
 pub use manifest::{Manifest, ManifestError};
 pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use outcome::{CallOutcome, TrapKind};
+pub use pool::{GuestPool, GuestPoolError};
 pub use registry::{PluginRegistry, PluginStatus, RegistryError, SwappableHandler};
-pub use runner::{GuestPool, PluginHandler, RestartBackoff};
-pub use selector::{LabelSelector, SelectorError};
+pub use runner::{PluginHandler, RestartBackoff};
+pub use selector::{LabelSelector, LabelSet, SelectorError};

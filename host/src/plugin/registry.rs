@@ -39,8 +39,8 @@ use super::outcome::CallOutcome;
 use super::runner::{GuestPool, PluginHandler};
 use super::{PluginEngine, manifest};
 use crate::informer::{
-    EventHandler, HandlerResult, Indexer, InformerFactory, ListenerOptions, Object, Registration, ResourceKey,
-    SharedIndexInformer,
+    EntryResults, EventHandler, HandlerResult, Indexer, InformerFactory, ListenerOptions, Notification, Object,
+    Registration, ResourceKey, SharedIndexInformer,
 };
 
 /// Why a plugin could not be deployed.
@@ -120,6 +120,10 @@ impl EventHandler for SwappableHandler {
 
     async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
         self.current().on_delete(obj, final_state_unknown).await
+    }
+
+    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        self.current().deliver_batch(batch).await
     }
 }
 

@@ -1,10 +1,17 @@
 //! [`PluginHandler`]: a plugin as an informer [`EventHandler`], with its failure policy.
 //!
-//! Guest code never runs on the async executor's threads: each call takes a permit of the
-//! host-wide [`GuestPool`] (sized to the number of cores) and runs in `spawn_blocking`,
-//! inside the caller's tracing span, as Kubewarden's policy-server does. Calls into one
-//! plugin are serial: its instance sits behind an async mutex, so a second listener of the
-//! same plugin waits without holding a pool permit or blocking a thread.
+//! Guest code never runs on the async executor's threads: each call is a job of the
+//! host-wide [`GuestPool`] (one thread per core), run inside the caller's tracing span, as
+//! Kubewarden's policy-server runs policies on a bounded pool. Calls into one plugin are
+//! serial: its instance sits behind an async mutex, so a second listener of the same plugin
+//! waits without holding a guest thread.
+//!
+//! The hop to a guest thread and back costs several times a small guest call, so a
+//! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop
+//! is paid once per batch, not once per event. A batch stops early — the rest goes back to
+//! the front of the listener's queue — after a trap (so the restart backoff applies) or once
+//! it has run for [`BATCH_BUDGET`] (so one plugin's batch does not keep a guest thread long
+//! while other plugins wait).
 //!
 //! Failure policy (the manifest's `failurePolicy`):
 //! - a guest `retry` error → [`HandlerError::Retry`] (the listener retries the key with
@@ -27,10 +34,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::Mutex;
 use tracing::Instrument;
 
-use crate::informer::{EventHandler, HandlerError, HandlerResult, Notification, Object};
+use crate::informer::{EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object};
 use crate::plugin::engine::PluginEngine;
 use crate::plugin::imports::CacheResolver;
 use crate::plugin::instance::{PluginInstance, Sandbox};
@@ -38,42 +45,12 @@ use crate::plugin::loader::LoadedPlugin;
 use crate::plugin::manifest::{FailurePolicy, OnError};
 use crate::plugin::metrics::PluginMetrics;
 use crate::plugin::outcome::{CallOutcome, TrapKind};
+pub use crate::plugin::pool::GuestPool;
+use crate::plugin::pool::GuestPoolError;
 
-/// The host-wide bound on guest calls running at once. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct GuestPool {
-    permits: Arc<Semaphore>,
-    size: usize,
-}
-
-impl GuestPool {
-    /// A pool running at most `size` guest calls at once (at least 1).
-    pub fn new(size: usize) -> Self {
-        let size = size.max(1);
-        Self { permits: Arc::new(Semaphore::new(size)), size }
-    }
-
-    /// A pool sized to the machine's available parallelism.
-    pub fn per_core() -> Self {
-        Self::new(std::thread::available_parallelism().map_or(1, usize::from))
-    }
-
-    /// The number of calls that may run at once.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
-    /// Calls running now.
-    pub fn busy(&self) -> usize {
-        self.size - self.permits.available_permits()
-    }
-}
-
-impl Default for GuestPool {
-    fn default() -> Self {
-        Self::per_core()
-    }
-}
+/// How long one batch may keep calling a plugin before the rest of it is put back in the
+/// listener's queue (a call already started always completes, within its deadline).
+pub const BATCH_BUDGET: Duration = Duration::from_millis(1);
 
 /// The delay before re-instantiating a plugin after consecutive failures.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,6 +183,59 @@ impl PluginHandler {
         self.run(Some(notification)).await.0
     }
 
+    /// Delivers a listener's batch in one blocking task (see the module docs).
+    pub async fn deliver_many(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        let dropped = |batch: &[Vec<Notification>]| -> Vec<EntryResults> {
+            batch
+                .iter()
+                .map(|entry| {
+                    entry
+                        .iter()
+                        .map(|_| {
+                            self.shared.metrics.dropped_event();
+                            Ok(())
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        if self.is_quarantined() {
+            return dropped(batch);
+        }
+        let mut slot = self.slot.clone().lock_owned().await;
+        if self.is_quarantined() {
+            return dropped(batch);
+        }
+        if slot.instance.is_none()
+            && let Some(at) = slot.restart_at.take()
+        {
+            tokio::time::sleep_until(at).await;
+        }
+        let shared = self.shared.clone();
+        let owned = batch.to_vec();
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
+        let job = self.pool.run(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let _entered = span.enter();
+                run_batch(&shared, &mut slot, &owned)
+            })
+        });
+        match job.await {
+            Ok(results) => results,
+            Err(GuestPoolError::Closed) => {
+                let closed = || Err(HandlerError::Retry("the guest pool is shut down".into()));
+                batch.iter().map(|_| vec![closed()]).collect()
+            }
+            Err(e) => {
+                tracing::error!(plugin = %self.shared.name, error = %e, "plugin batch panicked in the host");
+                let mut slot = self.slot.lock().await;
+                slot.instance = None;
+                batch.iter().map(|_| vec![Err(HandlerError::Retry(format!("plugin call failed: {e}")))]).collect()
+            }
+        }
+    }
+
     async fn run(&self, notification: Option<Notification>) -> (HandlerResult, CallOutcome) {
         if self.is_quarantined() {
             self.shared.metrics.dropped_event();
@@ -221,25 +251,23 @@ impl PluginHandler {
         {
             tokio::time::sleep_until(at).await;
         }
-        let permit = match self.pool.permits.clone().acquire_owned().await {
-            Ok(permit) => permit,
-            Err(_) => return (Err(HandlerError::Retry("the guest pool is closed".into())), CallOutcome::Ok),
-        };
         let shared = self.shared.clone();
-        // The blocking thread logs through the caller's subscriber, inside the caller's span.
+        // The guest thread logs through the caller's subscriber, inside the caller's span.
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let span = tracing::Span::current();
-        let task = tokio::task::spawn_blocking(move || {
+        let job = self.pool.run(move || {
             tracing::dispatcher::with_default(&dispatch, || {
                 let _entered = span.enter();
-                let _permit = permit;
                 let outcome = call_guest(&shared, &mut slot, notification.as_ref());
                 let result = apply_policy(&shared, &mut slot, &outcome);
                 (result, outcome)
             })
         });
-        match task.await {
+        match job.await {
             Ok(done) => done,
+            Err(GuestPoolError::Closed) => {
+                (Err(HandlerError::Retry("the guest pool is shut down".into())), CallOutcome::Ok)
+            }
             Err(e) => {
                 // A panic in host code (the guest cannot panic the host). The slot guard was
                 // dropped while unwinding; the instance in it may be inconsistent.
@@ -278,6 +306,42 @@ fn call_guest(shared: &Shared, slot: &mut Slot, notification: Option<&Notificati
     let outcome = instance.deliver(notification);
     shared.metrics.call(started.elapsed());
     outcome
+}
+
+/// Runs in the blocking pool: delivers a batch, entry by entry, each entry's notifications
+/// in order; stops an entry at its first `Retry`, and the whole batch after a failure
+/// (trap, refused `init`) or once [`BATCH_BUDGET`] is spent. Entries not started get no
+/// results (the listener puts them back in front).
+fn run_batch(shared: &Shared, slot: &mut Slot, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+    let started = Instant::now();
+    let mut out = Vec::with_capacity(batch.len());
+    for entry in batch {
+        if !out.is_empty() && started.elapsed() >= BATCH_BUDGET {
+            break;
+        }
+        let mut results = Vec::with_capacity(entry.len());
+        let mut failed = false;
+        for notification in entry {
+            if shared.quarantined.load(Ordering::Acquire) {
+                shared.metrics.dropped_event();
+                results.push(Ok(()));
+                continue;
+            }
+            let outcome = call_guest(shared, slot, Some(notification));
+            let result = apply_policy(shared, slot, &outcome);
+            failed = !matches!(outcome, CallOutcome::Ok | CallOutcome::HandlerError(_));
+            let retry = matches!(result, Err(HandlerError::Retry(_)));
+            results.push(result);
+            if retry || failed {
+                break;
+            }
+        }
+        out.push(results);
+        if failed {
+            break;
+        }
+    }
+    out
 }
 
 /// Runs in the blocking pool after each call: counters, logs, restart backoff, quarantine,
@@ -346,6 +410,10 @@ impl EventHandler for PluginHandler {
     async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
         let span = tracing::debug_span!("plugin_call", plugin = %self.shared.name, hook = "on-delete", key = obj.key());
         self.deliver(Notification::Delete { obj: obj.clone(), final_state_unknown }).instrument(span).await
+    }
+
+    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        self.deliver_many(batch).await
     }
 }
 

@@ -136,7 +136,8 @@ async fn guest_code_never_runs_on_the_executor_thread() {
 #[tokio::test]
 async fn the_guest_pool_bounds_concurrent_calls() {
     let engine = engine();
-    let pool = GuestPool::new(1);
+    // Calls slower than a second would leave the pool; these stop at their 50 ms deadline.
+    let pool = GuestPool::with_slow_call(1, Duration::from_secs(1));
     let a = handler_on(&engine, Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool.clone());
     let b = handler_on(&engine, Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool.clone());
     a.warm_up().await;
@@ -175,4 +176,66 @@ async fn an_exhausted_instance_pool_is_retried_without_quarantine() {
     assert!(matches!(&err, HandlerError::Retry(why) if why.contains("cannot instantiate")), "{err:?}");
     assert!(!starved.is_quarantined());
     assert_eq!(starved.metrics().traps_of("instantiation"), 1);
+}
+
+fn updates(keys: &[&str]) -> Vec<Vec<Notification>> {
+    keys.iter().map(|k| vec![Notification::Update { old: pod(k), new: pod(k) }]).collect()
+}
+
+#[tokio::test]
+async fn a_batch_runs_every_entry_in_one_blocking_task_in_order() {
+    let h = handler(Guest { on_update: Behaviour::Log, ..Guest::default() }, FailurePolicy::default());
+    let results = h.deliver_many(&updates(&["a", "b", "c"])).await;
+    assert_eq!(results, vec![vec![Ok(())], vec![Ok(())], vec![Ok(())]]);
+    assert_eq!(h.metrics().calls(), 4, "init and three calls");
+}
+
+#[tokio::test]
+async fn a_trap_stops_the_batch_and_leaves_the_rest_unstarted() {
+    let h = handler(Guest { on_update: Behaviour::Unreachable, ..Guest::default() }, policy(OnError::Retry, 0));
+    let results = h.deliver_many(&updates(&["a", "b", "c"])).await;
+    assert_eq!(results.len(), 1, "entries after the trap are not started: {results:?}");
+    assert!(matches!(&results[0][..], [Err(HandlerError::Retry(_))]), "{results:?}");
+    assert_eq!(h.metrics().traps_of("other"), 1);
+}
+
+#[tokio::test]
+async fn a_quarantined_plugin_drops_a_whole_batch_without_calling_the_guest() {
+    let h = handler(Guest { on_update: Behaviour::Unreachable, ..Guest::default() }, policy(OnError::Skip, 1));
+    let first = h.deliver_many(&updates(&["a"])).await;
+    assert_eq!(first, vec![vec![Ok(())]], "the quarantining event is dropped");
+    assert!(h.is_quarantined());
+    let calls = h.metrics().calls();
+    let results = h.deliver_many(&updates(&["b", "c"])).await;
+    assert_eq!(results, vec![vec![Ok(())], vec![Ok(())]]);
+    assert_eq!(h.metrics().calls(), calls);
+    assert_eq!(h.metrics().dropped_events(), 3);
+}
+
+#[tokio::test]
+async fn a_stuck_call_leaves_the_pool_and_its_neighbours_keep_running() {
+    // One guest thread. The stuck plugin loops until its 5 s deadline; the pool moves it out
+    // after 10 ms, so the neighbour's call runs while the stuck one still spins.
+    let engine = engine();
+    let pool = GuestPool::with_slow_call(1, Duration::from_millis(10));
+    let stuck_sandbox =
+        Arc::new(sandbox_with(&engine, Guest::on_add(Behaviour::Loop), 4 << 20, Duration::from_secs(5)));
+    let stuck = PluginHandler::new(
+        stuck_sandbox,
+        policy(OnError::Skip, 0),
+        RestartBackoff::default(),
+        PluginMetrics::detached("stuck"),
+        pool.clone(),
+    );
+    let neighbour = handler_on(&engine, Guest::default(), FailurePolicy::default(), pool.clone());
+    stuck.warm_up().await;
+    neighbour.warm_up().await;
+    let spinning = tokio::spawn(async move { stuck.on_add(&pod("a"), false).await });
+    while pool.slow_calls() == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(neighbour.on_add(&pod("b"), false).await, Ok(()));
+    assert!(!spinning.is_finished(), "the neighbour ran while the stuck call was still running");
+    assert_eq!(pool.busy(), 0, "the stuck call no longer counts against the pool");
+    spinning.abort();
 }

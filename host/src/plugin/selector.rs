@@ -95,6 +95,24 @@ pub enum Operator {
     LessThan(i64),
 }
 
+/// A set of labels a selector can be matched against.
+pub trait LabelSet {
+    /// The value of the label `key`, if present.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl LabelSet for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+impl LabelSet for crate::informer::Labels {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
 /// One comma-separated term of a selector: a key and a condition on its value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Requirement {
@@ -106,11 +124,11 @@ pub struct Requirement {
 
 impl Requirement {
     /// Whether a label set satisfies this requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+    pub fn matches(&self, labels: &(impl LabelSet + ?Sized)) -> bool {
+        let value = labels.label(&self.key);
         match &self.operator {
-            Operator::Equals(v) => value == Some(v),
-            Operator::NotEquals(v) => value != Some(v),
+            Operator::Equals(v) => value == Some(v.as_str()),
+            Operator::NotEquals(v) => value != Some(v.as_str()),
             Operator::In(set) => value.is_some_and(|v| set.contains(v)),
             Operator::NotIn(set) => value.is_none_or(|v| !set.contains(v)),
             Operator::Exists => value.is_some(),
@@ -154,7 +172,7 @@ impl LabelSelector {
     }
 
     /// Whether every requirement holds for `labels`.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &(impl LabelSet + ?Sized)) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 

@@ -1,0 +1,333 @@
+//! [`GuestPool`]: the threads guest code runs on, shared by every plugin of a host.
+//!
+//! Guest code never runs on the async executor's threads. It runs on a fixed set of guest
+//! threads (one per core by default), fed by one queue of jobs — a plugin's call, or a whole
+//! batch of calls: a thread that finishes a job takes the next one without sleeping, so under
+//! load a call costs no thread wake-up, and an idle thread is woken only when a job arrives
+//! and every thread sleeps. Awaiting a job's result does not hold an executor thread.
+//!
+//! **A stuck call does not take a thread from the others.** A watchdog notices a job that has
+//! run longer than the pool's slow-call threshold (10 ms by default; plugin calls take
+//! microseconds): that thread leaves the pool — on Linux it also drops to the lowest CPU
+//! priority (nice 19), so a guest spinning until its deadline gets only the CPU time nobody
+//! else wants — and a fresh thread takes its place. The retired thread ends once its job
+//! ends (the per-call deadline bounds that). So a stalled plugin costs its neighbours neither
+//! a guest thread nor, on a busy machine, its core.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+/// The default slow-call threshold.
+pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Why a job gave no result.
+#[derive(Debug, thiserror::Error)]
+pub enum GuestPoolError {
+    /// The job panicked (host code: the guest cannot panic the host).
+    #[error("the job panicked: {0}")]
+    Panicked(String),
+    /// The pool shut down before running the job.
+    #[error("the guest pool is shut down")]
+    Closed,
+}
+
+struct Worker {
+    id: u64,
+    /// When its current job started (`None`: waiting for one).
+    busy_since: Option<Instant>,
+    /// Left the pool: ends after its current job.
+    retired: bool,
+    #[cfg(target_os = "linux")]
+    tid: i32,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: VecDeque<Job>,
+    workers: Vec<Worker>,
+    /// Workers counted against the pool's size (not retired).
+    active: usize,
+    /// Active workers waiting for a job.
+    idle: usize,
+    next_id: u64,
+    retired_calls: u64,
+    /// The watchdog sleeps with no deadline (no job was running): a job start must wake it.
+    watchdog_idle: bool,
+    shutdown: bool,
+}
+
+struct Shared {
+    size: usize,
+    slow_call: Duration,
+    state: Mutex<State>,
+    /// Wakes idle workers (a job arrived, or shutdown).
+    work: Condvar,
+    /// Wakes the watchdog (a job started, or shutdown).
+    watch: Condvar,
+}
+
+thread_local! {
+    /// The id of the worker running on this thread, if it is a guest thread.
+    static WORKER: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+impl Shared {
+    /// Marks this thread's worker idle (called by a job just before it hands its result
+    /// over, so that whoever awaits the result sees the pool's counts up to date).
+    fn job_done(&self) {
+        let Some(id) = WORKER.with(std::cell::Cell::get) else { return };
+        if let Some(me) = self.state.lock().workers.iter_mut().find(|w| w.id == id) {
+            me.busy_since = None;
+        }
+    }
+}
+
+/// Shuts the pool down when the last [`GuestPool`] handle is dropped.
+struct Owner(Arc<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.state.lock().shutdown = true;
+        self.0.work.notify_all();
+        self.0.watch.notify_all();
+    }
+}
+
+/// The host-wide threads that run guest code. Cheap to clone; the threads end when the last
+/// clone is dropped (after their current job).
+#[derive(Clone)]
+pub struct GuestPool {
+    shared: Arc<Shared>,
+    _owner: Arc<Owner>,
+}
+
+impl std::fmt::Debug for GuestPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuestPool").field("size", &self.shared.size).field("busy", &self.busy()).finish()
+    }
+}
+
+impl GuestPool {
+    /// A pool running at most `size` jobs at once (at least 1), with the default slow-call
+    /// threshold.
+    pub fn new(size: usize) -> Self {
+        Self::with_slow_call(size, DEFAULT_SLOW_CALL)
+    }
+
+    /// A pool whose jobs that run longer than `slow_call` leave the pool's capacity.
+    pub fn with_slow_call(size: usize, slow_call: Duration) -> Self {
+        let shared = Arc::new(Shared {
+            size: size.max(1),
+            slow_call,
+            state: Mutex::default(),
+            work: Condvar::new(),
+            watch: Condvar::new(),
+        });
+        let watchdog = shared.clone();
+        std::thread::Builder::new()
+            .name("wink-guest-watchdog".into())
+            .spawn(move || watchdog_loop(&watchdog))
+            .expect("spawning the guest pool's watchdog");
+        Self { _owner: Arc::new(Owner(shared.clone())), shared }
+    }
+
+    /// A pool sized to the machine's available parallelism.
+    pub fn per_core() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
+    /// The number of jobs that may run at once.
+    pub fn size(&self) -> usize {
+        self.shared.size
+    }
+
+    /// Jobs running now on the pool's threads (not counting slow calls moved out of it).
+    pub fn busy(&self) -> usize {
+        let state = self.shared.state.lock();
+        state.workers.iter().filter(|w| !w.retired && w.busy_since.is_some()).count()
+    }
+
+    /// Calls that ran past the slow-call threshold and were moved out of the pool so far.
+    pub fn slow_calls(&self) -> u64 {
+        self.shared.state.lock().retired_calls
+    }
+
+    /// Runs `job` on a guest thread and returns its result.
+    pub async fn run<T, F>(&self, job: F) -> Result<T, GuestPoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let shared = self.shared.clone();
+        let job: Job = Box::new(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(job)).map_err(|panic| {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-string panic".into());
+                GuestPoolError::Panicked(message)
+            });
+            shared.job_done();
+            let _ = tx.send(result);
+        });
+        self.submit(job)?;
+        rx.await.map_err(|_| GuestPoolError::Closed)?
+    }
+
+    fn submit(&self, job: Job) -> Result<(), GuestPoolError> {
+        let mut state = self.shared.state.lock();
+        if state.shutdown {
+            return Err(GuestPoolError::Closed);
+        }
+        state.jobs.push_back(job);
+        if state.idle > 0 {
+            drop(state);
+            self.shared.work.notify_one();
+        } else if state.active < self.shared.size {
+            spawn_worker(&self.shared, &mut state);
+        }
+        Ok(())
+    }
+}
+
+impl Default for GuestPool {
+    fn default() -> Self {
+        Self::per_core()
+    }
+}
+
+fn spawn_worker(shared: &Arc<Shared>, state: &mut State) {
+    let id = state.next_id;
+    state.next_id += 1;
+    state.active += 1;
+    state.workers.push(Worker {
+        id,
+        busy_since: None,
+        retired: false,
+        #[cfg(target_os = "linux")]
+        tid: 0,
+    });
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new().name(format!("wink-guest-{id}")).spawn(move || worker_loop(&shared, id));
+    if spawned.is_err() {
+        // Out of threads: the jobs wait for the workers that exist.
+        state.active -= 1;
+        state.workers.retain(|w| w.id != id);
+    }
+}
+
+fn worker_loop(shared: &Shared, id: u64) {
+    WORKER.with(|w| w.set(Some(id)));
+    #[cfg(target_os = "linux")]
+    {
+        let tid = current_tid();
+        if let Some(me) = shared.state.lock().workers.iter_mut().find(|w| w.id == id) {
+            me.tid = tid;
+        }
+    }
+    let mut state = shared.state.lock();
+    loop {
+        let Some(job) = state.jobs.pop_front() else {
+            if state.shutdown {
+                break;
+            }
+            state.idle += 1;
+            shared.work.wait(&mut state);
+            state.idle -= 1;
+            continue;
+        };
+        if let Some(me) = state.workers.iter_mut().find(|w| w.id == id) {
+            me.busy_since = Some(Instant::now());
+        }
+        // A watchdog waiting for a deadline will see this job then; only an idle one needs
+        // waking (so a busy pool does not wake it once per job).
+        let wake_watchdog = std::mem::take(&mut state.watchdog_idle);
+        drop(state);
+        if wake_watchdog {
+            shared.watch.notify_one();
+        }
+        job();
+        state = shared.state.lock();
+        let Some(me) = state.workers.iter_mut().find(|w| w.id == id) else { break };
+        me.busy_since = None;
+        if me.retired {
+            break;
+        }
+    }
+    state.workers.retain(|w| w.id != id);
+}
+
+/// Moves jobs that run past the slow-call threshold out of the pool's capacity, and starts
+/// threads in their place for the jobs that wait.
+fn watchdog_loop(shared: &Arc<Shared>) {
+    let mut state = shared.state.lock();
+    while !state.shutdown {
+        let now = Instant::now();
+        let mut next_check: Option<Instant> = None;
+        let mut retired = 0;
+        for worker in state.workers.iter_mut().filter(|w| !w.retired) {
+            let Some(since) = worker.busy_since else { continue };
+            let due = since + shared.slow_call;
+            if due <= now {
+                worker.retired = true;
+                retired += 1;
+                #[cfg(target_os = "linux")]
+                lower_priority(worker.tid);
+            } else {
+                next_check = Some(next_check.map_or(due, |n| n.min(due)));
+            }
+        }
+        if retired > 0 {
+            state.retired_calls += retired;
+            state.active -= retired as usize;
+            let waiting = state.jobs.len().saturating_sub(state.idle);
+            for _ in 0..waiting.min(shared.size.saturating_sub(state.active)) {
+                spawn_worker(shared, &mut state);
+            }
+            continue;
+        }
+        match next_check {
+            Some(at) => {
+                shared.watch.wait_until(&mut state, at);
+            }
+            None => {
+                state.watchdog_idle = true;
+                shared.watch.wait(&mut state);
+                state.watchdog_idle = false;
+            }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn current_tid() -> i32 {
+    #[allow(unsafe_code, reason = "gettid(2) has no preconditions")]
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe {
+        libc::gettid()
+    }
+}
+
+/// Gives a thread the lowest CPU priority (nice 19): it then gets CPU time only when the
+/// others leave some. Raising a nice value needs no privilege; the thread ends after its
+/// job, so nothing has to lower it again.
+#[cfg(target_os = "linux")]
+fn lower_priority(tid: i32) {
+    if tid <= 0 {
+        return;
+    }
+    #[allow(unsafe_code, reason = "setpriority(2) on a thread of this process")]
+    // SAFETY: setpriority only reads its integer arguments; a thread id that no longer exists
+    // makes it fail with ESRCH, which is ignored.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+    }
+}
