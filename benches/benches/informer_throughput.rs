@@ -1,0 +1,141 @@
+//! Run with cargo bench -p wink-benches --bench informer_throughput
+//!
+//! Benchmark 1 — informer throughput vs kube-rs. The local API server holds 10,000 Pods;
+//! a consumer lists them (paged, 500 a page, as both clients default to) and syncs, then
+//! receives 50,000 watch events (status updates, round-robin over the Pods). Timed: from the
+//! consumer's start until every listed Pod was handled, plus from the moment its watch is let
+//! through until every Pod's final state was handled; the writing of the 50,000 events is
+//! not timed (the watch waits at a gate meanwhile, see `wink_benches::gate`). Consumers:
+//! wink's informer with one no-op native handler, and kube-rs's `watcher` + `reflector`
+//! store with a no-op stream consumer, of `DynamicObject` and of the typed `Pod`.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use wink_benches::cluster::BenchCluster;
+use wink_benches::consumers::{KubeRsConsumer, KubeRsType, WinkConsumer};
+use wink_benches::results::{Report, Table, human_duration, thousands, verdict};
+use wink_benches::stream::{EVENTS, OBJECTS, Running, StreamRun, run_stream};
+use wink_benches::track::{ReadName, Tracked};
+use wink_benches::workload::PodSize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Consumer {
+    Wink,
+    KubeRsDynamic,
+    KubeRsTyped,
+}
+
+impl Consumer {
+    const ALL: [Consumer; 3] = [Consumer::Wink, Consumer::KubeRsDynamic, Consumer::KubeRsTyped];
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Wink => "wink",
+            Self::KubeRsDynamic => "kube-rs (DynamicObject)",
+            Self::KubeRsTyped => "kube-rs (typed Pod)",
+        }
+    }
+
+    fn id(self) -> &'static str {
+        match self {
+            Self::Wink => "wink",
+            Self::KubeRsDynamic => "kube-rs-dynamic",
+            Self::KubeRsTyped => "kube-rs-typed",
+        }
+    }
+
+    fn start(self, client: kube::Client, progress: Arc<wink_benches::track::Progress>) -> Running {
+        match self {
+            Self::Wink => {
+                let handler = Tracked::new(Arc::new(ReadName), progress);
+                Running::Wink(WinkConsumer::start(client, vec![handler], true))
+            }
+            Self::KubeRsDynamic => Running::KubeRs(KubeRsConsumer::start(client, KubeRsType::Dynamic, progress, false)),
+            Self::KubeRsTyped => Running::KubeRs(KubeRsConsumer::start(client, KubeRsType::Typed, progress, false)),
+        }
+    }
+}
+
+fn main() {
+    let rt = wink_benches::runtime();
+    let mut criterion = Criterion::default().warm_up_time(Duration::from_millis(1)).configure_from_args();
+    let runs: RefCell<BTreeMap<(PodSize, Consumer), Vec<StreamRun>>> = RefCell::default();
+    let mut json_sizes = BTreeMap::new();
+    for size in PodSize::ALL {
+        let mut cluster = rt.block_on(BenchCluster::start(size, OBJECTS, EVENTS + 1_000));
+        json_sizes.insert(size, cluster.average_json_size());
+        let mut group = criterion.benchmark_group(format!("informer_throughput/{}", size.label()));
+        group.sampling_mode(SamplingMode::Flat).sample_size(10).measurement_time(Duration::from_secs(1));
+        group.throughput(Throughput::Elements((OBJECTS + EVENTS) as u64));
+        for consumer in Consumer::ALL {
+            group.bench_function(consumer.id(), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let run = rt
+                            .block_on(run_stream(&mut cluster, 1, |client, progress| consumer.start(client, progress)));
+                        runs.borrow_mut().entry((size, consumer)).or_default().push(run);
+                        total += run.total();
+                    }
+                    total
+                })
+            });
+        }
+        group.finish();
+    }
+    criterion.final_summary();
+    report(&runs.into_inner(), &json_sizes);
+}
+
+fn report(runs: &BTreeMap<(PodSize, Consumer), Vec<StreamRun>>, json_sizes: &BTreeMap<PodSize, f64>) {
+    let mut report = Report::new(
+        "informer_throughput",
+        "1. Informer throughput vs kube-rs",
+        "10,000 Pods listed (pages of 500), then 50,000 watch events (status updates), from the local API \
+         server on loopback through the same kube client. Time = start until the last listed Pod was handled \
+         + watch release until every Pod's final state was handled; writing the events is not timed (the \
+         watch waits at a gate). events/s = 60,000 / time; medians of the runs. wink: informer (managedFields \
+         stripped, its default) + one native no-op handler; kube-rs: `watcher` + `reflector` store + a no-op \
+         stream consumer.",
+    );
+    let mut table = Table::new(
+        "",
+        &["Pods", "consumer", "runs", "list + sync", "50k events", "total", "events/s", "handler calls", "wink ÷ this"],
+    );
+    for size in PodSize::ALL {
+        let median = |c: Consumer| runs.get(&(size, c)).map(|r| (r.len(), StreamRun::median_of(r)));
+        let Some((_, wink)) = median(Consumer::Wink) else { continue };
+        let mut worst = f64::INFINITY;
+        for consumer in Consumer::ALL {
+            let Some((count, run)) = median(consumer) else { continue };
+            let ratio = wink.rate() / run.rate();
+            if consumer != Consumer::Wink {
+                worst = worst.min(ratio);
+            }
+            table.row(vec![
+                format!("{} (avg {:.1} KB)", size.label(), json_sizes.get(&size).copied().unwrap_or(0.0) / 1000.0),
+                consumer.label().into(),
+                count.to_string(),
+                human_duration(run.list),
+                human_duration(run.watch),
+                human_duration(run.total()),
+                thousands(run.rate()),
+                thousands(run.calls as f64),
+                format!("{ratio:.2}×"),
+            ]);
+        }
+        if worst.is_finite() {
+            report.notes.push(format!(
+                "{} Pods: wink ÷ the faster kube-rs consumer = {worst:.2}× (target ≥ 3×: {})",
+                size.label(),
+                verdict(worst >= 3.0)
+            ));
+        }
+    }
+    report.tables.push(table);
+    report.write();
+}

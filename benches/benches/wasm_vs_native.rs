@@ -1,0 +1,148 @@
+//! Run with cargo bench -p wink-benches --bench wasm_vs_native
+//!
+//! Benchmark 2 — wasm plugins vs native handlers. The stream of benchmark 1 (10,000 4 KB Pods
+//! listed, then 50,000 watch events from the local API server) through wink's informer with
+//! 1 and with 10 listeners, each doing the same trivial work — read the object's name — as
+//! a native Rust handler, or as the `bench-noop` Rust wasm plugin (through `PluginHandler`:
+//! the guest pool, the sandbox, the WIT call). Timed as in benchmark 1: until every listener
+//! has every listed Pod and every Pod's final state.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use wink::informer::EventHandler;
+use wink::plugin::{CallOutcome, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine};
+use wink_benches::cluster::BenchCluster;
+use wink_benches::consumers::WinkConsumer;
+use wink_benches::plugins::{self, PluginSettings};
+use wink_benches::results::{Report, Table, human_duration, thousands, verdict};
+use wink_benches::stream::{EVENTS, OBJECTS, Running, StreamRun, run_stream};
+use wink_benches::track::{ReadName, Tracked};
+use wink_benches::workload::PodSize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Native,
+    Wasm,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Wasm => "wasm",
+        }
+    }
+}
+
+struct Wasm {
+    engine: PluginEngine,
+    plugin: LoadedPlugin,
+}
+
+async fn handlers(kind: Kind, listeners: usize, wasm: &Wasm) -> Vec<Arc<dyn EventHandler>> {
+    let mut out: Vec<Arc<dyn EventHandler>> = Vec::new();
+    let metrics = MetricsRegistry::new();
+    let pool = GuestPool::per_core();
+    for i in 0..listeners {
+        match kind {
+            Kind::Native => out.push(Arc::new(ReadName)),
+            Kind::Wasm => {
+                let settings = PluginSettings::named(format!("noop-{i}"));
+                let handler = plugins::handler(&wasm.plugin, &wasm.engine, &settings, &metrics, &pool);
+                // As the registry does: start the instance before registering the listener.
+                assert!(matches!(handler.warm_up().await, CallOutcome::Ok), "bench-noop starts");
+                out.push(Arc::new(handler));
+            }
+        }
+    }
+    out
+}
+
+fn main() {
+    let rt = wink_benches::runtime();
+    let mut criterion = Criterion::default().warm_up_time(Duration::from_millis(1)).configure_from_args();
+    let engine = rt.block_on(async { plugins::engine(64) });
+    let plugin = plugins::load(&plugins::bench_noop(), &engine);
+    let wasm = Wasm { engine, plugin };
+    let runs: RefCell<BTreeMap<(usize, Kind), Vec<StreamRun>>> = RefCell::default();
+    let mut cluster = rt.block_on(BenchCluster::start(PodSize::Small, OBJECTS, EVENTS + 1_000));
+    for listeners in [1, 10] {
+        let mut group = criterion.benchmark_group(format!("wasm_vs_native/{listeners}-listeners"));
+        group.sampling_mode(SamplingMode::Flat).sample_size(10).measurement_time(Duration::from_secs(1));
+        group.throughput(Throughput::Elements((OBJECTS + EVENTS) as u64));
+        for kind in [Kind::Native, Kind::Wasm] {
+            group.bench_function(kind.label(), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let inner = rt.block_on(handlers(kind, listeners, &wasm));
+                        let run = rt.block_on(run_stream(&mut cluster, listeners, |client, progress| {
+                            let tracked = inner.into_iter().map(|h| Tracked::new(h, progress.clone()) as _).collect();
+                            Running::Wink(WinkConsumer::start(client, tracked, true))
+                        }));
+                        runs.borrow_mut().entry((listeners, kind)).or_default().push(run);
+                        total += run.total();
+                    }
+                    total
+                })
+            });
+        }
+        group.finish();
+    }
+    criterion.final_summary();
+
+    let runs = runs.into_inner();
+    let mut report = Report::new(
+        "wasm_vs_native",
+        "2. Wasm plugins vs native handlers",
+        "The stream of benchmark 1 (10,000 Pods of ~4 KB listed, then 50,000 watch events, local API server) \
+         through wink's informer with 1 and 10 listeners doing the same trivial work — read the object's name: \
+         a native Rust handler, or the `bench-noop` Rust plugin as a wasm component run by `PluginHandler` \
+         (guest pool of one permit per core, sandbox, WIT call with the object's metadata and JSON). Time \
+         until every listener had every listed Pod and every Pod's final state; medians.",
+    );
+    let mut table = Table::new(
+        "",
+        &[
+            "listeners",
+            "handlers",
+            "runs",
+            "list + sync",
+            "50k events",
+            "total",
+            "events/s",
+            "handler calls",
+            "wasm ÷ native",
+        ],
+    );
+    for listeners in [1, 10] {
+        let median = |k: Kind| runs.get(&(listeners, k)).map(|r| (r.len(), StreamRun::median_of(r)));
+        let (Some((_, native)), Some((_, wasm))) = (median(Kind::Native), median(Kind::Wasm)) else { continue };
+        let ratio = wasm.rate() / native.rate();
+        for (kind, (count, run)) in [
+            (Kind::Native, median(Kind::Native).unwrap_or((0, native))),
+            (Kind::Wasm, median(Kind::Wasm).unwrap_or((0, wasm))),
+        ] {
+            table.row(vec![
+                listeners.to_string(),
+                kind.label().into(),
+                count.to_string(),
+                human_duration(run.list),
+                human_duration(run.watch),
+                human_duration(run.total()),
+                thousands(run.rate()),
+                thousands(run.calls as f64),
+                if kind == Kind::Wasm { format!("{ratio:.2}×") } else { String::new() },
+            ]);
+        }
+        let target =
+            if listeners == 10 { format!(" (target ≥ 0.5×: {})", verdict(ratio >= 0.5)) } else { String::new() };
+        report.notes.push(format!("{listeners} listener(s): wasm ÷ native = {ratio:.2}×{target}"));
+    }
+    report.tables.push(table);
+    report.write();
+}

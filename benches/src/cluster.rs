@@ -1,0 +1,124 @@
+//! The benchmarks' cluster: the tests' local API server (the real list/watch protocol on
+//! loopback) filled with the generated Pods of [`workload`](crate::workload).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use wink_tests::apiserver::{ApiServer, ServerOptions};
+
+use crate::workload::{self, PodSize};
+
+/// Final resourceVersions by Pod name: what a consumer must have seen to be done.
+pub type Targets = Arc<HashMap<String, u64>>;
+
+/// A local API server holding generated Pods.
+pub struct BenchCluster {
+    /// The server.
+    pub server: ApiServer,
+    size: PodSize,
+    count: usize,
+    /// The Pods as last written (empty for a read-only cluster).
+    pods: Vec<Value>,
+    seq: u64,
+    next: usize,
+}
+
+impl std::fmt::Debug for BenchCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BenchCluster").field("size", &self.size).field("pods", &self.pods.len()).finish()
+    }
+}
+
+fn rv_of(stored: &Value) -> u64 {
+    stored.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+fn name_of(pod: &Value) -> String {
+    pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+impl BenchCluster {
+    /// Starts a server that keeps `history` changes for watches (it must hold every event a
+    /// benchmark writes while a consumer's watch is held) and creates `count` Pods of `size`.
+    /// No periodic bookmarks: the stream is exactly the events written.
+    pub async fn start(size: PodSize, count: usize, history: usize) -> Self {
+        Self::build(size, count, history, true).await
+    }
+
+    /// A cluster of `count` Pods that will not be updated: the benchmark keeps no copy of
+    /// them (only the server holds them), for memory measurements with many objects.
+    pub async fn start_read_only(size: PodSize, count: usize) -> Self {
+        Self::build(size, count, 1, false).await
+    }
+
+    async fn build(size: PodSize, count: usize, history: usize, keep: bool) -> Self {
+        let options =
+            ServerOptions { history_limit: history.max(1), bookmark_interval: None, ..ServerOptions::default() };
+        let server = ApiServer::start_with(options).await.expect("starting the local API server");
+        let mut pods = Vec::new();
+        for i in 0..count {
+            let pod = workload::pod(size, &workload::namespace(i, workload::NAMESPACES), i);
+            server.apply(pod.clone()).expect("creating a Pod");
+            if keep {
+                pods.push(pod);
+            }
+        }
+        Self { server, size, count, pods, seq: 0, next: 0 }
+    }
+
+    /// The Pods' size.
+    pub fn size(&self) -> PodSize {
+        self.size
+    }
+
+    /// The number of Pods.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are no Pods.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The server's kubeconfig.
+    pub fn kubeconfig(&self) -> &std::path::Path {
+        self.server.kubeconfig()
+    }
+
+    /// The average size of a Pod's JSON as the server stores and serves it (watch events and
+    /// GET carry this; LIST items lack `apiVersion` and `kind`).
+    pub fn average_json_size(&self) -> f64 {
+        let objects = self.server.objects("v1", "Pod");
+        let total: usize = objects.iter().map(|o| o.to_string().len()).sum();
+        total as f64 / objects.len().max(1) as f64
+    }
+
+    /// Every Pod's current resourceVersion, by name.
+    pub fn current(&self) -> Targets {
+        Arc::new(self.server.objects("v1", "Pod").iter().map(|o| (name_of(o), rv_of(o))).collect())
+    }
+
+    /// Writes `events` status updates, round-robin over the Pods (as kubelets do), and
+    /// returns every Pod's resourceVersion afterwards.
+    pub fn update(&mut self, events: usize) -> Targets {
+        for _ in 0..events {
+            self.update_one();
+        }
+        self.current()
+    }
+
+    /// Writes one status update (the next Pod in round-robin order); returns its name and
+    /// new resourceVersion. Panics on a read-only cluster.
+    pub fn update_one(&mut self) -> (String, u64) {
+        assert!(!self.pods.is_empty(), "a read-only cluster is not updated");
+        let i = self.next;
+        self.next = (self.next + 1) % self.pods.len();
+        self.seq += 1;
+        let pod = &mut self.pods[i];
+        workload::touch(pod, self.seq);
+        let stored = self.server.apply(pod.clone()).expect("updating a Pod");
+        (name_of(pod), rv_of(&stored))
+    }
+}

@@ -1,0 +1,97 @@
+//! The stream of benchmarks 1 and 2: 10,000 Pods listed, then 50,000 watch events, from the
+//! local API server, through one consumer; timed from start to synced plus from the watch's
+//! release to the last final state handled (the events are written while the watch waits at
+//! the gate, untimed).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cluster::BenchCluster;
+use crate::consumers::{KubeRsConsumer, WinkConsumer};
+use crate::gate::{WatchGate, gated_client};
+use crate::track::Progress;
+
+/// Pods listed.
+pub const OBJECTS: usize = 10_000;
+/// Watch events after the list.
+pub const EVENTS: usize = 50_000;
+
+/// A running consumer.
+#[derive(Debug)]
+pub enum Running {
+    /// wink's informer.
+    Wink(WinkConsumer),
+    /// kube-rs's watcher + store.
+    KubeRs(KubeRsConsumer),
+}
+
+impl Running {
+    /// Stops it.
+    pub async fn stop(self) {
+        match self {
+            Self::Wink(w) => w.stop().await,
+            Self::KubeRs(k) => k.stop().await,
+        }
+    }
+}
+
+/// One run: the list phase, the watch phase, and the handler calls made (over all
+/// listeners; fewer than events × listeners when a busy listener's queue coalesced updates).
+#[derive(Clone, Copy, Debug)]
+pub struct StreamRun {
+    /// From start until every listener received every listed Pod.
+    pub list: Duration,
+    /// From the watch's release until every listener saw every Pod's final state.
+    pub watch: Duration,
+    /// Handler calls (or stream events) observed.
+    pub calls: u64,
+}
+
+impl StreamRun {
+    /// `list + watch`.
+    pub fn total(&self) -> Duration {
+        self.list + self.watch
+    }
+
+    /// Objects and events handled per second: `(OBJECTS + EVENTS) / total`.
+    pub fn rate(&self) -> f64 {
+        (OBJECTS + EVENTS) as f64 / self.total().as_secs_f64()
+    }
+
+    /// The medians of several runs, phase by phase (calls: the largest).
+    pub fn median_of(runs: &[StreamRun]) -> StreamRun {
+        let pick = |f: fn(&StreamRun) -> Duration| crate::results::median(&runs.iter().map(f).collect::<Vec<_>>());
+        StreamRun {
+            list: pick(|r| r.list),
+            watch: pick(|r| r.watch),
+            calls: runs.iter().map(|r| r.calls).max().unwrap_or(0),
+        }
+    }
+}
+
+/// Runs the stream once through the consumer `start` builds from a gated client and the
+/// run's progress, with `listeners` listeners reporting to it.
+pub async fn run_stream(
+    cluster: &mut BenchCluster,
+    listeners: usize,
+    start: impl FnOnce(kube::Client, Arc<Progress>) -> Running,
+) -> StreamRun {
+    let gate = WatchGate::closed();
+    let client = gated_client(cluster.kubeconfig(), gate.clone()).await;
+    let progress = Progress::new(cluster.len(), listeners);
+    let started = Instant::now();
+    let running = start(client, progress.clone());
+    let synced = progress.synced().await;
+    gate.held(1).await;
+    // Not timed: the server records the events while the consumer's watch waits.
+    let targets = cluster.update(EVENTS);
+    progress.expect(targets, listeners);
+    let profiled = crate::profile::Section::start();
+    let released = Instant::now();
+    gate.open();
+    let done = progress.done().await;
+    drop(profiled);
+    let run = StreamRun { list: synced - started, watch: done - released, calls: progress.calls() };
+    running.stop().await;
+    run
+}
