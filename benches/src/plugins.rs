@@ -17,7 +17,7 @@ use wink::plugin::{
 
 /// The folder of the built `bench-noop` plugin.
 pub fn bench_noop() -> PathBuf {
-    wink_tests::plugin("bench-noop")
+    wink_tests::plugin("bench/bench-noop")
 }
 
 /// Which language a guest component was written in.

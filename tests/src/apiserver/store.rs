@@ -123,6 +123,17 @@ enum ChangeKind {
     Deleted,
 }
 
+impl ChangeKind {
+    /// The watch event type of this change for a watch that sees the object before and after.
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Change {
     rv: u64,
@@ -132,6 +143,17 @@ struct Change {
     prev: Option<Arc<Stored>>,
     /// The new state; for a delete, the final state stamped with the delete's resourceVersion.
     obj: Arc<Stored>,
+    /// The watch event of this change, encoded once when it is recorded and shared by every
+    /// watch that sends it (as the API server's watch cache shares each event's encoding
+    /// among its watchers), live or replaying history.
+    frame: Bytes,
+}
+
+impl Change {
+    fn new(rv: u64, resource: usize, kind: ChangeKind, prev: Option<Arc<Stored>>, obj: Arc<Stored>) -> Self {
+        let frame = event_frame(kind.event_type(), &obj.json);
+        Self { rv, resource, kind, prev, obj, frame }
+    }
 }
 
 /// What a watch connection is sent.
@@ -331,11 +353,11 @@ impl Store {
         if finalized {
             // The last finalizer is gone: the deletion completes with this write.
             self.objects[resource].remove(&key);
-            self.record(Change { rv, resource, kind: ChangeKind::Deleted, prev: existing, obj: stored.clone() });
+            self.record(Change::new(rv, resource, ChangeKind::Deleted, existing, stored.clone()));
         } else {
             self.objects[resource].insert(key, stored.clone());
             let kind = if existing.is_some() { ChangeKind::Modified } else { ChangeKind::Added };
-            self.record(Change { rv, resource, kind, prev: existing, obj: stored.clone() });
+            self.record(Change::new(rv, resource, kind, existing, stored.clone()));
         }
         stored
     }
@@ -359,7 +381,7 @@ impl Store {
         value["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let def = self.registry.get(resource).clone();
         let last = Arc::new(Stored::new(&def, resource, key.to_owned(), value));
-        self.record(Change { rv: self.rv, resource, kind: ChangeKind::Deleted, prev: Some(old), obj: last.clone() });
+        self.record(Change::new(self.rv, resource, ChangeKind::Deleted, Some(old), last.clone()));
         Some(last)
     }
 
@@ -585,6 +607,9 @@ fn frame_for(selection: &Selection, change: &Change) -> Option<Bytes> {
         },
         ChangeKind::Deleted => (before || now).then_some("DELETED"),
     }?;
+    if kind == change.kind.event_type() {
+        return Some(change.frame.clone());
+    }
     Some(event_frame(kind, &change.obj.json))
 }
 
