@@ -8,9 +8,10 @@
 //!
 //! **A stuck call does not take a thread from the others.** A watchdog notices a job that has
 //! run longer than the pool's slow-call threshold (10 ms by default; plugin calls take
-//! microseconds): that thread leaves the pool — on Linux it also drops to the lowest CPU
-//! priority (nice 19), so a guest spinning until its deadline gets only the CPU time nobody
-//! else wants — and a fresh thread takes its place. The retired thread ends once its job
+//! microseconds): that thread leaves the pool — on Linux it also moves to the `SCHED_IDLE`
+//! scheduling class (nice 19 where that is refused), so a guest spinning until its deadline
+//! runs only on a core nobody else wants and yields it at once when another thread wakes —
+//! and a fresh thread takes its place. The retired thread ends once its job
 //! ends (the per-call deadline bounds that). So a stalled plugin costs its neighbours neither
 //! a guest thread nor, on a busy machine, its core.
 
@@ -316,18 +317,61 @@ fn current_tid() -> i32 {
     }
 }
 
-/// Gives a thread the lowest CPU priority (nice 19): it then gets CPU time only when the
-/// others leave some. Raising a nice value needs no privilege; the thread ends after its
-/// job, so nothing has to lower it again.
+/// Gives a thread the lowest CPU priority: the `SCHED_IDLE` class, whose threads run only
+/// on an otherwise idle core and are preempted as soon as a normal thread wakes (a nice
+/// value alone still lets a spinning thread delay its neighbours' wake-ups by a scheduler
+/// slice), or nice 19 where `SCHED_IDLE` is refused. Lowering needs no privilege; the thread
+/// ends after its job, so nothing has to raise it again.
 #[cfg(target_os = "linux")]
 fn lower_priority(tid: i32) {
     if tid <= 0 {
         return;
     }
-    #[allow(unsafe_code, reason = "setpriority(2) on a thread of this process")]
-    // SAFETY: setpriority only reads its integer arguments; a thread id that no longer exists
-    // makes it fail with ESRCH, which is ignored.
+    let param = libc::sched_param { sched_priority: 0 };
+    #[allow(unsafe_code, reason = "sched_setscheduler(2) and setpriority(2) on a thread of this process")]
+    // SAFETY: both calls only read their arguments (`param` lives across the call); a thread
+    // id that no longer exists makes them fail with ESRCH, which is ignored.
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+        if libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_slow_job_leaves_the_pool_and_runs_at_the_lowest_priority() {
+        let pool = GuestPool::with_slow_call(1, Duration::from_millis(5));
+        let watched = pool.clone();
+        let slow = pool.run(move || {
+            // Busy, as a guest spinning until its deadline, until the watchdog moves it out.
+            let started = Instant::now();
+            while watched.slow_calls() == 0 && started.elapsed() < Duration::from_secs(10) {
+                std::hint::spin_loop();
+            }
+            (watched.slow_calls(), lowest_priority())
+        });
+        let (slow_calls, lowest) = slow.await.unwrap();
+        assert_eq!(slow_calls, 1, "the watchdog moved the slow job out of the pool");
+        if cfg!(target_os = "linux") {
+            assert!(lowest, "the thread of a slow job runs at the lowest priority");
+        }
+        assert_eq!(pool.busy(), 0);
+        assert_eq!(pool.run(|| 7).await.unwrap(), 7, "a fresh thread serves the next job");
+    }
+
+    /// Whether this thread runs in `SCHED_IDLE` or at nice 19.
+    fn lowest_priority() -> bool {
+        #[cfg(target_os = "linux")]
+        #[allow(unsafe_code, reason = "sched_getscheduler(2) and getpriority(2) of this thread")]
+        // SAFETY: both calls only read their integer arguments.
+        unsafe {
+            libc::sched_getscheduler(0) == libc::SCHED_IDLE || libc::getpriority(libc::PRIO_PROCESS, 0) == 19
+        }
+        #[cfg(not(target_os = "linux"))]
+        false
     }
 }
