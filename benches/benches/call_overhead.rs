@@ -172,7 +172,7 @@ fn main() {
                 let batch = left.min(STREAMED);
                 let started = Instant::now();
                 for (old, new) in &wit_pairs[..batch] {
-                    black_box(func.call(&mut store, (black_box(old), black_box(new))).expect("raw call"));
+                    let _ = black_box(func.call(&mut store, (black_box(old), black_box(new))).expect("raw call"));
                 }
                 let elapsed = started.elapsed();
                 raw_streamed_times.push(elapsed / batch as u32);
