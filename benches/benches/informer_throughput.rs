@@ -17,7 +17,7 @@ use std::time::Duration;
 use criterion::{Criterion, SamplingMode, Throughput};
 use wink_benches::cluster::BenchCluster;
 use wink_benches::consumers::{KubeRsConsumer, KubeRsType, WinkConsumer};
-use wink_benches::results::{Report, Table, human_duration, thousands, verdict};
+use wink_benches::results::{Report, Table, verdict};
 use wink_benches::stream::{EVENTS, OBJECTS, Running, StreamRun, run_stream};
 use wink_benches::track::{ReadName, Tracked};
 use wink_benches::workload::PodSize;
@@ -116,17 +116,14 @@ fn report(runs: &BTreeMap<(PodSize, Consumer), Vec<StreamRun>>, json_sizes: &BTr
             if consumer != Consumer::Wink {
                 worst = worst.min(ratio);
             }
-            table.row(vec![
+            let mut row = vec![
                 format!("{} (avg {:.1} KB)", size.label(), json_sizes.get(&size).copied().unwrap_or(0.0) / 1000.0),
                 consumer.label().into(),
                 count.to_string(),
-                human_duration(run.list),
-                human_duration(run.watch),
-                human_duration(run.total()),
-                thousands(run.rate()),
-                thousands(run.calls as f64),
-                format!("{ratio:.2}×"),
-            ]);
+            ];
+            row.extend(run.cells());
+            row.push(format!("{ratio:.2}×"));
+            table.row(row);
         }
         if worst.is_finite() {
             report.notes.push(format!(

@@ -18,7 +18,7 @@ use wink::plugin::{CallOutcome, GuestPool, LoadedPlugin, MetricsRegistry, Plugin
 use wink_benches::cluster::BenchCluster;
 use wink_benches::consumers::WinkConsumer;
 use wink_benches::plugins::{self, PluginSettings};
-use wink_benches::results::{Report, Table, human_duration, thousands, verdict};
+use wink_benches::results::{Report, Table, verdict};
 use wink_benches::stream::{EVENTS, OBJECTS, Running, StreamRun, run_stream};
 use wink_benches::track::{ReadName, Tracked};
 use wink_benches::workload::PodSize;
@@ -127,17 +127,10 @@ fn main() {
             (Kind::Native, median(Kind::Native).unwrap_or((0, native))),
             (Kind::Wasm, median(Kind::Wasm).unwrap_or((0, wasm))),
         ] {
-            table.row(vec![
-                listeners.to_string(),
-                kind.label().into(),
-                count.to_string(),
-                human_duration(run.list),
-                human_duration(run.watch),
-                human_duration(run.total()),
-                thousands(run.rate()),
-                thousands(run.calls as f64),
-                if kind == Kind::Wasm { format!("{ratio:.2}×") } else { String::new() },
-            ]);
+            let mut row = vec![listeners.to_string(), kind.label().into(), count.to_string()];
+            row.extend(run.cells());
+            row.push(if kind == Kind::Wasm { format!("{ratio:.2}×") } else { String::new() });
+            table.row(row);
         }
         let target =
             if listeners == 10 { format!(" (target ≥ 0.5×: {})", verdict(ratio >= 0.5)) } else { String::new() };

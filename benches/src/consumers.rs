@@ -15,6 +15,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use wink::informer::{EventHandler, InformerConfig, InformerFactory, ResourceKey, SharedIndexInformer};
 use wink::source::KubeSource;
@@ -106,6 +107,35 @@ impl KubeRsStore {
     }
 }
 
+/// Runs `watcher(api, Config::default())` into `writer`'s store, optionally clearing
+/// `managedFields` first, with a task that only reports progress.
+fn spawn_reflector<K>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+    progress: Arc<Progress>,
+    strip_managed_fields: bool,
+) -> JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let stream = watcher::watcher(api, watcher::Config::default()).modify(move |o: &mut K| {
+        if strip_managed_fields {
+            o.managed_fields_mut().clear();
+        }
+    });
+    let stream = reflector::reflector(writer, stream);
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => observe(&progress, &event),
+                Err(err) => tracing::warn!(error = %err, "kube-rs watcher error"),
+            }
+        }
+    })
+}
+
 /// kube-rs's watcher + reflector store with a no-op consumer.
 pub struct KubeRsConsumer {
     /// The store.
@@ -136,48 +166,18 @@ impl KubeRsConsumer {
     /// that only reports progress. With `strip_managed_fields`, the stream clears
     /// `managedFields` before the store (kube-rs's documented memory saving).
     pub fn start(client: kube::Client, kind: KubeRsType, progress: Arc<Progress>, strip_managed_fields: bool) -> Self {
-        let config = watcher::Config::default();
         match kind {
             KubeRsType::Dynamic => {
                 let resource = ApiResource::erase::<Pod>(&());
                 let api: Api<DynamicObject> = Api::all_with(client, &resource);
                 let writer = reflector::store::Writer::new(resource);
                 let store = writer.as_reader();
-                let stream = watcher::watcher(api, config).modify(move |o: &mut DynamicObject| {
-                    if strip_managed_fields {
-                        o.managed_fields_mut().clear();
-                    }
-                });
-                let stream = reflector::reflector(writer, stream);
-                let task = tokio::spawn(async move {
-                    futures::pin_mut!(stream);
-                    while let Some(event) = stream.next().await {
-                        match event {
-                            Ok(event) => observe(&progress, &event),
-                            Err(err) => tracing::warn!(error = %err, "kube-rs watcher error"),
-                        }
-                    }
-                });
+                let task = spawn_reflector(api, writer, progress, strip_managed_fields);
                 Self { store: KubeRsStore::Dynamic(store), task }
             }
             KubeRsType::Typed => {
-                let api: Api<Pod> = Api::all(client);
                 let (store, writer) = reflector::store();
-                let stream = watcher::watcher(api, config).modify(move |o: &mut Pod| {
-                    if strip_managed_fields {
-                        o.managed_fields_mut().clear();
-                    }
-                });
-                let stream = reflector::reflector(writer, stream);
-                let task = tokio::spawn(async move {
-                    futures::pin_mut!(stream);
-                    while let Some(event) = stream.next().await {
-                        match event {
-                            Ok(event) => observe(&progress, &event),
-                            Err(err) => tracing::warn!(error = %err, "kube-rs watcher error"),
-                        }
-                    }
-                });
+                let task = spawn_reflector(Api::<Pod>::all(client), writer, progress, strip_managed_fields);
                 Self { store: KubeRsStore::Typed(store), task }
             }
         }

@@ -58,6 +58,18 @@ impl StreamRun {
         (OBJECTS + EVENTS) as f64 / self.total().as_secs_f64()
     }
 
+    /// The table cells shared by the stream benchmarks: list + sync, watch, total, events/s,
+    /// handler calls.
+    pub fn cells(&self) -> [String; 5] {
+        [
+            crate::results::human_duration(self.list),
+            crate::results::human_duration(self.watch),
+            crate::results::human_duration(self.total()),
+            crate::results::thousands(self.rate()),
+            crate::results::thousands(self.calls as f64),
+        ]
+    }
+
     /// The medians of several runs, phase by phase (calls: the largest).
     pub fn median_of(runs: &[StreamRun]) -> StreamRun {
         let pick = |f: fn(&StreamRun) -> Duration| crate::results::median(&runs.iter().map(f).collect::<Vec<_>>());
