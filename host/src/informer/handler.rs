@@ -72,13 +72,7 @@ pub trait EventHandler: Send + Sync + 'static {
         for entry in batch {
             let mut results = Vec::with_capacity(entry.len());
             for n in entry {
-                let result = match n {
-                    Notification::Add { obj, initial } => self.on_add(obj, *initial).await,
-                    Notification::Update { old, new } => self.on_update(old, new).await,
-                    Notification::Delete { obj, final_state_unknown } => {
-                        self.on_delete(obj, *final_state_unknown).await
-                    }
-                };
+                let result = n.deliver(self).await;
                 let retry = matches!(result, Err(HandlerError::Retry(_)));
                 results.push(result);
                 if retry {
@@ -132,7 +126,7 @@ impl Notification {
     }
 
     /// Delivers this notification to a handler.
-    pub async fn deliver(&self, handler: &dyn EventHandler) -> HandlerResult {
+    pub async fn deliver<H: EventHandler + ?Sized>(&self, handler: &H) -> HandlerResult {
         match self {
             Self::Add { obj, initial } => handler.on_add(obj, *initial).await,
             Self::Update { old, new } => handler.on_update(old, new).await,

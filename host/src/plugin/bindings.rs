@@ -37,36 +37,7 @@ pub const ALLOWED_IMPORTS: [&str; 3] = ["wink:plugin/types@0.1.0", "wink:plugin/
 /// Copies an object into the WIT record handed to a guest. The JSON text is copied as is:
 /// nothing is re-encoded.
 pub fn to_wit(obj: &Object) -> WitObject {
-    let m = obj.meta();
-    let pairs = |map: &crate::informer::Labels| -> Vec<(String, String)> {
-        map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-    };
-    WitObject {
-        meta: types::ObjectMeta {
-            api_version: m.api_version.clone(),
-            kind: m.kind.clone(),
-            namespace: m.namespace.clone(),
-            name: m.name.clone(),
-            uid: m.uid.clone(),
-            resource_version: m.resource_version.clone(),
-            generation: m.generation,
-            labels: pairs(&m.labels),
-            annotations: pairs(&m.annotations),
-            deletion_timestamp: m.deletion_timestamp.clone(),
-            owner_references: m
-                .owner_references
-                .iter()
-                .map(|o| types::OwnerReference {
-                    api_version: o.api_version.clone(),
-                    kind: o.kind.clone(),
-                    name: o.name.clone(),
-                    uid: o.uid.clone(),
-                    controller: o.controller == Some(true),
-                })
-                .collect(),
-        },
-        json: obj.json().to_owned(),
-    }
+    object_ref(obj).into_owned()
 }
 
 /// The WIT `owner-reference` record, borrowed from an [`Object`]'s parsed metadata.
@@ -127,6 +98,42 @@ pub struct ObjectRef<'a> {
     pub meta: ObjectMetaRef<'a>,
     /// The JSON text.
     pub json: &'a str,
+}
+
+impl ObjectRef<'_> {
+    /// The owned record with the same fields (what bindgen's functions take and return).
+    pub fn into_owned(self) -> WitObject {
+        let pairs = |pairs: Vec<(&str, &str)>| -> Vec<(String, String)> {
+            pairs.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+        };
+        let m = self.meta;
+        WitObject {
+            meta: types::ObjectMeta {
+                api_version: m.api_version.to_owned(),
+                kind: m.kind.to_owned(),
+                namespace: m.namespace.map(str::to_owned),
+                name: m.name.to_owned(),
+                uid: m.uid.to_owned(),
+                resource_version: m.resource_version.to_owned(),
+                generation: m.generation,
+                labels: pairs(m.labels),
+                annotations: pairs(m.annotations),
+                deletion_timestamp: m.deletion_timestamp.map(str::to_owned),
+                owner_references: m
+                    .owner_references
+                    .into_iter()
+                    .map(|o| types::OwnerReference {
+                        api_version: o.api_version.to_owned(),
+                        kind: o.kind.to_owned(),
+                        name: o.name.to_owned(),
+                        uid: o.uid.to_owned(),
+                        controller: o.controller,
+                    })
+                    .collect(),
+            },
+            json: self.json.to_owned(),
+        }
+    }
 }
 
 /// Borrows an object as the WIT record handed to a guest.

@@ -183,10 +183,13 @@ impl PluginHandler {
         self.run(Some(notification)).await.0
     }
 
-    /// Delivers a listener's batch in one blocking task (see the module docs).
+    /// Delivers a listener's batch in one guest-thread job (see the module docs).
     pub async fn deliver_many(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
-        let dropped = |batch: &[Vec<Notification>]| -> Vec<EntryResults> {
-            batch
+        let owned = batch.to_vec();
+        let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
+        match self.on_guest_thread(span, move |shared, slot| run_batch(shared, slot, &owned)).await {
+            Ok(results) => results,
+            Err(Skipped::Quarantined) => batch
                 .iter()
                 .map(|entry| {
                     entry
@@ -197,54 +200,50 @@ impl PluginHandler {
                         })
                         .collect()
                 })
-                .collect()
-        };
-        if self.is_quarantined() {
-            return dropped(batch);
-        }
-        let mut slot = self.slot.clone().lock_owned().await;
-        if self.is_quarantined() {
-            return dropped(batch);
-        }
-        if slot.instance.is_none()
-            && let Some(at) = slot.restart_at.take()
-        {
-            tokio::time::sleep_until(at).await;
-        }
-        let shared = self.shared.clone();
-        let owned = batch.to_vec();
-        let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
-        let job = self.pool.run(move || {
-            tracing::dispatcher::with_default(&dispatch, || {
-                let _entered = span.enter();
-                run_batch(&shared, &mut slot, &owned)
-            })
-        });
-        match job.await {
-            Ok(results) => results,
-            Err(GuestPoolError::Closed) => {
-                let closed = || Err(HandlerError::Retry("the guest pool is shut down".into()));
-                batch.iter().map(|_| vec![closed()]).collect()
-            }
-            Err(e) => {
-                tracing::error!(plugin = %self.shared.name, error = %e, "plugin batch panicked in the host");
-                let mut slot = self.slot.lock().await;
-                slot.instance = None;
-                batch.iter().map(|_| vec![Err(HandlerError::Retry(format!("plugin call failed: {e}")))]).collect()
+                .collect(),
+            Err(Skipped::Failed(e)) => {
+                let reason = e.retry_reason();
+                batch.iter().map(|_| vec![Err(HandlerError::Retry(reason.clone()))]).collect()
             }
         }
     }
 
     async fn run(&self, notification: Option<Notification>) -> (HandlerResult, CallOutcome) {
+        let call = move |shared: &Shared, slot: &mut Slot| {
+            let outcome = call_guest(shared, slot, notification.as_ref());
+            let result = apply_policy(shared, slot, &outcome);
+            (result, outcome)
+        };
+        match self.on_guest_thread(tracing::Span::current(), call).await {
+            Ok(done) => done,
+            Err(Skipped::Quarantined) => {
+                self.shared.metrics.dropped_event();
+                (Ok(()), CallOutcome::Ok)
+            }
+            Err(Skipped::Failed(e)) => {
+                let outcome = match &e {
+                    GuestPoolError::Closed => CallOutcome::Ok,
+                    GuestPoolError::Panicked(_) => CallOutcome::Trap(TrapKind::Other(format!("host panic: {e}"))),
+                };
+                (Err(HandlerError::Retry(e.retry_reason())), outcome)
+            }
+        }
+    }
+
+    /// Runs `job` with the plugin's slot on a guest thread, inside `span` and the caller's
+    /// tracing subscriber: unless the plugin is quarantined (checked before and after waiting
+    /// for the slot), after the restart backoff of a failed instance.
+    async fn on_guest_thread<T: Send + 'static>(
+        &self,
+        span: tracing::Span,
+        job: impl FnOnce(&Shared, &mut Slot) -> T + Send + 'static,
+    ) -> Result<T, Skipped> {
         if self.is_quarantined() {
-            self.shared.metrics.dropped_event();
-            return (Ok(()), CallOutcome::Ok);
+            return Err(Skipped::Quarantined);
         }
         let mut slot = self.slot.clone().lock_owned().await;
         if self.is_quarantined() {
-            self.shared.metrics.dropped_event();
-            return (Ok(()), CallOutcome::Ok);
+            return Err(Skipped::Quarantined);
         }
         if slot.instance.is_none()
             && let Some(at) = slot.restart_at.take()
@@ -252,31 +251,41 @@ impl PluginHandler {
             tokio::time::sleep_until(at).await;
         }
         let shared = self.shared.clone();
-        // The guest thread logs through the caller's subscriber, inside the caller's span.
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let span = tracing::Span::current();
-        let job = self.pool.run(move || {
+        let done = self.pool.run(move || {
             tracing::dispatcher::with_default(&dispatch, || {
                 let _entered = span.enter();
-                let outcome = call_guest(&shared, &mut slot, notification.as_ref());
-                let result = apply_policy(&shared, &mut slot, &outcome);
-                (result, outcome)
+                job(&shared, &mut slot)
             })
         });
-        match job.await {
-            Ok(done) => done,
-            Err(GuestPoolError::Closed) => {
-                (Err(HandlerError::Retry("the guest pool is shut down".into())), CallOutcome::Ok)
-            }
+        match done.await {
+            Ok(value) => Ok(value),
+            Err(e @ GuestPoolError::Closed) => Err(Skipped::Failed(e)),
             Err(e) => {
                 // A panic in host code (the guest cannot panic the host). The slot guard was
                 // dropped while unwinding; the instance in it may be inconsistent.
                 tracing::error!(plugin = %self.shared.name, error = %e, "plugin call panicked in the host");
-                let mut slot = self.slot.lock().await;
-                slot.instance = None;
-                let outcome = CallOutcome::Trap(TrapKind::Other(format!("host panic: {e}")));
-                (Err(HandlerError::Retry(format!("plugin call failed: {e}"))), outcome)
+                self.slot.lock().await.instance = None;
+                Err(Skipped::Failed(e))
             }
+        }
+    }
+}
+
+/// Why a job given to [`PluginHandler::on_guest_thread`] gave no result.
+enum Skipped {
+    /// The plugin is quarantined: its events are dropped.
+    Quarantined,
+    /// The guest pool is shut down, or host code panicked.
+    Failed(GuestPoolError),
+}
+
+impl GuestPoolError {
+    /// What the listener is told when a job gave no result: retry the event.
+    fn retry_reason(&self) -> String {
+        match self {
+            Self::Closed => "the guest pool is shut down".into(),
+            Self::Panicked(_) => format!("plugin call failed: {self}"),
         }
     }
 }
