@@ -39,6 +39,15 @@ impl CountingAlloc {
     pub fn allocations(&self) -> usize {
         self.allocations.load(Ordering::Relaxed)
     }
+
+    /// Counts `ptr`, an allocation of `size` bytes, unless it failed.
+    fn counted(&self, ptr: *mut u8, size: usize) -> *mut u8 {
+        if !ptr.is_null() {
+            self.live.fetch_add(size as isize, Ordering::Relaxed);
+            self.allocations.fetch_add(1, Ordering::Relaxed);
+        }
+        ptr
+    }
 }
 
 impl Default for CountingAlloc {
@@ -53,22 +62,12 @@ impl Default for CountingAlloc {
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged (see the impl).
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            self.live.fetch_add(layout.size() as isize, Ordering::Relaxed);
-            self.allocations.fetch_add(1, Ordering::Relaxed);
-        }
-        ptr
+        self.counted(unsafe { System.alloc(layout) }, layout.size())
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged (see the impl).
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            self.live.fetch_add(layout.size() as isize, Ordering::Relaxed);
-            self.allocations.fetch_add(1, Ordering::Relaxed);
-        }
-        ptr
+        self.counted(unsafe { System.alloc_zeroed(layout) }, layout.size())
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
