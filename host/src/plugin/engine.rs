@@ -14,7 +14,10 @@
 //!   where the engine hash covers wasmtime's version and every setting that affects code
 //!   ([`wasmtime::Engine::precompile_compatibility_hash`]). Files are written to a temporary
 //!   name and renamed, so a reader never sees half a file. A file that fails to load is
-//!   recompiled and overwritten, with a warning.
+//!   recompiled and overwritten, with a warning. A file's modification time is its last use
+//!   (it is touched on every load), and [`PluginEngine::prune_cache`] keeps the folder under
+//!   [`EngineConfig::cache_max_size`] without ever removing a file in use (see
+//!   [`super::cache_prune`]).
 //! - **Shared code.** The engine also keeps the most recently used compiled components in
 //!   memory ([`MEMORY_CACHE_SIZE`] of them, by digest), so plugins that use the same
 //!   component — many tenants' copies of one plugin — share one copy of its code and metadata
@@ -28,14 +31,19 @@ use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::cache_prune::{PruneReport, prune};
+
 /// Bumped when the cache's file layout changes, so old files are never read.
 const CACHE_FORMAT: &str = "wink-cwasm-1";
+
+/// The default bound of the compile cache folder: 1 GiB.
+pub const DEFAULT_CACHE_MAX_SIZE: u64 = 1 << 30;
 
 /// How many distinct compiled components the engine keeps in memory for reuse.
 pub const MEMORY_CACHE_SIZE: usize = 32;
@@ -85,8 +93,8 @@ pub struct PoolLimits {
     pub table_elements: usize,
     /// The most tables one core module may define. Default 4.
     pub max_tables_per_module: u32,
-    /// The largest linear memory, in bytes: manifests asking for more are capped here.
-    /// Default 4 GiB.
+    /// The largest linear memory, in bytes: a plugin whose `limits.memory` is larger is
+    /// refused when it is loaded. Default 4 GiB.
     pub max_memory_size: usize,
     /// The most instance metadata of one core instance, in bytes. Default 1 MiB.
     pub max_core_instance_size: usize,
@@ -146,11 +154,19 @@ pub struct EngineConfig {
     pub epoch_tick: Duration,
     /// Where compiled components are cached; `None` = no disk cache. Default `None`.
     pub cache_dir: Option<PathBuf>,
+    /// The size the cache folder is pruned to, in bytes (files in use always stay).
+    /// Default [`DEFAULT_CACHE_MAX_SIZE`].
+    pub cache_max_size: u64,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { pool: Some(PoolLimits::default()), epoch_tick: Duration::from_millis(10), cache_dir: None }
+        Self {
+            pool: Some(PoolLimits::default()),
+            epoch_tick: Duration::from_millis(10),
+            cache_dir: None,
+            cache_max_size: DEFAULT_CACHE_MAX_SIZE,
+        }
     }
 }
 
@@ -323,6 +339,35 @@ impl PluginEngine {
         u64::try_from(ticks).unwrap_or(u64::MAX / 2).saturating_add(1)
     }
 
+    /// The largest linear memory an instance may have, in bytes: the pooling allocator's
+    /// `max_memory_size` (`None` with on-demand allocation, which has no such bound).
+    pub fn max_memory_size(&self) -> Option<u64> {
+        match &self.0.allocation {
+            Allocation::Pooling(limits) => Some(u64::try_from(limits.max_memory_size).unwrap_or(u64::MAX)),
+            Allocation::OnDemand { .. } => None,
+        }
+    }
+
+    /// Prunes the compile cache folder to [`EngineConfig::cache_max_size`], never removing
+    /// the components whose digests are in `in_use` (see [`super::cache_prune`]). Returns
+    /// what it did, `None` without a cache folder. Blocking (reads the folder).
+    pub fn prune_cache(&self, in_use: &std::collections::HashSet<String>) -> Option<PruneReport> {
+        let dir = self.0.config.cache_dir.as_ref()?;
+        match prune(dir, &self.0.engine_hash, in_use, self.0.config.cache_max_size) {
+            Ok(report) => {
+                if report.evicted + report.foreign_removed + report.stale_temp_removed > 0 {
+                    tracing::info!(dir = %dir.display(), evicted = report.evicted, other_engines = report.foreign_removed,
+                        kept = report.kept, kept_bytes = report.kept_bytes, "compile cache pruned");
+                }
+                Some(report)
+            }
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot prune the compile cache");
+                None
+            }
+        }
+    }
+
     /// The number of components compiled (not loaded from the cache) so far.
     pub fn compilations(&self) -> u64 {
         self.0.compilations.load(Ordering::Relaxed)
@@ -407,9 +452,13 @@ impl PluginEngine {
         // affects compiled code; wasmtime also checks the engine compatibility header. The
         // cache directory is created private to the host's user.
         #[allow(unsafe_code, reason = "loading our own content-addressed, atomically written .cwasm file")]
-        unsafe {
-            Component::deserialize_file(&self.0.engine, path)
+        let component = unsafe { Component::deserialize_file(&self.0.engine, path) }?;
+        // The modification time is the file's last use, for pruning (atime is often off).
+        if let Err(e) = std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(SystemTime::now()))
+        {
+            tracing::debug!(path = %path.display(), error = %e, "cannot touch a compile cache file");
         }
+        Ok(component)
     }
 
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {

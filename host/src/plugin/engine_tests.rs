@@ -124,3 +124,29 @@ fn deadline_ticks_cover_the_timeout() {
     assert_eq!(engine.deadline_ticks(Duration::from_millis(15)), 3);
     assert_eq!(engine.deadline_ticks(Duration::from_nanos(1)), 2);
 }
+
+#[tokio::test]
+async fn loading_a_cache_file_marks_it_used_and_pruning_keeps_the_components_in_use() {
+    let dir = TempDir::new("prune-engine");
+    let mut config = small(Some(dir.0.clone()));
+    config.cache_max_size = 0;
+    let engine = PluginEngine::new(config.clone()).unwrap();
+    let used = engine.compile(&component(7)).unwrap().digest;
+    let unused = engine.compile(&component(8)).unwrap().digest;
+    let (used_path, unused_path) = (engine.cache_path(&used).unwrap(), engine.cache_path(&unused).unwrap());
+    let long_ago = SystemTime::now() - Duration::from_secs(3600);
+    for path in [&used_path, &unused_path] {
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(long_ago).unwrap();
+    }
+    // A load from disk (a fresh engine has nothing in memory) is a use: the file is touched.
+    let fresh = PluginEngine::new(config).unwrap();
+    assert_eq!(fresh.compile(&component(7)).unwrap().outcome, CacheOutcome::Hit);
+    let touched = used_path.metadata().unwrap().modified().unwrap();
+    assert!(touched > long_ago + Duration::from_secs(60), "{touched:?}");
+    // Over the bound (0 bytes): the component in use stays, the other goes.
+    let report = engine.prune_cache(&[used.clone()].into()).unwrap();
+    assert_eq!((report.evicted, report.kept), (1, 1), "{report:?}");
+    assert!(used_path.exists() && !unused_path.exists());
+    // Without a cache folder there is nothing to prune.
+    assert!(PluginEngine::new(small(None)).unwrap().prune_cache(&Default::default()).is_none());
+}

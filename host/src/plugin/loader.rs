@@ -5,7 +5,15 @@
 //! plugin. Each failure says what is wrong and names the file: a file that is not wasm, a
 //! core module that was never componentized, a component of another world, one that imports
 //! WASI or another interface the host does not provide, or one whose types do not match.
+//!
+//! Memory is checked before anything costly: a `limits.memory` above the largest linear
+//! memory the engine's instance pool allows is refused before the component is read; a
+//! component file larger than [`LoadLimits::max_component_size`] is refused from its
+//! metadata, before it is read; and a component whose initial memory ([`InitialMemory`]:
+//! memory minimums and data segments) exceeds `limits.memory` is refused before it is
+//! compiled, so before any instance of it exists.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,9 +21,28 @@ use wasmtime::component::Component;
 
 use crate::plugin::bindings::{ALLOWED_IMPORTS, HANDLER_EXPORT, HandlerPluginPre};
 use crate::plugin::engine::{CacheOutcome, EngineError, PluginEngine};
+use crate::plugin::footprint::InitialMemory;
 use crate::plugin::imports::{CacheResolver, CacheScope};
 use crate::plugin::instance::{HostState, Sandbox, SandboxSettings, linker};
-use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError, MemorySize};
+
+/// The default largest component file the loader reads: 128 MiB (a Python or JavaScript
+/// runtime with its libraries is a few tens of MiB).
+pub const DEFAULT_MAX_COMPONENT_SIZE: u64 = 128 << 20;
+
+/// Bounds on what the loader reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadLimits {
+    /// The largest component file, in bytes; a larger one is refused before it is read.
+    /// Default [`DEFAULT_MAX_COMPONENT_SIZE`].
+    pub max_component_size: u64,
+}
+
+impl Default for LoadLimits {
+    fn default() -> Self {
+        Self { max_component_size: DEFAULT_MAX_COMPONENT_SIZE }
+    }
+}
 
 /// Why a plugin could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +58,41 @@ pub enum LoadError {
         /// The I/O error.
         #[source]
         source: std::io::Error,
+    },
+    /// The component file is larger than the host loads.
+    #[error("{} is {}, larger than the largest component this host loads ({}; see --max-component-size)", path.display(), MemorySize(*size), MemorySize(*max))]
+    ComponentTooLarge {
+        /// The component file.
+        path: PathBuf,
+        /// Its size, in bytes.
+        size: u64,
+        /// The largest size loaded, in bytes.
+        max: u64,
+    },
+    /// The manifest's memory limit is above the largest linear memory the engine's instance
+    /// pool allows: the plugin could never grow to its limit.
+    #[error("{}: plugin {plugin}: limits.memory {} is above the largest linear memory this host's instance pool allows ({})", path.display(), MemorySize(*limit), MemorySize(*max))]
+    MemoryAbovePoolMax {
+        /// The manifest file.
+        path: PathBuf,
+        /// The plugin.
+        plugin: String,
+        /// Its `limits.memory`, in bytes.
+        limit: u64,
+        /// The pool's `max_memory_size`, in bytes.
+        max: u64,
+    },
+    /// The component needs more memory before its first call than its plugin's limit.
+    #[error("{}: plugin {plugin}: the component's initial memory is {} ({} of memory minimums in {} core module(s), {} of data segments), above its limits.memory of {}", path.display(), MemorySize(initial.total()), MemorySize(initial.memories), initial.modules, MemorySize(initial.data), MemorySize(*limit))]
+    InitialMemoryAboveLimit {
+        /// The component file.
+        path: PathBuf,
+        /// The plugin.
+        plugin: String,
+        /// What the component needs before its first call.
+        initial: InitialMemory,
+        /// The plugin's `limits.memory`, in bytes.
+        limit: u64,
     },
     /// The file does not start with the WebAssembly magic number.
     #[error("{} is not a WebAssembly file", path.display())]
@@ -103,6 +165,8 @@ pub struct LoadedPlugin {
     pub cache: CacheOutcome,
     /// The sha256 of the component file, in hex.
     pub digest: String,
+    /// What the component needs before its first call.
+    pub initial_memory: InitialMemory,
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -142,12 +206,40 @@ impl LoadedPlugin {
 /// Blocking and possibly slow (compiling a large component takes seconds on a cache miss):
 /// from async code, call it inside `tokio::task::spawn_blocking`.
 pub fn load_plugin(path: impl AsRef<Path>, engine: &PluginEngine) -> Result<LoadedPlugin, LoadError> {
+    load_manifest(load_plugin_manifest(path)?, engine, &LoadLimits::default())
+}
+
+/// The manifest of the plugin in a folder (which holds `plugin.yaml`), or in a manifest file.
+pub fn load_plugin_manifest(path: impl AsRef<Path>) -> Result<Manifest, ManifestError> {
     let path = path.as_ref();
     let manifest_path = if path.is_dir() { path.join(MANIFEST_FILE) } else { path.to_owned() };
-    let manifest = Manifest::load(&manifest_path)?;
+    Manifest::load(&manifest_path)
+}
+
+/// Loads the plugin of a manifest already read: checks its memory limit against the engine,
+/// then reads (at most `limits.max_component_size` bytes), checks, compiles and links its
+/// component. Blocking, like [`load_plugin`].
+pub fn load_manifest(
+    manifest: Manifest,
+    engine: &PluginEngine,
+    limits: &LoadLimits,
+) -> Result<LoadedPlugin, LoadError> {
+    let limit = manifest.limits.memory.bytes();
+    if let Some(max) = engine.max_memory_size()
+        && limit > max
+    {
+        let (path, plugin) = (manifest.path().to_owned(), manifest.name.to_string());
+        return Err(LoadError::MemoryAbovePoolMax { path, plugin, limit, max });
+    }
     let component_path = manifest.component_path();
-    let bytes = std::fs::read(&component_path)
-        .map_err(|source| LoadError::ReadComponent { path: component_path.clone(), source })?;
+    let bytes = read_component(&component_path, limits.max_component_size)?;
+    check_header(&bytes, &component_path)?;
+    // A component wasmparser cannot read is left to the compiler, whose error says more.
+    let initial_memory = InitialMemory::of(&bytes).unwrap_or_default();
+    if initial_memory.total() > limit {
+        let (path, plugin) = (component_path, manifest.name.to_string());
+        return Err(LoadError::InitialMemoryAboveLimit { path, plugin, initial: initial_memory, limit });
+    }
     let (compiled, pre) = prepare_component(&bytes, &component_path, engine)?;
     Ok(LoadedPlugin {
         manifest: Arc::new(manifest),
@@ -156,7 +248,38 @@ pub fn load_plugin(path: impl AsRef<Path>, engine: &PluginEngine) -> Result<Load
         pre,
         cache: compiled.outcome,
         digest: compiled.digest,
+        initial_memory,
     })
+}
+
+/// Reads a component file of at most `max` bytes, refusing a larger one from its metadata
+/// before reading it (and, should it grow meanwhile, after `max + 1` bytes).
+fn read_component(path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
+    let read_error = |source| LoadError::ReadComponent { path: path.to_owned(), source };
+    let too_large = |size| LoadError::ComponentTooLarge { path: path.to_owned(), size, max };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let size = file.metadata().map_err(read_error)?.len();
+    if size > max {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(read_error)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Refuses a file that is not wasm, or a core module.
+fn check_header(bytes: &[u8], path: &Path) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(LoadError::NotWasm { path: path.to_owned() });
+    }
+    // Bytes 4..8: version and layer. Core modules are layer 0, components layer 1.
+    if bytes[6..8] == [0, 0] {
+        return Err(LoadError::CoreModule { path: path.to_owned() });
+    }
+    Ok(())
 }
 
 /// Compiles component bytes (through the cache) and checks them against the world; `path`
@@ -167,13 +290,7 @@ pub fn prepare_component(
     engine: &PluginEngine,
 ) -> Result<(crate::plugin::engine::Compiled, HandlerPluginPre<HostState>), LoadError> {
     let path_buf = || path.to_owned();
-    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err(LoadError::NotWasm { path: path_buf() });
-    }
-    // Bytes 4..8: version and layer. Core modules are layer 0, components layer 1.
-    if bytes[6..8] == [0, 0] {
-        return Err(LoadError::CoreModule { path: path_buf() });
-    }
+    check_header(bytes, path)?;
     let compiled = engine.compile(bytes).map_err(|source| LoadError::Compile { path: path_buf(), source })?;
     let component_type = compiled.component.component_type();
     let imports: Vec<String> = component_type.imports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();

@@ -116,3 +116,80 @@ fn a_missing_component_file() {
     assert!(matches!(err, LoadError::ReadComponent { .. }), "{err:?}");
     assert!(err.to_string().contains("demo.wasm"));
 }
+
+/// A plugin folder whose manifest caps memory at `memory`.
+fn plugin_dir_with_memory(bytes: &[u8], memory: &str) -> TempDir {
+    let dir = plugin_dir(bytes);
+    std::fs::write(dir.0.join(MANIFEST_FILE), format!("{MANIFEST}limits: {{memory: {memory}}}\n")).unwrap();
+    dir
+}
+
+/// A handler guest whose memory starts at 64 pages (4 MiB) with a 3 MiB data segment.
+fn guest_with_a_large_data_segment() -> Vec<u8> {
+    let wat = Guest::default().wat().replace(
+        r#"(memory (export "memory") 1)"#,
+        &format!(r#"(memory (export "memory") 64) (data (i32.const 65536) "{}")"#, "x".repeat(3 << 20)),
+    );
+    crate::plugin::test_guests::componentize(&wat)
+}
+
+#[test]
+fn records_the_initial_memory_of_a_plugin() {
+    let dir = plugin_dir(&Guest::default().component());
+    let plugin = load_plugin(&dir.0, &engine(None)).unwrap();
+    assert_eq!(plugin.initial_memory.memories, 65536, "{:?}", plugin.initial_memory);
+    assert!(plugin.initial_memory.modules >= 1);
+}
+
+// Regression: a component with a 300 MB data segment took the host to ~900 MB resident
+// before any call, whatever its manifest's limit.
+#[test]
+fn a_component_whose_data_segment_exceeds_its_memory_limit_is_refused_before_compiling() {
+    let dir = plugin_dir_with_memory(&guest_with_a_large_data_segment(), "1Mi");
+    let cache = TempDir::new("loader-data-cache");
+    let engine = engine(Some(cache.0.clone()));
+    let err = load_plugin(&dir.0, &engine).unwrap_err();
+    let LoadError::InitialMemoryAboveLimit { initial, limit, .. } = &err else { panic!("{err:?}") };
+    assert_eq!((initial.memories, initial.data, *limit), (4 << 20, (3 << 20) + 15, 1 << 20));
+    let text = err.to_string();
+    for part in ["demo.wasm", "plugin demo", "4Mi of memory minimums", "of data segments", "limits.memory of 1Mi"] {
+        assert!(text.contains(part), "`{part}` missing from: {text}");
+    }
+    assert_eq!(engine.compilations(), 0, "refused before compiling");
+    assert_eq!(std::fs::read_dir(&cache.0).unwrap().count(), 0, "nothing cached");
+    // Under a limit that holds it, the same component loads.
+    let dir = plugin_dir_with_memory(&guest_with_a_large_data_segment(), "8Mi");
+    load_plugin(&dir.0, &engine).unwrap();
+}
+
+#[test]
+fn a_limit_above_the_pools_largest_memory_is_refused_before_the_component_is_read() {
+    let dir = TempDir::new("pool-max");
+    std::fs::write(dir.0.join(MANIFEST_FILE), format!("{MANIFEST}limits: {{memory: 64Mi}}\n")).unwrap();
+    let pool = PoolLimits { max_memory_size: 16 << 20, ..PoolLimits::small() };
+    let engine = PluginEngine::new(EngineConfig { pool: Some(pool), ..EngineConfig::default() }).unwrap();
+    assert_eq!(engine.max_memory_size(), Some(16 << 20));
+    // No component file: the limit is refused first.
+    let err = load_plugin(&dir.0, &engine).unwrap_err();
+    assert!(matches!(err, LoadError::MemoryAbovePoolMax { limit, max, .. } if limit == 64 << 20 && max == 16 << 20));
+    let text = err.to_string();
+    assert!(text.contains("plugin demo: limits.memory 64Mi is above"), "{text}");
+    assert!(text.contains("instance pool allows (16Mi)"), "{text}");
+}
+
+#[test]
+fn an_oversized_component_file_is_refused_from_its_metadata() {
+    let dir = plugin_dir(b"");
+    // A sparse 64 GiB file: reading it would exhaust memory; its size alone refuses it.
+    std::fs::File::options().write(true).open(dir.0.join("demo.wasm")).unwrap().set_len(64 << 30).unwrap();
+    let manifest = load_plugin_manifest(&dir.0).unwrap();
+    let err = load_manifest(manifest, &engine(None), &LoadLimits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::ComponentTooLarge { size, max, .. } if size == 64 << 30 && max == 128 << 20));
+    let text = err.to_string();
+    assert!(text.contains("demo.wasm is 64Gi, larger than the largest component this host loads (128Mi"), "{text}");
+    // The bound is configurable: a real component over a small bound is refused too.
+    let dir = plugin_dir(&Guest::default().component());
+    let manifest = load_plugin_manifest(&dir.0).unwrap();
+    let err = load_manifest(manifest, &engine(None), &LoadLimits { max_component_size: 1024 }).unwrap_err();
+    assert!(matches!(err, LoadError::ComponentTooLarge { max: 1024, .. }), "{err:?}");
+}

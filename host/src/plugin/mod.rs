@@ -14,7 +14,10 @@
 //! ```
 //!
 //! - [`manifest`], [`selector`]: the plugin's YAML manifest and Kubernetes label selectors.
-//! - [`engine`]: the one wasmtime engine, its epoch ticker and the compiled-component cache.
+//! - [`engine`]: the one wasmtime engine, its epoch ticker and the compiled-component cache;
+//!   [`cache_prune`]: keeping that cache under a size bound.
+//! - [`budget`]: the host's memory budget, which every deployed plugin reserves from;
+//!   [`footprint`]: a component's memory before its first call.
 //! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
 //! - [`imports`]: the host side of `log` and `cache`.
 //! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
@@ -24,7 +27,10 @@
 //! - [`metrics`]: per-plugin Prometheus metrics.
 
 pub mod bindings;
+pub mod budget;
+pub mod cache_prune;
 pub mod engine;
+pub mod footprint;
 pub mod imports;
 pub mod instance;
 pub mod limits;
@@ -39,10 +45,12 @@ pub mod selector;
 #[cfg(test)]
 pub(crate) mod test_guests;
 
+pub use budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 pub use engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
+pub use footprint::InitialMemory;
 pub use imports::{CacheResolver, CacheScope, NamespaceGrant};
 pub use instance::{PluginInstance, Sandbox, SandboxSettings};
-pub use loader::{LoadError, LoadedPlugin, load_plugin};
+pub use loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
 pub use manifest::{Manifest, ManifestError};
 pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use outcome::{CallOutcome, TrapKind};
