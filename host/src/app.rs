@@ -13,9 +13,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
+use crate::plugin::engine::DEFAULT_CACHE_MAX_SIZE;
+use crate::plugin::loader::{load_manifest, load_plugin_manifest};
+use crate::plugin::manifest::MemorySize;
 use crate::plugin::{
-    CacheOutcome, EngineConfig, EngineError, GuestPool, LoadError, MetricsRegistry, PluginEngine, PluginRegistry,
-    RegistryError, load_plugin,
+    BudgetExceeded, CacheOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits, MemoryBudget,
+    MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
 };
 use crate::source::{DirSource, DirSourceError, KubeSource, KubeSourceError};
 
@@ -40,6 +43,9 @@ pub enum AppError {
     /// A plugin failed its check.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// A plugin's memory does not fit in the default budget.
+    #[error(transparent)]
+    Budget(#[from] BudgetExceeded),
     /// The source specification is not understood.
     #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
     BadSource(String),
@@ -86,6 +92,32 @@ pub struct RunOptions {
     pub watch_plugins: bool,
     /// Log every plugin's metrics this often (`None`: only at shutdown).
     pub metrics_interval: Option<std::time::Duration>,
+    /// Memory and disk bounds.
+    pub bounds: Bounds,
+}
+
+/// What the host lets its plugins take: memory, component size, compile cache size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// The memory all plugins may reserve together, in bytes (`None`: half of the
+    /// machine's or the cgroup's memory, [`MemoryBudget::from_machine`]).
+    pub plugin_memory_budget: Option<u64>,
+    /// What components the loader reads.
+    pub load: LoadLimits,
+    /// The size the compile cache folder is pruned to, in bytes.
+    pub cache_max_size: u64,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self { plugin_memory_budget: None, load: LoadLimits::default(), cache_max_size: DEFAULT_CACHE_MAX_SIZE }
+    }
+}
+
+impl Bounds {
+    fn memory_budget(&self) -> MemoryBudget {
+        self.plugin_memory_budget.map_or_else(MemoryBudget::from_machine, MemoryBudget::new)
+    }
 }
 
 /// The default folder for compiled components: `$XDG_CACHE_HOME/wink/components`, or
@@ -97,13 +129,13 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("wink").join("components"))
 }
 
-fn engine(cache_dir: Option<PathBuf>) -> Result<PluginEngine, EngineError> {
-    PluginEngine::new(EngineConfig { cache_dir, ..EngineConfig::default() })
+fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, EngineError> {
+    PluginEngine::new(EngineConfig { cache_dir, cache_max_size: bounds.cache_max_size, ..EngineConfig::default() })
 }
 
 /// Runs plugins until `shutdown` fires; returns one summary line per plugin.
 pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec<String>, AppError> {
-    let engine = engine(options.cache_dir.clone())?;
+    let engine = engine(options.cache_dir.clone(), &options.bounds)?;
     let cancel = shutdown.child_token();
     let provider: Arc<dyn SourceProvider> = match &options.source {
         SourceSpec::Dir(path) => {
@@ -119,8 +151,12 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         }
     };
     let factory = Arc::new(InformerFactory::new(provider));
-    let registry =
-        Arc::new(PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::per_core()));
+    let budget = options.bounds.memory_budget();
+    tracing::info!(plugin_memory_budget = %MemorySize(budget.total()), "plugin memory budget");
+    let registry = PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::per_core())
+        .with_memory_budget(budget)
+        .with_load_limits(options.bounds.load);
+    let registry = Arc::new(registry);
     let failed = registry.sync_dir(&options.plugins).await?;
     if options.watch_plugins {
         registry.watch_dir(&options.plugins, cancel.clone())?;
@@ -160,13 +196,18 @@ pub struct CheckReport {
     pub lines: Vec<String>,
 }
 
-/// Loads one plugin (a folder or a manifest path) the way [`run`] would: parses the
-/// manifest, compiles the component, and checks it implements the plugin world with no
-/// imports beyond wink's.
-pub fn check(path: &Path, cache_dir: Option<PathBuf>) -> Result<CheckReport, AppError> {
-    let engine = engine(cache_dir)?;
-    let plugin = load_plugin(path, &engine)?;
+/// Loads one plugin (a folder or a manifest path) the way [`run`] would with `bounds`:
+/// parses the manifest, checks its memory against the budget (as if it were the only
+/// plugin) and the instance pool, checks the component's size and initial memory, compiles
+/// it, and checks it implements the plugin world with no imports beyond wink's.
+pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<CheckReport, AppError> {
+    let engine = engine(cache_dir, bounds)?;
+    let manifest = load_plugin_manifest(path).map_err(LoadError::from)?;
+    let budget = bounds.memory_budget();
+    budget.check(&manifest)?;
+    let plugin = load_manifest(manifest, &engine, &bounds.load)?;
     let m = &plugin.manifest;
+    let initial = plugin.initial_memory;
     let mut lines = vec![
         format!("plugin {} is valid", plugin.name()),
         format!(
@@ -179,6 +220,14 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>) -> Result<CheckReport, App
             }
         ),
         format!("  limits: memory {} bytes, {:?} per call", m.limits.memory.bytes(), m.limits.call_timeout),
+        format!(
+            "  memory: {} before the first call ({} of memory minimums, {} of data segments); reserves {} of the plugin memory budget of {}",
+            MemorySize(initial.total()),
+            MemorySize(initial.memories),
+            MemorySize(initial.data),
+            MemorySize(crate::plugin::budget::reservation_of(m)),
+            MemorySize(budget.total())
+        ),
     ];
     for r in &m.resources {
         let namespaces = r.namespaces.as_ref().map_or("all namespaces".to_owned(), |ns| ns.join(", "));

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
-use wink::app::{self, RunOptions, SourceSpec};
+use wink::app::{self, Bounds, RunOptions, SourceSpec};
+use wink::plugin::LoadLimits;
+use wink::plugin::manifest::parse_byte_size;
 
 /// Runs Kubernetes event handlers as sandboxed WebAssembly components.
 #[derive(Parser)]
@@ -46,12 +48,41 @@ enum Command {
         /// Log every plugin's metrics this often, e.g. `30s` (`0`: only at shutdown).
         #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
         metrics_interval: std::time::Duration,
+        #[command(flatten)]
+        bounds: BoundsArgs,
     },
     /// Validate a plugin (folder or manifest): manifest, component, world, imports.
     Check {
         /// The plugin's folder or its plugin.yaml.
         path: PathBuf,
+        #[command(flatten)]
+        bounds: BoundsArgs,
     },
+}
+
+/// What the host lets its plugins take.
+#[derive(clap::Args)]
+struct BoundsArgs {
+    /// The memory all plugins may reserve together (each reserves its limits.memory),
+    /// e.g. `8Gi` [default: half of the machine's or the container's memory].
+    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
+    plugin_memory_budget: Option<u64>,
+    /// The largest component file loaded.
+    #[arg(long, value_name = "SIZE", default_value = "128Mi", value_parser = parse_byte_size)]
+    max_component_size: u64,
+    /// The size the compile cache folder is pruned to (components in use always stay).
+    #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = parse_byte_size)]
+    cache_max_size: u64,
+}
+
+impl BoundsArgs {
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            plugin_memory_budget: self.plugin_memory_budget,
+            load: LoadLimits { max_component_size: self.max_component_size },
+            cache_max_size: self.cache_max_size,
+        }
+    }
 }
 
 fn cache_dir(cache_dir: Option<PathBuf>, no_cache: bool) -> Option<PathBuf> {
@@ -96,7 +127,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
         .init();
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     match cli.command {
-        Command::Run { plugins, source, kubeconfig, cache_dir: dir, no_cache, no_watch, metrics_interval } => {
+        Command::Run { plugins, source, kubeconfig, cache_dir: dir, no_cache, no_watch, metrics_interval, bounds } => {
             let source = match kubeconfig {
                 Some(path) => SourceSpec::Kube { kubeconfig: Some(path) },
                 None => source,
@@ -107,6 +138,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 cache_dir: cache_dir(dir, no_cache),
                 watch_plugins: !no_watch,
                 metrics_interval: Some(metrics_interval),
+                bounds: bounds.bounds(),
             };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));
@@ -115,9 +147,9 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 println!("{line}");
             }
         }
-        Command::Check { path } => {
+        Command::Check { path, bounds } => {
             let report = runtime
-                .block_on(async { app::check(&path, app::default_cache_dir()) })
+                .block_on(async { app::check(&path, app::default_cache_dir(), &bounds.bounds()) })
                 .with_context(|| format!("{} is not a valid wink plugin", path.display()))?;
             for line in report.lines {
                 println!("{line}");

@@ -302,20 +302,22 @@ impl FromStr for MemorySize {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim();
-        let (digits, shift) = [("Ki", 10), ("Mi", 20), ("Gi", 30)]
-            .iter()
-            .find_map(|(suffix, shift)| t.strip_suffix(suffix).map(|d| (d, *shift)))
-            .unwrap_or((t, 0));
-        let n: u64 = digits.parse().map_err(|_| {
-            format!(
-                "invalid memory size `{s}`: expected a whole number with a Ki, Mi or Gi suffix (e.g. 64Mi) or bytes"
-            )
-        })?;
-        let bytes =
-            n.checked_shl(shift).filter(|b| b >> shift == n).ok_or_else(|| format!("memory size `{s}` overflows"))?;
+        let bytes = parse_byte_size(s)?;
         Self::checked(bytes).map_err(|why| format!("invalid memory size `{s}`: {why}"))
     }
+}
+
+/// A byte size written with a binary suffix (`512Ki`, `64Mi`, `1Gi`, `2Ti`) or in plain bytes.
+pub fn parse_byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = [("Ki", 10), ("Mi", 20), ("Gi", 30), ("Ti", 40)]
+        .iter()
+        .find_map(|(suffix, shift)| t.strip_suffix(suffix).map(|d| (d, *shift)))
+        .unwrap_or((t, 0));
+    let n: u64 = digits.parse().map_err(|_| {
+        format!("invalid memory size `{s}`: expected a whole number with a Ki, Mi or Gi suffix (e.g. 64Mi) or bytes")
+    })?;
+    n.checked_shl(shift).filter(|b| b >> shift == n).ok_or_else(|| format!("memory size `{s}` overflows"))
 }
 
 impl MemorySize {

@@ -17,11 +17,15 @@
 //!   (the new listener receives the current matching objects as initial adds); unchanged ones
 //!   keep their listener.
 //! - **Remove**: the listeners are unregistered; queued events are dropped.
+//! - **Memory**: each plugin reserves its memory from the host's [`MemoryBudget`] before its
+//!   component is read; a plugin that does not fit is refused, and its reservation is
+//!   released when it is removed or replaced. After plugins are deployed, replaced or
+//!   removed, the compile cache is pruned, keeping the deployed plugins' components.
 //!
 //! [`PluginRegistry::sync_dir`] reconciles with a plugins folder (each subfolder holding a
 //! `plugin.yaml` is a plugin) and [`PluginRegistry::watch_dir`] does so on every change.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,8 +35,9 @@ use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 use super::imports::CacheResolver;
-use super::loader::{LoadError, LoadedPlugin, load_plugin};
+use super::loader::{LoadError, LoadLimits, LoadedPlugin, load_manifest, load_plugin_manifest};
 use super::manifest::{Manifest, WatchedResource};
 use super::metrics::MetricsRegistry;
 use super::outcome::CallOutcome;
@@ -49,6 +54,9 @@ pub enum RegistryError {
     /// Loading failed (manifest, component, world).
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The plugin's memory does not fit in the host's budget.
+    #[error(transparent)]
+    Budget(#[from] BudgetExceeded),
     /// The plugin's instance could not start (`init` refused, or it trapped).
     #[error("plugin {name} failed to start: {outcome}")]
     Start {
@@ -147,6 +155,10 @@ struct Deployed {
     fingerprint: String,
     handler: Arc<SwappableHandler>,
     listening: Vec<Listening>,
+    /// The component's digest: its compile cache entry is in use.
+    digest: String,
+    /// Held while the plugin is deployed.
+    _memory: MemoryReservation,
 }
 
 /// A summary of one deployed plugin.
@@ -171,6 +183,8 @@ pub struct PluginRegistry {
     metrics: MetricsRegistry,
     pool: GuestPool,
     plugins: tokio::sync::Mutex<BTreeMap<String, Deployed>>,
+    memory_budget: MemoryBudget,
+    load_limits: LoadLimits,
 }
 
 impl std::fmt::Debug for PluginRegistry {
@@ -201,9 +215,43 @@ fn listener_options(plugin: &str, spec: &WatchedResource) -> ListenerOptions {
 }
 
 impl PluginRegistry {
-    /// A registry deploying onto `factory`'s informers.
+    /// A registry deploying onto `factory`'s informers, with an unlimited memory budget and
+    /// the default [`LoadLimits`].
     pub fn new(engine: PluginEngine, factory: Arc<InformerFactory>, metrics: MetricsRegistry, pool: GuestPool) -> Self {
-        Self { engine, factory, metrics, pool, plugins: tokio::sync::Mutex::default() }
+        Self {
+            engine,
+            factory,
+            metrics,
+            pool,
+            plugins: tokio::sync::Mutex::default(),
+            memory_budget: MemoryBudget::unlimited(),
+            load_limits: LoadLimits::default(),
+        }
+    }
+
+    /// Deploys only the plugins whose memory fits in `budget` (`wink run` uses
+    /// [`MemoryBudget::from_machine`] by default).
+    pub fn with_memory_budget(mut self, budget: MemoryBudget) -> Self {
+        self.memory_budget = budget;
+        self
+    }
+
+    /// Loads components within `limits`.
+    pub fn with_load_limits(mut self, limits: LoadLimits) -> Self {
+        self.load_limits = limits;
+        self
+    }
+
+    /// The memory budget plugins reserve from.
+    pub fn memory_budget(&self) -> &MemoryBudget {
+        &self.memory_budget
+    }
+
+    /// Prunes the compile cache, keeping the components of the deployed plugins.
+    async fn prune_cache(&self) {
+        let in_use: HashSet<String> = self.plugins.lock().await.values().map(|d| d.digest.clone()).collect();
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.prune_cache(&in_use)).await;
     }
 
     /// The metrics of every plugin.
@@ -216,13 +264,18 @@ impl PluginRegistry {
         &self.factory
     }
 
-    async fn load(&self, dir: &Path) -> Result<(LoadedPlugin, Arc<PluginHandler>), RegistryError> {
-        let engine = self.engine.clone();
+    async fn load(&self, dir: &Path) -> Result<(LoadedPlugin, Arc<PluginHandler>, MemoryReservation), RegistryError> {
+        let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
         let path = dir.to_owned();
-        // Compiling a large component takes seconds: keep it off the async threads.
-        let loaded = tokio::task::spawn_blocking(move || load_plugin(&path, &engine))
-            .await
-            .expect("plugin loading does not panic")?;
+        // Compiling a large component takes seconds: keep it off the async threads. The
+        // memory is reserved before the component is read.
+        let (loaded, memory) = tokio::task::spawn_blocking(move || {
+            let manifest = load_plugin_manifest(&path).map_err(LoadError::from)?;
+            let memory = budget.reserve(&manifest)?;
+            Ok::<_, RegistryError>((load_manifest(manifest, &engine, &limits)?, memory))
+        })
+        .await
+        .expect("plugin loading does not panic")?;
         let name = loaded.name().to_owned();
         for grant in &loaded.manifest.cache {
             // Granted reads need a cache: make sure the resource's informer exists.
@@ -237,7 +290,7 @@ impl PluginRegistry {
         let handler =
             PluginHandler::for_plugin(&loaded, &self.engine, resolver, self.metrics.plugin(&name), self.pool.clone());
         match handler.warm_up().await {
-            CallOutcome::Ok => Ok((loaded, Arc::new(handler))),
+            CallOutcome::Ok => Ok((loaded, Arc::new(handler), memory)),
             outcome => Err(RegistryError::Start { name, outcome: outcome.to_string() }),
         }
     }
@@ -266,6 +319,7 @@ impl PluginRegistry {
     pub async fn deploy(&self, dir: &Path) -> Result<String, RegistryError> {
         let name = self.deploy_unstarted(dir).await?;
         self.factory.start();
+        self.prune_cache().await;
         Ok(name)
     }
 
@@ -274,7 +328,7 @@ impl PluginRegistry {
     /// handler added after start cannot lower it).
     async fn deploy_unstarted(&self, dir: &Path) -> Result<String, RegistryError> {
         let fingerprint = fingerprint(dir).unwrap_or_default();
-        let (loaded, handler) = self.load(dir).await?;
+        let (loaded, handler, memory) = self.load(dir).await?;
         let name = loaded.name().to_owned();
         let mut plugins = self.plugins.lock().await;
         if let Some(existing) = plugins.get(&name)
@@ -302,6 +356,8 @@ impl PluginRegistry {
                 }
                 deployed.listening = kept;
                 deployed.fingerprint = fingerprint;
+                // The old version's memory reservation is released here.
+                (deployed.digest, deployed._memory) = (loaded.digest.clone(), memory);
                 tracing::info!(plugin = %name, dir = %dir.display(), "plugin replaced");
                 plugins.insert(name.clone(), deployed);
             }
@@ -322,7 +378,9 @@ impl PluginRegistry {
                 tracing::info!(plugin = %name, dir = %dir.display(),
                     resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
                     "plugin deployed");
-                plugins.insert(name.clone(), Deployed { dir: dir.to_owned(), fingerprint, handler, listening });
+                let (dir, digest) = (dir.to_owned(), loaded.digest.clone());
+                plugins
+                    .insert(name.clone(), Deployed { dir, fingerprint, handler, listening, digest, _memory: memory });
             }
         }
         Ok(name)
@@ -336,6 +394,7 @@ impl PluginRegistry {
         }
         tracing::info!(plugin = %name, summary = %self.metrics.plugin(name).summary(), "plugin removed");
         self.metrics.remove(name);
+        self.prune_cache().await;
         true
     }
 
@@ -384,6 +443,7 @@ impl PluginRegistry {
             }
         }
         self.factory.start();
+        self.prune_cache().await;
         Ok(errors)
     }
 
