@@ -15,7 +15,7 @@ use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
 use crate::plugin::engine::DEFAULT_CACHE_MAX_SIZE;
 use crate::plugin::loader::{load_manifest, load_plugin_manifest};
-use crate::plugin::manifest::MemorySize;
+use crate::plugin::manifest::format_bytes;
 use crate::plugin::{
     BudgetExceeded, CacheOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits, MemoryBudget,
     MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
@@ -152,7 +152,7 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
     };
     let factory = Arc::new(InformerFactory::new(provider));
     let budget = options.bounds.memory_budget();
-    tracing::info!(plugin_memory_budget = %MemorySize(budget.total()), "plugin memory budget");
+    tracing::info!(plugin_memory_budget = %format_bytes(budget.total()), "plugin memory budget");
     let registry = PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::per_core())
         .with_memory_budget(budget)
         .with_load_limits(options.bounds.load);
@@ -222,11 +222,11 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
         format!("  limits: memory {} bytes, {:?} per call", m.limits.memory.bytes(), m.limits.call_timeout),
         format!(
             "  memory: {} before the first call ({} of memory minimums, {} of data segments); reserves {} of the plugin memory budget of {}",
-            MemorySize(initial.total()),
-            MemorySize(initial.memories),
-            MemorySize(initial.data),
-            MemorySize(crate::plugin::budget::reservation_of(m)),
-            MemorySize(budget.total())
+            format_bytes(initial.total()),
+            format_bytes(initial.memories),
+            format_bytes(initial.data),
+            format_bytes(crate::plugin::budget::reservation_of(m)),
+            format_bytes(budget.total())
         ),
     ];
     for r in &m.resources {

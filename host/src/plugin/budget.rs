@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::manifest::{Manifest, MemorySize};
+use super::manifest::{Manifest, format_bytes};
 
 /// Instances a plugin runs at once. The runner keeps one instance per plugin (calls into a
 /// plugin are serial); a plugin that ran several would reserve its limit once for each.
@@ -45,7 +45,7 @@ pub fn reservation_of(manifest: &Manifest) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "plugin {plugin} reserves {} of memory (limits.memory {} × {instances} instance(s)), but only {} of the host's plugin memory budget of {} is free (other plugins reserve {}): lower limits.memory or raise the budget (--plugin-memory-budget)",
-    MemorySize(*requested), MemorySize(*limit), MemorySize(*available), MemorySize(*total), MemorySize(total.saturating_sub(*available))
+    format_bytes(*requested), format_bytes(*limit), format_bytes(*available), format_bytes(*total), format_bytes(total.saturating_sub(*available))
 )]
 pub struct BudgetExceeded {
     /// The plugin.

@@ -24,7 +24,7 @@ use crate::plugin::engine::{CacheOutcome, EngineError, PluginEngine};
 use crate::plugin::footprint::InitialMemory;
 use crate::plugin::imports::{CacheResolver, CacheScope};
 use crate::plugin::instance::{HostState, Sandbox, SandboxSettings, linker};
-use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError, MemorySize};
+use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
 
 /// The default largest component file the loader reads: 128 MiB (a Python or JavaScript
 /// runtime with its libraries is a few tens of MiB).
@@ -60,7 +60,7 @@ pub enum LoadError {
         source: std::io::Error,
     },
     /// The component file is larger than the host loads.
-    #[error("{} is {}, larger than the largest component this host loads ({}; see --max-component-size)", path.display(), MemorySize(*size), MemorySize(*max))]
+    #[error("{} is {}, larger than the largest component this host loads ({}; see --max-component-size)", path.display(), format_bytes(*size), format_bytes(*max))]
     ComponentTooLarge {
         /// The component file.
         path: PathBuf,
@@ -71,7 +71,7 @@ pub enum LoadError {
     },
     /// The manifest's memory limit is above the largest linear memory the engine's instance
     /// pool allows: the plugin could never grow to its limit.
-    #[error("{}: plugin {plugin}: limits.memory {} is above the largest linear memory this host's instance pool allows ({})", path.display(), MemorySize(*limit), MemorySize(*max))]
+    #[error("{}: plugin {plugin}: limits.memory {} is above the largest linear memory this host's instance pool allows ({})", path.display(), format_bytes(*limit), format_bytes(*max))]
     MemoryAbovePoolMax {
         /// The manifest file.
         path: PathBuf,
@@ -83,7 +83,7 @@ pub enum LoadError {
         max: u64,
     },
     /// The component needs more memory before its first call than its plugin's limit.
-    #[error("{}: plugin {plugin}: the component's initial memory is {} ({} of memory minimums in {} core module(s), {} of data segments), above its limits.memory of {}", path.display(), MemorySize(initial.total()), MemorySize(initial.memories), initial.modules, MemorySize(initial.data), MemorySize(*limit))]
+    #[error("{}: plugin {plugin}: the component's initial memory is {} ({} of memory minimums in {} core module(s), {} of data segments), above its limits.memory of {}", path.display(), format_bytes(initial.total()), format_bytes(initial.memories), initial.modules, format_bytes(initial.data), format_bytes(*limit))]
     InitialMemoryAboveLimit {
         /// The component file.
         path: PathBuf,

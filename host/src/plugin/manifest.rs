@@ -186,8 +186,11 @@ impl CacheGrant {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Limits {
-    /// The most linear memory the plugin may use, with a `Ki`, `Mi` or `Gi` suffix or in bytes;
-    /// default `64Mi`, at most `4Gi`. Growing past it traps.
+    /// The most linear memory the plugin may use (all its memories together), with a `Ki`,
+    /// `Mi` or `Gi` suffix or in bytes; default `64Mi`, at most `4Gi`. Growing past it traps.
+    /// The host reserves it from its plugin memory budget and refuses a plugin that does not
+    /// fit, whose limit is above its instance pool's largest memory, or whose component needs
+    /// more before its first call (memory minimums and data segments).
     #[serde(default = "default_memory")]
     pub memory: MemorySize,
     /// The deadline of each call into the plugin (humantime, e.g. `500ms`); default `1s`.
@@ -305,6 +308,20 @@ impl FromStr for MemorySize {
         let bytes = parse_byte_size(s)?;
         Self::checked(bytes).map_err(|why| format!("invalid memory size `{s}`: {why}"))
     }
+}
+
+/// A byte count for people: a whole number of the largest binary unit that fits when it is
+/// one (`64Mi`), else that unit with one decimal (`22.9Mi`); bytes below 1 KiB.
+pub fn format_bytes(bytes: u64) -> String {
+    let Some((suffix, shift)) =
+        [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)].into_iter().find(|(_, s)| bytes >> s > 0)
+    else {
+        return bytes.to_string();
+    };
+    if bytes.is_multiple_of(1 << shift) {
+        return format!("{}{suffix}", bytes >> shift);
+    }
+    format!("{:.1}{suffix}", bytes as f64 / (1u64 << shift) as f64)
 }
 
 /// A byte size written with a binary suffix (`512Ki`, `64Mi`, `1Gi`, `2Ti`) or in plain bytes.

@@ -204,3 +204,14 @@ fn load_reads_the_file_and_names_it_on_error() {
     assert!(err.to_string().contains("missing.yaml"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn byte_sizes_parse_beyond_a_memory_cap_and_format_for_people() {
+    assert_eq!(parse_byte_size("8Gi"), Ok(8 << 30));
+    assert_eq!(parse_byte_size("2Ti"), Ok(2 << 40));
+    assert!(parse_byte_size("lots").is_err());
+    assert_eq!(format_bytes(64 << 20), "64Mi");
+    assert_eq!(format_bytes(23_981_119), "22.9Mi");
+    assert_eq!(format_bytes(12_342_048 << 10), "11.8Gi");
+    assert_eq!(format_bytes(1023), "1023");
+}
