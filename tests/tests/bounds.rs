@@ -1,0 +1,175 @@
+//! What the `wink` binary lets plugins take, run as a user runs it, with real plugins built
+//! from `plugins/`.
+//!
+//! Specifies that:
+//! - `wink check` refuses a plugin whose memory limit does not fit in the plugin memory
+//!   budget, a component file larger than `--max-component-size`, and a component whose
+//!   memory before its first call exceeds its `limits.memory`, each with an error naming the
+//!   plugin or file and the figures;
+//! - `wink run` refuses to deploy a plugin whose limit does not fit in what the deployed
+//!   plugins left of `--plugin-memory-budget`, keeps serving the others, and deploys it once
+//!   a removed plugin's reservation is released;
+//! - `wink run` prunes the compile cache (`--cache-max-size`): another engine's files go,
+//!   the deployed plugin's compiled component stays even over the bound, and goes once the
+//!   plugin is removed.
+//!
+//! Run with `cargo xtask test` or `cargo test -p wink-tests --test bounds`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use wink_tests::binary::wink_binary;
+use wink_tests::process::{Running, field};
+use wink_tests::{install_plugin, write_atomic};
+
+fn wink() -> Command {
+    Command::new(wink_binary())
+}
+
+/// Runs `wink check` with `flags`, a private compile cache and no backtraces.
+fn check(path: &Path, cache: &Path, flags: &[&str]) -> Output {
+    wink().arg("check").arg(path).args(flags).env("XDG_CACHE_HOME", cache).env("RUST_BACKTRACE", "0").output().unwrap()
+}
+
+fn assert_rejected(out: &Output, expected: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted:\n{}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains("is not a valid wink plugin"), "{stderr}");
+    for e in expected {
+        assert!(stderr.contains(e), "the error does not mention {e:?}:\n{stderr}");
+    }
+}
+
+/// Watches Pods with this memory limit.
+fn with_memory(memory: &str) -> String {
+    format!("resources:\n  - {{apiVersion: v1, kind: Pod}}\nlimits:\n  memory: {memory}\n")
+}
+
+#[test]
+fn check_reports_memory_and_refuses_a_limit_over_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = install_plugin("event-recorder", dir.path(), "greedy", Some(&with_memory("32Mi")));
+    let out = check(&plugin, dir.path(), &["--plugin-memory-budget", "64Mi"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("before the first call"), "{stdout}");
+    assert!(stdout.contains("reserves 32Mi of the plugin memory budget of 64Mi"), "{stdout}");
+
+    let out = check(&plugin, dir.path(), &["--plugin-memory-budget", "16Mi"]);
+    assert_rejected(&out, &["plugin greedy reserves 32Mi", "budget of 16Mi", "--plugin-memory-budget"]);
+}
+
+#[test]
+fn check_refuses_an_oversized_component_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = install_plugin("event-recorder", dir.path(), "bulky", None);
+    let out = check(&plugin, dir.path(), &["--max-component-size", "1Ki"]);
+    assert_rejected(&out, &["event-recorder.wasm", "larger than the largest component this host loads (1Ki"]);
+}
+
+#[test]
+fn check_refuses_a_component_needing_more_memory_than_its_limit_before_its_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    // A Rust guest's memory starts at more than 1 MiB (its stack and data).
+    let plugin = install_plugin("event-recorder", dir.path(), "cramped", Some(&with_memory("512Ki")));
+    let out = check(&plugin, dir.path(), &[]);
+    assert_rejected(&out, &["event-recorder.wasm", "plugin cramped", "initial memory", "limits.memory of 512Ki"]);
+    assert_eq!(std::fs::read_dir(dir.path().join("wink/components")).map_or(0, Iterator::count), 0, "compiled");
+}
+
+fn run(plugins: &Path, cluster: &Path, flags: &[&str]) -> Running {
+    Running::spawn(
+        wink()
+            .arg("run")
+            .arg("--plugins")
+            .arg(plugins)
+            .arg("--source")
+            .arg(format!("dir:{}", cluster.display()))
+            .args(flags)
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR"),
+    )
+}
+
+fn cluster_with_a_pod() -> tempfile::TempDir {
+    let cluster = tempfile::tempdir().unwrap();
+    write_atomic(
+        &cluster.path().join("web.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n",
+    );
+    cluster
+}
+
+/// A log line of `plugin`'s initial add of shop/web.
+fn initial_add(plugin: &str) -> impl Fn(&str) -> Option<()> + '_ {
+    move |l: &str| {
+        (l.contains(plugin) && field(l, "event") == Some("add") && field(l, "key") == Some("shop/web")).then_some(())
+    }
+}
+
+#[tokio::test]
+async fn run_refuses_a_plugin_over_the_memory_budget_until_another_is_removed() {
+    let cluster = cluster_with_a_pod();
+    let plugins = tempfile::tempdir().unwrap();
+    let first = install_plugin("event-recorder", plugins.path(), "a-first", Some(&with_memory("32Mi")));
+    install_plugin("event-recorder", plugins.path(), "b-second", Some(&with_memory("32Mi")));
+    let mut child = run(plugins.path(), cluster.path(), &["--no-cache", "--plugin-memory-budget", "48Mi"]);
+    let stderr = child.stderr.clone();
+
+    let refusal = stderr
+        .wait_for("the refusal", |l| {
+            (l.contains("plugin not deployed") && l.contains("b-second")).then(|| l.to_owned())
+        })
+        .await;
+    for part in ["plugin b-second reserves 32Mi", "only 16Mi", "budget of 48Mi"] {
+        assert!(refusal.contains(part), "`{part}` missing from: {refusal}");
+    }
+    stderr.wait_for("a-first's initial add", initial_add("a-first")).await;
+
+    // Removing a-first releases its reservation: b-second now fits and is deployed.
+    std::fs::remove_dir_all(&first).unwrap();
+    stderr.wait_for("b-second's initial add", initial_add("b-second")).await;
+    child.sigterm();
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+}
+
+fn cwasm_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cwasm"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn run_prunes_the_compile_cache_but_never_a_component_in_use() {
+    let cluster = cluster_with_a_pod();
+    let plugins = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let foreign = cache.path().join(format!("{}-0123456789abcdef.cwasm", "ab".repeat(32)));
+    std::fs::write(&foreign, b"compiled by another wink").unwrap();
+    let plugin = install_plugin("event-recorder", plugins.path(), "cached", None);
+    let cache_dir = cache.path().to_str().unwrap();
+    let mut child = run(plugins.path(), cluster.path(), &["--cache-dir", cache_dir, "--cache-max-size", "0"]);
+    let stderr = child.stderr.clone();
+
+    let pruned = |l: &str| l.contains("compile cache pruned").then(|| l.to_owned());
+    let first = stderr.wait_for("the prune at start", pruned).await;
+    assert_eq!(field(&first, "other_engines"), Some("1"), "{first}");
+    assert!(!foreign.exists(), "another engine's file is garbage");
+    let kept = cwasm_files(cache.path());
+    assert_eq!(kept.len(), 1, "the deployed plugin's component stays over the bound: {kept:?}");
+    stderr.wait_for("the initial add", initial_add("cached")).await;
+
+    // Once the plugin is removed, its component is no longer in use and goes.
+    std::fs::remove_dir_all(&plugin).unwrap();
+    let evicted = |l: &str| (l.contains("compile cache pruned") && field(l, "evicted") == Some("1")).then_some(());
+    stderr.wait_for("the prune after removal", evicted).await;
+    assert_eq!(cwasm_files(cache.path()), Vec::<String>::new());
+    child.sigterm();
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+}
