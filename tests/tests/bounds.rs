@@ -8,7 +8,8 @@
 //!   plugin or file and the figures;
 //! - `wink run` refuses to deploy a plugin whose limit does not fit in what the deployed
 //!   plugins left of `--plugin-memory-budget`, keeps serving the others, and deploys it once
-//!   a removed plugin's reservation is released;
+//!   a removed plugin's reservation is released; a replaced plugin's old reservation is
+//!   released too;
 //! - `wink run` prunes the compile cache (`--cache-max-size`): another engine's files go,
 //!   the deployed plugin's compiled component stays even over the bound, and goes once the
 //!   plugin is removed.
@@ -108,7 +109,7 @@ fn initial_add(plugin: &str) -> impl Fn(&str) -> Option<()> + '_ {
 }
 
 #[tokio::test]
-async fn run_refuses_a_plugin_over_the_memory_budget_until_another_is_removed() {
+async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_released() {
     let cluster = cluster_with_a_pod();
     let plugins = tempfile::tempdir().unwrap();
     let first = install_plugin("event-recorder", plugins.path(), "a-first", Some(&with_memory("32Mi")));
@@ -129,6 +130,13 @@ async fn run_refuses_a_plugin_over_the_memory_budget_until_another_is_removed() 
     // Removing a-first releases its reservation: b-second now fits and is deployed.
     std::fs::remove_dir_all(&first).unwrap();
     stderr.wait_for("b-second's initial add", initial_add("b-second")).await;
+
+    // Replacing b-second with a smaller limit releases its old reservation: 32Mi are free.
+    install_plugin("event-recorder", plugins.path(), "b-second", Some(&with_memory("16Mi")));
+    let replaced = |l: &str| (l.contains("plugin replaced") && l.contains("b-second")).then_some(());
+    stderr.wait_for("b-second's replacement", replaced).await;
+    install_plugin("event-recorder", plugins.path(), "c-third", Some(&with_memory("32Mi")));
+    stderr.wait_for("c-third's initial add", initial_add("c-third")).await;
     child.sigterm();
     let exit = child.wait_exit().await;
     assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
