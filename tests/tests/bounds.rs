@@ -10,6 +10,8 @@
 //!   plugins left of `--plugin-memory-budget`, keeps serving the others, and deploys it once
 //!   a removed plugin's reservation is released; a replaced plugin's old reservation is
 //!   released too;
+//! - `wink run` refuses a component over `--max-component-size` without reading it, and
+//!   serves the other plugins;
 //! - `wink run` prunes the compile cache (`--cache-max-size`): another engine's files go,
 //!   the deployed plugin's compiled component stays even over the bound, and goes once the
 //!   plugin is removed.
@@ -137,6 +139,39 @@ async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_rele
     stderr.wait_for("b-second's replacement", replaced).await;
     install_plugin("event-recorder", plugins.path(), "c-third", Some(&with_memory("32Mi")));
     stderr.wait_for("c-third's initial add", initial_add("c-third")).await;
+    child.sigterm();
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+}
+
+/// The peak resident memory of a process (`VmHWM`), in bytes, where `/proc` tells.
+fn peak_resident(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    Some(line.trim().trim_end_matches("kB").trim().parse::<u64>().ok()? << 10)
+}
+
+// Regression: the plugins folder's change detection read a whole component into memory
+// before the loader could refuse it by size.
+#[tokio::test]
+async fn run_refuses_an_oversized_component_without_reading_it_and_runs_the_others() {
+    let cluster = cluster_with_a_pod();
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("event-recorder", plugins.path(), "a-normal", None);
+    let huge = install_plugin("event-recorder", plugins.path(), "b-huge", None);
+    // A sparse 2 GiB component: reading it would take 2 GiB of memory.
+    let file = std::fs::File::options().write(true).open(huge.join("event-recorder.wasm")).unwrap();
+    file.set_len(2 << 30).unwrap();
+    let mut child = run(plugins.path(), cluster.path(), &["--no-cache", "--max-component-size", "1Mi"]);
+    let stderr = child.stderr.clone();
+    let refusal = stderr
+        .wait_for("the refusal", |l| (l.contains("plugin not deployed") && l.contains("b-huge")).then(|| l.to_owned()))
+        .await;
+    assert!(refusal.contains("is 2Gi, larger than the largest component this host loads (1Mi"), "{refusal}");
+    stderr.wait_for("a-normal's initial add", initial_add("a-normal")).await;
+    if let Some(peak) = peak_resident(child.id()) {
+        assert!(peak < 1 << 30, "wink's resident memory peaked at {peak} bytes: the component was read");
+    }
     child.sigterm();
     let exit = child.wait_exit().await;
     assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));

@@ -200,9 +200,25 @@ fn fingerprint(dir: &Path) -> Option<String> {
     let mut hash = Sha256::new();
     hash.update(&text);
     if let Ok(manifest) = Manifest::parse(&String::from_utf8_lossy(&text), &manifest_path) {
-        hash.update(std::fs::read(manifest.component_path()).unwrap_or_default());
+        hash_component(&mut hash, &manifest.component_path());
     }
     Some(hex::encode(hash.finalize()))
+}
+
+/// Components larger than this are fingerprinted by size and modification time, not read.
+const HASHED_COMPONENT_MAX: u64 = 1 << 30;
+
+/// Adds a component file to a fingerprint, streamed: a component is never held in memory
+/// here (the loader refuses one over its size bound before reading it).
+fn hash_component(hash: &mut Sha256, path: &Path) {
+    let Ok(mut file) = std::fs::File::open(path) else { return };
+    let Ok(meta) = file.metadata() else { return };
+    hash.update(meta.len().to_le_bytes());
+    if meta.len() > HASHED_COMPONENT_MAX {
+        hash.update(format!("{:?}", meta.modified().ok()));
+        return;
+    }
+    let _ = std::io::copy(&mut file, hash);
 }
 
 fn listener_options(plugin: &str, spec: &WatchedResource) -> ListenerOptions {
