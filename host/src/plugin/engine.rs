@@ -22,7 +22,7 @@
 //!   memory ([`MEMORY_CACHE_SIZE`] of them, by digest), so plugins that use the same
 //!   component — many tenants' copies of one plugin — share one copy of its code and metadata
 //!   instead of each mapping the cache file again: a copy loads in microseconds and costs no
-//!   memory beyond its own instances.
+//!   memory beyond its own instances. Pruning forgets the ones no deployed plugin uses.
 //!
 //! The cache directory must be writable only by the host's user: a `.cwasm` is native code
 //! that wasmtime maps and runs without verifying it.
@@ -348,10 +348,13 @@ impl PluginEngine {
         }
     }
 
-    /// Prunes the compile cache folder to [`EngineConfig::cache_max_size`], never removing
-    /// the components whose digests are in `in_use` (see [`super::cache_prune`]). Returns
-    /// what it did, `None` without a cache folder. Blocking (reads the folder).
+    /// Prunes the compile caches, never removing the components whose digests are in
+    /// `in_use`: forgets the other components kept in memory (a removed plugin's code is
+    /// freed with its last instance), and prunes the cache folder to
+    /// [`EngineConfig::cache_max_size`] (see [`super::cache_prune`]). Returns what it did to
+    /// the folder, `None` without one. Blocking (reads the folder).
     pub fn prune_cache(&self, in_use: &std::collections::HashSet<String>) -> Option<PruneReport> {
+        self.0.in_memory.lock().retain(|(digest, _)| in_use.contains(digest));
         let dir = self.0.config.cache_dir.as_ref()?;
         match prune(dir, &self.0.engine_hash, in_use, self.0.config.cache_max_size) {
             Ok(report) => {

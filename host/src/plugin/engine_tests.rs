@@ -150,3 +150,14 @@ async fn loading_a_cache_file_marks_it_used_and_pruning_keeps_the_components_in_
     // Without a cache folder there is nothing to prune.
     assert!(PluginEngine::new(small(None)).unwrap().prune_cache(&Default::default()).is_none());
 }
+
+#[tokio::test]
+async fn pruning_forgets_the_components_in_memory_that_no_plugin_uses() {
+    let engine = PluginEngine::new(small(None)).unwrap();
+    let used = engine.compile(&component(9)).unwrap().digest;
+    engine.compile(&component(10)).unwrap();
+    assert!(engine.prune_cache(&[used].into()).is_none(), "no cache folder");
+    assert_eq!(engine.compile(&component(9)).unwrap().outcome, CacheOutcome::Hit, "in use: kept");
+    assert_eq!(engine.compile(&component(10)).unwrap().outcome, CacheOutcome::Disabled, "unused: compiled again");
+    assert_eq!(engine.compilations(), 3);
+}
