@@ -17,6 +17,7 @@
 //! - [`engine`]: the one wasmtime engine, its epoch ticker and the compiled-component cache.
 //! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
 //! - [`imports`]: the host side of `log` and `cache`.
+//! - [`guest_text`]: every string a guest hands the host, escaped onto one line and bounded.
 //! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
 //! - [`loader`]: manifest + component → [`LoadedPlugin`] (what `wink check` runs).
 //! - [`pool`]: [`GuestPool`], the threads guest code runs on.
@@ -25,6 +26,7 @@
 
 pub mod bindings;
 pub mod engine;
+pub mod guest_text;
 pub mod imports;
 pub mod instance;
 pub mod limits;
@@ -40,6 +42,7 @@ pub mod selector;
 pub(crate) mod test_guests;
 
 pub use engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
+pub use guest_text::{GuestText, MAX_GUEST_TEXT};
 pub use imports::{CacheResolver, CacheScope, NamespaceGrant};
 pub use instance::{PluginInstance, Sandbox, SandboxSettings};
 pub use loader::{LoadError, LoadedPlugin, load_plugin};

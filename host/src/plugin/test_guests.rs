@@ -60,7 +60,24 @@ pub(crate) enum Behaviour {
     Log,
     /// (`init` only) returns `err(MESSAGE)`.
     Reject,
+    /// Grows memory by [`HUGE`] bytes and returns `retry` with a [`HUGE`]-byte reason:
+    /// MESSAGE followed by NULs.
+    RetryHuge,
+    /// As [`Behaviour::RetryHuge`], with `fatal`.
+    FatalHuge,
+    /// (`init` only) as [`Behaviour::RetryHuge`], with `err`.
+    RejectHuge,
+    /// Logs [`FORGED`] at info level, then returns ok.
+    LogForged,
+    /// Grows memory by [`HUGE`] bytes and logs a [`HUGE`]-byte message, then returns ok.
+    LogHuge,
 }
+
+/// The length of the strings of the `*Huge` behaviours: 32 MiB.
+pub(crate) const HUGE: usize = 32 << 20;
+
+/// What [`Behaviour::LogForged`] logs: a newline, a carriage return and an ANSI escape.
+pub(crate) const FORGED: &str = "ok\nforged\r\x1b[2K";
 
 /// The message guests return or log.
 pub(crate) const MESSAGE: &str = "try again later";
@@ -83,6 +100,18 @@ fn body(b: Behaviour, init: bool) -> &'static str {
         (Behaviour::Log, false) => "(call $log (i32.const 2) (i32.const 256) (i32.const 15)) (call $ok)",
         (Behaviour::Log, true) => "(call $log (i32.const 2) (i32.const 256) (i32.const 15)) (call $init_ok)",
         (Behaviour::Reject, _) => "(call $init_err)",
+        (Behaviour::RetryHuge, _) => {
+            "(drop (memory.grow (i32.const 512))) (call $err_at (i32.const 0) (i32.const 33554432))"
+        }
+        (Behaviour::FatalHuge, _) => {
+            "(drop (memory.grow (i32.const 512))) (call $err_at (i32.const 1) (i32.const 33554432))"
+        }
+        (Behaviour::RejectHuge, _) => "(drop (memory.grow (i32.const 512))) (call $init_err_at (i32.const 33554432))",
+        (Behaviour::LogForged, false) => "(call $log (i32.const 2) (i32.const 512) (i32.const 14)) (call $ok)",
+        (Behaviour::LogHuge, _) => {
+            "(drop (memory.grow (i32.const 512))) (call $log (i32.const 2) (i32.const 256) (i32.const 33554432)) (call $ok)"
+        }
+        (Behaviour::LogForged, true) => "(call $log (i32.const 2) (i32.const 512) (i32.const 14)) (call $init_ok)",
     }
 }
 
@@ -116,6 +145,7 @@ impl Guest {
   (memory (export "memory") 1)
   (global $heap (mut i32) (i32.const 4096))
   (data (i32.const 256) "{MESSAGE}")
+  (data (i32.const 512) "ok\0aforged\0d\1b[2K")
   (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
     (local $p i32)
     (local.set $p (i32.and (i32.add (global.get $heap) (i32.sub (local.get 2) (i32.const 1)))
@@ -133,6 +163,17 @@ impl Guest {
     (i32.store (i32.const 72) (i32.const 256))
     (i32.store (i32.const 76) (i32.const 15))
     (i32.const 64))
+  (func $err_at (param $case i32) (param $len i32) (result i32)
+    (i32.store8 (i32.const 64) (i32.const 1))
+    (i32.store8 (i32.const 68) (local.get $case))
+    (i32.store (i32.const 72) (i32.const 256))
+    (i32.store (i32.const 76) (local.get $len))
+    (i32.const 64))
+  (func $init_err_at (param $len i32) (result i32)
+    (i32.store8 (i32.const 96) (i32.const 1))
+    (i32.store (i32.const 100) (i32.const 256))
+    (i32.store (i32.const 104) (local.get $len))
+    (i32.const 96))
   (func $init_ok (result i32) (i32.store8 (i32.const 96) (i32.const 0)) (i32.const 96))
   (func $init_err (result i32)
     (i32.store8 (i32.const 96) (i32.const 1))
