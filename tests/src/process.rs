@@ -124,6 +124,11 @@ impl Running {
         Self { child, stdout, stderr }
     }
 
+    /// The child's process id (e.g. to read `/proc/<id>/status`).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM.
     pub fn sigterm(&self) {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("running kill");
