@@ -60,8 +60,8 @@ pub(crate) enum Behaviour {
     Log,
     /// (`init` only) returns `err(MESSAGE)`.
     Reject,
-    /// Grows memory by [`HUGE`] bytes and returns `retry` with a [`HUGE`]-byte reason:
-    /// MESSAGE followed by NULs.
+    /// Grows memory by 64 MiB and returns `retry` with a reason of [`HUGE`] code units (bytes
+    /// in UTF-8 and latin1, twice as many in UTF-16): MESSAGE followed by NULs.
     RetryHuge,
     /// As [`Behaviour::RetryHuge`], with `fatal`.
     FatalHuge,
@@ -69,7 +69,7 @@ pub(crate) enum Behaviour {
     RejectHuge,
     /// Logs [`FORGED`] at info level, then returns ok.
     LogForged,
-    /// Grows memory by [`HUGE`] bytes and logs a [`HUGE`]-byte message, then returns ok.
+    /// Grows memory by 64 MiB and logs a message of [`HUGE`] code units, then returns ok.
     LogHuge,
 }
 
@@ -101,15 +101,15 @@ fn body(b: Behaviour, init: bool) -> &'static str {
         (Behaviour::Log, true) => "(call $log (i32.const 2) (i32.const 256) (i32.const 15)) (call $init_ok)",
         (Behaviour::Reject, _) => "(call $init_err)",
         (Behaviour::RetryHuge, _) => {
-            "(drop (memory.grow (i32.const 512))) (call $err_at (i32.const 0) (i32.const 33554432))"
+            "(drop (memory.grow (i32.const 1025))) (call $err_at (i32.const 0) (i32.const 33554432))"
         }
         (Behaviour::FatalHuge, _) => {
-            "(drop (memory.grow (i32.const 512))) (call $err_at (i32.const 1) (i32.const 33554432))"
+            "(drop (memory.grow (i32.const 1025))) (call $err_at (i32.const 1) (i32.const 33554432))"
         }
-        (Behaviour::RejectHuge, _) => "(drop (memory.grow (i32.const 512))) (call $init_err_at (i32.const 33554432))",
+        (Behaviour::RejectHuge, _) => "(drop (memory.grow (i32.const 1025))) (call $init_err_at (i32.const 33554432))",
         (Behaviour::LogForged, false) => "(call $log (i32.const 2) (i32.const 512) (i32.const 14)) (call $ok)",
         (Behaviour::LogHuge, _) => {
-            "(drop (memory.grow (i32.const 512))) (call $log (i32.const 2) (i32.const 256) (i32.const 33554432)) (call $ok)"
+            "(drop (memory.grow (i32.const 1025))) (call $log (i32.const 2) (i32.const 256) (i32.const 33554432)) (call $ok)"
         }
         (Behaviour::LogForged, true) => "(call $log (i32.const 2) (i32.const 512) (i32.const 14)) (call $init_ok)",
     }
@@ -197,10 +197,20 @@ impl Guest {
     pub(crate) fn component(&self) -> Vec<u8> {
         componentize(&self.wat())
     }
+
+    /// The component's bytes, its strings in `encoding`.
+    pub(crate) fn component_encoded(&self, encoding: wit_component::StringEncoding) -> Vec<u8> {
+        componentize_with(&self.wat(), encoding)
+    }
 }
 
 /// Turns a core module (WAT) exporting the handler ABI into a `handler-plugin` component.
 pub(crate) fn componentize(wat: &str) -> Vec<u8> {
+    componentize_with(wat, wit_component::StringEncoding::UTF8)
+}
+
+/// As [`componentize`], with strings in `encoding`.
+pub(crate) fn componentize_with(wat: &str, encoding: wit_component::StringEncoding) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
     let wit = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
@@ -208,7 +218,7 @@ pub(crate) fn componentize(wat: &str) -> Vec<u8> {
     let (package, _) = resolve.push_dir(&wit).expect("parsing wit/");
     let world = resolve.select_world(&[package], Some("handler-plugin")).expect("world handler-plugin");
     let mut module = wat::parse_str(wat).expect("valid WAT");
-    wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)
+    wit_component::embed_component_metadata(&mut module, &resolve, world, encoding, false)
         .expect("embedding component metadata");
     wit_component::ComponentEncoder::default()
         .validate(true)
@@ -225,7 +235,17 @@ pub(crate) fn engine() -> PluginEngine {
 
 /// A sandbox for `guest` without cache access.
 pub(crate) fn sandbox_with(engine: &PluginEngine, guest: Guest, memory_limit: u64, call_timeout: Duration) -> Sandbox {
-    let (_, pre) = prepare_component(&guest.component(), Path::new("guest.wasm"), engine).unwrap();
+    sandbox_of(engine, &guest.component(), memory_limit, call_timeout)
+}
+
+/// A sandbox for a component without cache access.
+pub(crate) fn sandbox_of(
+    engine: &PluginEngine,
+    component: &[u8],
+    memory_limit: u64,
+    call_timeout: Duration,
+) -> Sandbox {
+    let (_, pre) = prepare_component(component, Path::new("guest.wasm"), engine).unwrap();
     let settings = SandboxSettings {
         name: "test-guest".into(),
         memory_limit,
