@@ -6,8 +6,10 @@
 //! - [`plugin`]: handler plugins — manifests, the wasmtime sandbox, the registry that
 //!   deploys them onto shared informers.
 //! - [`app`]: the `wink` command's subcommands, as library functions.
+//! - [`logging`]: the `wink` command's log output (text or JSON lines).
 pub mod app;
 pub mod fswatch;
 pub mod informer;
+pub mod logging;
 pub mod plugin;
 pub mod source;

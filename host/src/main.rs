@@ -3,7 +3,6 @@
 //! Run with `cargo run -p wink-host --bin wink -- run --plugins .wink/plugins --source dir:examples/cluster`
 //! (after `cargo xtask build-plugins`), or `cargo xtask demo`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,6 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use wink::app::{self, Bounds, RunOptions, SourceSpec};
+use wink::logging::LogFormat;
 use wink::plugin::LoadLimits;
 use wink::plugin::manifest::parse_byte_size;
 
@@ -50,6 +50,9 @@ enum Command {
         metrics_interval: std::time::Duration,
         #[command(flatten)]
         bounds: BoundsArgs,
+        /// How log lines are written to stderr: `text`, or `json` (one object per line).
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
     },
     /// Validate a plugin (folder or manifest): manifest, component, world, imports.
     Check {
@@ -116,18 +119,24 @@ fn report(err: &anyhow::Error) -> String {
 }
 
 fn wink_main(cli: Cli) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,cranelift=warn,wasmtime=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        // Colours only on a terminal: logs piped to a file or a collector stay plain text.
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let log_format = match &cli.command {
+        Command::Run { log_format, .. } => *log_format,
+        Command::Check { .. } => LogFormat::Text,
+    };
+    wink::logging::init(log_format).context("installing the log subscriber")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     match cli.command {
-        Command::Run { plugins, source, kubeconfig, cache_dir: dir, no_cache, no_watch, metrics_interval, bounds } => {
+        Command::Run {
+            plugins,
+            source,
+            kubeconfig,
+            cache_dir: dir,
+            no_cache,
+            no_watch,
+            metrics_interval,
+            bounds,
+            ..
+        } => {
             let source = match kubeconfig {
                 Some(path) => SourceSpec::Kube { kubeconfig: Some(path) },
                 None => source,

@@ -124,7 +124,7 @@ impl Running {
         Self { child, stdout, stderr }
     }
 
-    /// The child's process id.
+    /// The child's process id (e.g. to read `/proc/<id>/status`).
     pub fn id(&self) -> u32 {
         self.child.id()
     }

@@ -8,6 +8,11 @@
 //!
 //! Nothing but `wink:plugin/log` and `wink:plugin/cache` is linked: no WASI at all.
 //!
+//! Every string a guest hands back (a log message, a `retry`/`fatal` reason, an `init`
+//! refusal) is lifted as a [`GuestText`]: escaped onto one line and read only up to
+//! [`MAX_GUEST_TEXT`](crate::plugin::guest_text::MAX_GUEST_TEXT) bytes, so a guest returning
+//! megabytes of text costs the host kilobytes.
+//!
 //! Calls are synchronous and may run as long as the deadline: callers run them on a
 //! blocking thread (see [`runner`](super::runner)), never on an async executor's thread.
 //! After a call that traps, the instance is poisoned: drop it and start a new one.
@@ -15,14 +20,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::Store;
 use wasmtime::component::{HasData, Instance, Linker, TypedFunc};
+use wasmtime::{Store, StoreContextMut};
 
-use crate::informer::{HandlerError, Notification, Object};
+use crate::informer::{Notification, Object};
 use crate::plugin::bindings::{
-    HANDLER_EXPORT, HandlerPlugin, HandlerPluginPre, ObjectRef, cache, log, object_ref, types,
+    GuestHandlerError, HANDLER_EXPORT, HandlerPlugin, HandlerPluginPre, LOG_IMPORT, ObjectRef, cache, log, object_ref,
+    types,
 };
 use crate::plugin::engine::PluginEngine;
+use crate::plugin::guest_text::GuestText;
 use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, LogSink};
 use crate::plugin::limits::PluginLimiter;
 use crate::plugin::outcome::{CallOutcome, TrapKind};
@@ -38,11 +45,6 @@ pub struct HostState {
     pub limiter: PluginLimiter,
 }
 
-struct LogImport;
-impl HasData for LogImport {
-    type Data<'a> = &'a mut LogSink;
-}
-
 struct CacheImport;
 impl HasData for CacheImport {
     type Data<'a> = &'a mut CacheAccess;
@@ -56,10 +58,19 @@ impl HasData for TypesImport {
 impl types::Host for HostState {}
 
 /// A linker with the host's imports (`types`, `log`, `cache`) and nothing else.
+///
+/// `log` is defined by hand, not through bindgen's `Host` trait, so that its message is
+/// lifted as a bounded [`GuestText`] instead of an owned copy of whatever the guest passed.
 pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine.wasmtime());
     types::add_to_linker::<HostState, TypesImport>(&mut linker, |state| state)?;
-    log::add_to_linker::<HostState, LogImport>(&mut linker, |state| &mut state.log)?;
+    linker.instance(LOG_IMPORT)?.func_wrap(
+        "log",
+        |mut store: StoreContextMut<'_, HostState>, (level, message): (log::Level, GuestText)| {
+            store.data_mut().log.log(level, message);
+            Ok(())
+        },
+    )?;
     cache::add_to_linker::<HostState, CacheImport>(&mut linker, |state| &mut state.cache)?;
     Ok(linker)
 }
@@ -149,21 +160,25 @@ impl Sandbox {
         let bindings = HandlerPlugin::new(&mut store, &instance).map_err(instantiation)?;
         let handlers = Handlers::new(&mut store, &instance).map_err(instantiation)?;
         let mut instance = PluginInstance { store, bindings, handlers, ticks, poisoned: false, calls: 0 };
-        match instance.call(|b, s| b.wink_plugin_handler().call_init(s, &self.config_json)) {
+        let init: TypedFunc<(&str,), InitResult> = instance.handlers.init;
+        match instance.call(|_, s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
             Ok(Ok(())) => Ok(instance),
-            Ok(Err(message)) => Err(CallOutcome::InitRejected(message)),
+            Ok(Err(reason)) => Err(CallOutcome::InitRejected(reason)),
             Err(outcome) => Err(outcome),
         }
     }
 }
 
-type HandlerResult = (Result<(), types::HandlerError>,);
+type HandlerResult = (Result<(), GuestHandlerError>,);
+type InitResult = (Result<(), GuestText>,);
 
 /// The handler exports, typed to take objects borrowed from the host's cache (see
 /// [`ObjectRef`]): lowering copies each string once, straight into guest memory. The
 /// `'static` in the types is only nominal: a `TypedFunc` is covariant in its parameters, so
-/// each call passes objects borrowed for just that call.
+/// each call passes objects borrowed for just that call. Results are lifted as
+/// [`GuestHandlerError`] / [`GuestText`]: bounded reads of the guest's strings.
 struct Handlers {
+    init: TypedFunc<(&'static str,), InitResult>,
     on_add: TypedFunc<(ObjectRef<'static>, bool), HandlerResult>,
     on_update: TypedFunc<(ObjectRef<'static>, ObjectRef<'static>), HandlerResult>,
     on_delete: TypedFunc<(ObjectRef<'static>, bool), HandlerResult>,
@@ -180,7 +195,9 @@ impl Handlers {
                 .ok_or_else(|| wasmtime::format_err!("no `{name}` in `{HANDLER_EXPORT}`"))
         };
         let (add, update, delete) = (index(store, "on-add")?, index(store, "on-update")?, index(store, "on-delete")?);
+        let init = index(store, "init")?;
         Ok(Self {
+            init: instance.get_typed_func(&mut *store, init)?,
             on_add: instance.get_typed_func(&mut *store, add)?,
             on_update: instance.get_typed_func(&mut *store, update)?,
             on_delete: instance.get_typed_func(&mut *store, delete)?,
@@ -208,17 +225,10 @@ impl std::fmt::Debug for PluginInstance {
     }
 }
 
-fn handler_error(e: types::HandlerError) -> HandlerError {
-    match e {
-        types::HandlerError::Retry(message) => HandlerError::Retry(message),
-        types::HandlerError::Fatal(message) => HandlerError::Fatal(message),
-    }
-}
-
-fn outcome(result: Result<Result<(), types::HandlerError>, CallOutcome>) -> CallOutcome {
+fn outcome(result: Result<Result<(), GuestHandlerError>, CallOutcome>) -> CallOutcome {
     match result {
         Ok(Ok(())) => CallOutcome::Ok,
-        Ok(Err(e)) => CallOutcome::HandlerError(handler_error(e)),
+        Ok(Err(e)) => CallOutcome::HandlerError(e.into()),
         Err(outcome) => outcome,
     }
 }

@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use super::*;
-use crate::plugin::test_guests::{Behaviour, Guest, MESSAGE, engine, pod, sandbox_with};
+use crate::informer::HandlerError;
+use crate::plugin::guest_text::MAX_GUEST_TEXT;
+use crate::plugin::test_guests::{Behaviour, FORGED, Guest, HUGE, MESSAGE, engine, pod, sandbox_of, sandbox_with};
 
 fn sandbox(guest: Guest) -> Sandbox {
     sandbox_with(&engine(), guest, 4 << 20, Duration::from_millis(100))
@@ -98,4 +100,130 @@ fn guests_can_log() {
     let sandbox = sandbox(Guest { init: Behaviour::Log, on_add: Behaviour::Log, ..Guest::default() });
     let mut instance = sandbox.instantiate().unwrap();
     assert_eq!(instance.on_add(&pod("a"), false), CallOutcome::Ok);
+}
+
+/// Regression: `retry`, `fatal` and `init` reasons were kept whole, however large.
+#[test]
+fn huge_reasons_are_read_bounded_and_marked() {
+    let guest = Guest { on_add: Behaviour::RetryHuge, on_update: Behaviour::FatalHuge, ..Guest::default() };
+    let sandbox = sandbox_with(&engine(), guest, 160 << 20, Duration::from_secs(5));
+    let mut instance = sandbox.instantiate().unwrap();
+    let marker = format!("…[truncated: {HUGE} bytes in all]");
+    let bounded = |reason: &str| {
+        assert!(reason.starts_with(&format!("{MESSAGE}\\u{{0}}")), "{}", &reason[..64]);
+        assert!(reason.ends_with(&marker), "{}", &reason[reason.len() - 64..]);
+        assert!(reason.len() <= MAX_GUEST_TEXT + marker.len(), "{}", reason.len());
+    };
+    match instance.on_add(&pod("a"), false) {
+        CallOutcome::HandlerError(HandlerError::Retry(reason)) => bounded(&reason),
+        other => panic!("{other:?}"),
+    }
+    match instance.on_update(&pod("a"), &pod("a")) {
+        CallOutcome::HandlerError(HandlerError::Fatal(reason)) => bounded(&reason),
+        other => panic!("{other:?}"),
+    }
+    let rejecting = sandbox_with(
+        &engine(),
+        Guest { init: Behaviour::RejectHuge, ..Guest::default() },
+        80 << 20,
+        Duration::from_secs(5),
+    );
+    match rejecting.instantiate().unwrap_err() {
+        CallOutcome::InitRejected(reason) => {
+            assert_eq!(reason.original_len(), HUGE);
+            bounded(reason.as_str());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// What a subscriber wrote, shared with the test.
+#[derive(Clone, Default)]
+struct Captured(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` with a text-format subscriber and returns the lines it wrote.
+fn log_lines(f: impl FnOnce()) -> Vec<String> {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8(captured.0.lock().clone()).unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+/// Regression: a log message with a newline, a carriage return or an ANSI escape forged
+/// host log lines.
+#[test]
+fn a_guest_log_record_is_one_line_after_the_plugin_field() {
+    let sandbox = sandbox(Guest::on_add(Behaviour::LogForged));
+    let mut instance = sandbox.instantiate().unwrap();
+    let lines = log_lines(|| assert_eq!(instance.on_add(&pod("a"), false), CallOutcome::Ok));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].contains("wink::plugin::guest: plugin=\"test-guest\" ok\\nforged\\r\\u{1b}[2K"), "{}", lines[0]);
+    assert!(!lines[0].contains(['\r', '\x1b']), "{:?}", lines[0]);
+    assert!(FORGED.contains(['\n', '\r', '\x1b']));
+}
+
+/// Regression: a log message was copied whole out of the guest before being cut.
+#[test]
+fn a_huge_log_message_is_bounded() {
+    let sandbox = sandbox_with(&engine(), Guest::on_add(Behaviour::LogHuge), 80 << 20, Duration::from_secs(5));
+    let mut instance = sandbox.instantiate().unwrap();
+    let lines = log_lines(|| assert_eq!(instance.on_add(&pod("a"), false), CallOutcome::Ok));
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].len() < MAX_GUEST_TEXT + 200, "{}", lines[0].len());
+    assert!(lines[0].ends_with(&format!("…[truncated: {HUGE} bytes in all]")), "{}", &lines[0][lines[0].len() - 80..]);
+}
+
+/// Strings lifted from UTF-16 and latin1+UTF-16 guests are read bounded too.
+#[test]
+fn every_canonical_string_encoding_is_read_bounded() {
+    use wit_component::StringEncoding;
+    let guest = Guest { init: Behaviour::Reject, on_add: Behaviour::RetryHuge, ..Guest::default() };
+    let reason = |encoding| {
+        let sandbox = sandbox_of(&engine(), &guest.component_encoded(encoding), 80 << 20, Duration::from_secs(5));
+        let refused = match sandbox.instantiate().unwrap_err() {
+            CallOutcome::InitRejected(reason) => reason,
+            other => panic!("{other:?}"),
+        };
+        let ok = sandbox_of(
+            &engine(),
+            &Guest::on_add(Behaviour::RetryHuge).component_encoded(encoding),
+            80 << 20,
+            Duration::from_secs(5),
+        );
+        match ok.instantiate().unwrap().on_add(&pod("a"), false) {
+            CallOutcome::HandlerError(HandlerError::Retry(huge)) => (refused, huge),
+            other => panic!("{other:?}"),
+        }
+    };
+    // UTF-16: MESSAGE's 15 code units are its bytes in pairs, then NULs.
+    let (small, huge) = reason(StringEncoding::UTF16);
+    let mut bytes = MESSAGE.as_bytes().to_vec();
+    bytes.resize(30, 0);
+    let units: Vec<u16> = bytes.chunks(2).map(|p| u16::from_le_bytes([p[0], p[1]])).collect();
+    assert_eq!(small.as_str(), GuestText::new(&String::from_utf16_lossy(&units)).as_str());
+    assert_eq!(small.original_len(), 30, "the length as the guest encoded it");
+    assert!(huge.ends_with(&format!("…[truncated: {} bytes in all]", HUGE * 2)), "{}", &huge[huge.len() - 60..]);
+    assert!(huge.len() <= MAX_GUEST_TEXT + 60);
+    // latin1+utf16 without the UTF-16 tag: latin1, one byte per character.
+    let (small, huge) = reason(StringEncoding::CompactUTF16);
+    assert_eq!(small.as_str(), MESSAGE);
+    assert!(huge.starts_with(&format!("{MESSAGE}\\u{{0}}")), "{}", &huge[..40]);
+    assert!(huge.ends_with(&format!("…[truncated: {HUGE} bytes in all]")), "{}", &huge[huge.len() - 60..]);
 }

@@ -20,6 +20,7 @@
 //!   [`footprint`]: a component's memory before its first call.
 //! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
 //! - [`imports`]: the host side of `log` and `cache`.
+//! - [`guest_text`]: every string a guest hands the host, escaped onto one line and bounded.
 //! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
 //! - [`loader`]: manifest + component → [`LoadedPlugin`] (what `wink check` runs).
 //! - [`pool`]: [`GuestPool`], the threads guest code runs on.
@@ -31,6 +32,7 @@ pub mod budget;
 pub mod cache_prune;
 pub mod engine;
 pub mod footprint;
+pub mod guest_text;
 pub mod imports;
 pub mod instance;
 pub mod limits;
@@ -48,6 +50,7 @@ pub(crate) mod test_guests;
 pub use budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 pub use engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
 pub use footprint::InitialMemory;
+pub use guest_text::{GuestText, MAX_GUEST_TEXT};
 pub use imports::{CacheResolver, CacheScope, NamespaceGrant};
 pub use instance::{PluginInstance, Sandbox, SandboxSettings};
 pub use loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};

@@ -7,10 +7,15 @@
 //!
 //! Traps are told apart by downcasting the error wasmtime returns — to [`wasmtime::Trap`] and
 //! to the limiter's [`MemoryCapExceeded`] — never by matching message text.
+//!
+//! Every text in an outcome that a guest could have chosen is a [`GuestText`] (one line,
+//! bounded): an `init` refusal, a handler's reason, and the description of a trap (wasmtime's
+//! backtrace names the guest's own functions).
 
 use std::fmt;
 
 use crate::informer::HandlerError;
+use crate::plugin::guest_text::GuestText;
 use crate::plugin::limits::MemoryCapExceeded;
 
 /// Why the sandbox stopped a guest (or could not start one).
@@ -45,13 +50,13 @@ impl TrapKind {
     /// Classifies the error of a failed call (or of a start function run while
     /// instantiating).
     pub fn of_call(error: &wasmtime::Error) -> Self {
-        Self::classify(error).unwrap_or_else(|| TrapKind::Other(format!("{error:#}")))
+        Self::classify(error).unwrap_or_else(|| TrapKind::Other(describe(error)))
     }
 
     /// Classifies the error of a failed instantiation: a trap when the guest caused it (its
     /// start code trapped, its initial memory is over the cap), else [`TrapKind::Instantiation`].
     pub fn of_instantiation(error: &wasmtime::Error) -> Self {
-        Self::classify(error).unwrap_or_else(|| TrapKind::Instantiation(format!("{error:#}")))
+        Self::classify(error).unwrap_or_else(|| TrapKind::Instantiation(describe(error)))
     }
 
     fn classify(error: &wasmtime::Error) -> Option<Self> {
@@ -65,6 +70,12 @@ impl TrapKind {
             other => TrapKind::Other(other.to_string()),
         })
     }
+}
+
+/// An error and its causes, on one bounded line: a trap's backtrace lists the guest's own
+/// function names, which are the guest's to choose.
+fn describe(error: &wasmtime::Error) -> String {
+    GuestText::new(&format!("{error:#}")).into_string()
 }
 
 impl fmt::Display for TrapKind {
@@ -88,7 +99,7 @@ pub enum CallOutcome {
     HandlerError(HandlerError),
     /// `init` returned an error: the plugin refuses to start with this configuration. The
     /// instance is discarded.
-    InitRejected(String),
+    InitRejected(GuestText),
     /// The sandbox stopped the guest; the instance is discarded.
     Trap(TrapKind),
 }

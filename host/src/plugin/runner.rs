@@ -379,7 +379,8 @@ fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> Hand
         return Err(HandlerError::Retry(format!("plugin {name}: {outcome}")));
     }
     let failures = shared.consecutive_failures.fetch_add(1, Ordering::AcqRel).saturating_add(1);
-    tracing::error!(plugin = name, trap = kind, consecutive = failures, "plugin failed: {outcome}");
+    // The outcome may quote the guest (an `init` refusal): it goes in a field after the host's.
+    tracing::error!(plugin = name, trap = kind, consecutive = failures, error = %outcome, "plugin failed");
     let limit = shared.policy.quarantine_after;
     if limit > 0 && failures >= limit {
         shared.quarantined.store(true, Ordering::Release);

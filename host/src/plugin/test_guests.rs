@@ -60,7 +60,24 @@ pub(crate) enum Behaviour {
     Log,
     /// (`init` only) returns `err(MESSAGE)`.
     Reject,
+    /// Grows memory by 64 MiB and returns `retry` with a reason of [`HUGE`] code units (bytes
+    /// in UTF-8 and latin1, twice as many in UTF-16): MESSAGE followed by NULs.
+    RetryHuge,
+    /// As [`Behaviour::RetryHuge`], with `fatal`.
+    FatalHuge,
+    /// (`init` only) as [`Behaviour::RetryHuge`], with `err`.
+    RejectHuge,
+    /// Logs [`FORGED`] at info level, then returns ok.
+    LogForged,
+    /// Grows memory by 64 MiB and logs a message of [`HUGE`] code units, then returns ok.
+    LogHuge,
 }
+
+/// The length of the strings of the `*Huge` behaviours: 32 MiB.
+pub(crate) const HUGE: usize = 32 << 20;
+
+/// What [`Behaviour::LogForged`] logs: a newline, a carriage return and an ANSI escape.
+pub(crate) const FORGED: &str = "ok\nforged\r\x1b[2K";
 
 /// The message guests return or log.
 pub(crate) const MESSAGE: &str = "try again later";
@@ -83,6 +100,18 @@ fn body(b: Behaviour, init: bool) -> &'static str {
         (Behaviour::Log, false) => "(call $log (i32.const 2) (i32.const 256) (i32.const 15)) (call $ok)",
         (Behaviour::Log, true) => "(call $log (i32.const 2) (i32.const 256) (i32.const 15)) (call $init_ok)",
         (Behaviour::Reject, _) => "(call $init_err)",
+        (Behaviour::RetryHuge, _) => {
+            "(drop (memory.grow (i32.const 1025))) (call $err_at (i32.const 0) (i32.const 33554432))"
+        }
+        (Behaviour::FatalHuge, _) => {
+            "(drop (memory.grow (i32.const 1025))) (call $err_at (i32.const 1) (i32.const 33554432))"
+        }
+        (Behaviour::RejectHuge, _) => "(drop (memory.grow (i32.const 1025))) (call $init_err_at (i32.const 33554432))",
+        (Behaviour::LogForged, false) => "(call $log (i32.const 2) (i32.const 512) (i32.const 14)) (call $ok)",
+        (Behaviour::LogHuge, _) => {
+            "(drop (memory.grow (i32.const 1025))) (call $log (i32.const 2) (i32.const 256) (i32.const 33554432)) (call $ok)"
+        }
+        (Behaviour::LogForged, true) => "(call $log (i32.const 2) (i32.const 512) (i32.const 14)) (call $init_ok)",
     }
 }
 
@@ -116,6 +145,7 @@ impl Guest {
   (memory (export "memory") 1)
   (global $heap (mut i32) (i32.const 4096))
   (data (i32.const 256) "{MESSAGE}")
+  (data (i32.const 512) "ok\0aforged\0d\1b[2K")
   (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
     (local $p i32)
     (local.set $p (i32.and (i32.add (global.get $heap) (i32.sub (local.get 2) (i32.const 1)))
@@ -133,6 +163,17 @@ impl Guest {
     (i32.store (i32.const 72) (i32.const 256))
     (i32.store (i32.const 76) (i32.const 15))
     (i32.const 64))
+  (func $err_at (param $case i32) (param $len i32) (result i32)
+    (i32.store8 (i32.const 64) (i32.const 1))
+    (i32.store8 (i32.const 68) (local.get $case))
+    (i32.store (i32.const 72) (i32.const 256))
+    (i32.store (i32.const 76) (local.get $len))
+    (i32.const 64))
+  (func $init_err_at (param $len i32) (result i32)
+    (i32.store8 (i32.const 96) (i32.const 1))
+    (i32.store (i32.const 100) (i32.const 256))
+    (i32.store (i32.const 104) (local.get $len))
+    (i32.const 96))
   (func $init_ok (result i32) (i32.store8 (i32.const 96) (i32.const 0)) (i32.const 96))
   (func $init_err (result i32)
     (i32.store8 (i32.const 96) (i32.const 1))
@@ -156,10 +197,20 @@ impl Guest {
     pub(crate) fn component(&self) -> Vec<u8> {
         componentize(&self.wat())
     }
+
+    /// The component's bytes, its strings in `encoding`.
+    pub(crate) fn component_encoded(&self, encoding: wit_component::StringEncoding) -> Vec<u8> {
+        componentize_with(&self.wat(), encoding)
+    }
 }
 
 /// Turns a core module (WAT) exporting the handler ABI into a `handler-plugin` component.
 pub(crate) fn componentize(wat: &str) -> Vec<u8> {
+    componentize_with(wat, wit_component::StringEncoding::UTF8)
+}
+
+/// As [`componentize`], with strings in `encoding`.
+pub(crate) fn componentize_with(wat: &str, encoding: wit_component::StringEncoding) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
     let wit = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
@@ -167,7 +218,7 @@ pub(crate) fn componentize(wat: &str) -> Vec<u8> {
     let (package, _) = resolve.push_dir(&wit).expect("parsing wit/");
     let world = resolve.select_world(&[package], Some("handler-plugin")).expect("world handler-plugin");
     let mut module = wat::parse_str(wat).expect("valid WAT");
-    wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)
+    wit_component::embed_component_metadata(&mut module, &resolve, world, encoding, false)
         .expect("embedding component metadata");
     wit_component::ComponentEncoder::default()
         .validate(true)
@@ -184,7 +235,17 @@ pub(crate) fn engine() -> PluginEngine {
 
 /// A sandbox for `guest` without cache access.
 pub(crate) fn sandbox_with(engine: &PluginEngine, guest: Guest, memory_limit: u64, call_timeout: Duration) -> Sandbox {
-    let (_, pre) = prepare_component(&guest.component(), Path::new("guest.wasm"), engine).unwrap();
+    sandbox_of(engine, &guest.component(), memory_limit, call_timeout)
+}
+
+/// A sandbox for a component without cache access.
+pub(crate) fn sandbox_of(
+    engine: &PluginEngine,
+    component: &[u8],
+    memory_limit: u64,
+    call_timeout: Duration,
+) -> Sandbox {
+    let (_, pre) = prepare_component(component, Path::new("guest.wasm"), engine).unwrap();
     let settings = SandboxSettings {
         name: "test-guest".into(),
         memory_limit,
