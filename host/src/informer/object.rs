@@ -34,6 +34,49 @@ pub enum ObjectError {
     /// A field the host needs is absent or empty.
     #[error("object has no `{0}`")]
     Missing(&'static str),
+    /// Arrays and objects are nested deeper than [`MAX_DEPTH`].
+    #[error("object is nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+}
+
+/// The deepest nesting of JSON arrays and objects an [`Object`] may hold (the top-level
+/// object counts as one). It is what `serde_json` parses back into a `serde_json::Value`
+/// (its recursion limit), so [`Object::to_value`] and everything that re-reads an object's
+/// JSON can rely on it. Decoding the metadata skips unknown fields without such a limit, so
+/// the depth is checked separately.
+pub const MAX_DEPTH: usize = 127;
+
+/// Whether `json` nests arrays and objects deeper than `limit`. Counts brackets outside
+/// strings in one pass over the bytes; a text with no more opening brackets than `limit`
+/// in all (most objects) is answered by a vectorisable count alone.
+fn nested_deeper_than(json: &[u8], limit: usize) -> bool {
+    if json.iter().filter(|&&b| b == b'{' || b == b'[').count() <= limit {
+        return false;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in json {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// An owner reference (`metadata.ownerReferences[*]`).
@@ -143,13 +186,17 @@ impl Object {
         Self::from_string(text.to_owned())
     }
 
-    /// Decodes an object from an owned JSON string without copying it.
+    /// Decodes an object from an owned JSON string without copying it. JSON nested deeper
+    /// than [`MAX_DEPTH`] is refused.
     pub fn from_string(json: String) -> Result<Self, ObjectError> {
         let (meta, managed_fields) = {
             let mut de = serde_json::Deserializer::from_str(&json);
             let head: Head<'_> = serde_path_to_error::deserialize(&mut de)
                 .map_err(|e| ObjectError::Malformed { path: e.path().to_string(), message: e.inner().to_string() })?;
             de.end().map_err(|e| ObjectError::Malformed { path: ".".into(), message: e.to_string() })?;
+            if nested_deeper_than(json.as_bytes(), MAX_DEPTH) {
+                return Err(ObjectError::TooDeep);
+            }
             let m = head.metadata.ok_or(ObjectError::Missing("metadata"))?;
             let name = m.name.filter(|n| !n.is_empty()).ok_or(ObjectError::Missing("metadata.name"))?;
             let managed = m.managed_fields.and_then(|raw| member_range(&json, raw.get(), "managedFields"));
@@ -262,6 +309,7 @@ impl Object {
     }
 
     /// Parses the full JSON into a `serde_json::Value` (for code that needs other fields).
+    /// Cannot fail: the JSON was validated, nesting depth included, when decoded.
     pub fn to_value(&self) -> serde_json::Value {
         serde_json::from_str(&self.0.json).expect("object JSON was validated when decoded")
     }
@@ -444,6 +492,26 @@ mod tests {
             assert!(Object::from_str(bad).is_err(), "{bad:?} should fail");
         }
         assert!(Object::from_slice(&[0xff, 0xfe]).is_err());
+    }
+
+    /// Regression: the metadata decoder skips unknown fields at any depth, so an object
+    /// nested deeper than `serde_json` re-reads was accepted, and re-reading it later
+    /// (`to_value`, or the memory source restamping a deleted object) panicked.
+    #[test]
+    fn nesting_deeper_than_serde_json_reads_back_is_refused() {
+        let nested = |depth: usize| {
+            // The top-level object is level 1, then the arrays of `spec`.
+            let inner = depth - 1;
+            format!(r#"{{"kind":"Pod","metadata":{{"name":"x"}},"spec":{}{}}}"#, "[".repeat(inner), "]".repeat(inner))
+        };
+        let deepest = Object::from_string(nested(MAX_DEPTH)).unwrap();
+        assert!(deepest.to_value().is_object(), "the deepest accepted object reads back");
+        assert!(matches!(Object::from_string(nested(MAX_DEPTH + 1)), Err(ObjectError::TooDeep)));
+        assert!(matches!(Object::from_string(nested(100_000)), Err(ObjectError::TooDeep)));
+        // Brackets inside strings are text, not nesting.
+        let text =
+            format!(r#"{{"metadata":{{"name":"x"}},"data":{{"k":"{}\"{}"}}}}"#, "[".repeat(500), "{".repeat(500));
+        assert!(Object::from_string(text).is_ok());
     }
 
     #[test]

@@ -152,8 +152,13 @@ impl MemorySource {
         let old = inner.objects.remove(key)?;
         let rv = inner.resource_version + 1;
         inner.resource_version = rv;
-        let last =
-            stamp(serde_json::from_str(old.json()).expect("stored JSON is valid"), rv).expect("stored object is valid");
+        // The final state carries the deletion's resourceVersion. Restamping re-reads the stored
+        // JSON, which every `Object` guarantees to be readable; should that ever fail, the
+        // delete is still delivered, with the last stored state.
+        let last = stamp(old.to_value(), rv).unwrap_or_else(|err| {
+            tracing::warn!(key, error = %err, "cannot stamp the deleted object's final state");
+            old
+        });
         inner.broadcast(rv, Change::Deleted(last.clone()));
         self.trim(&mut inner);
         Some(last)
@@ -392,6 +397,27 @@ mod tests {
         src.apply(cm("c9")).unwrap();
         let mut stream = src.watch(&WatchParams { resource_version: "1".into(), ..Default::default() }).await.unwrap();
         assert!(matches!(stream.next().await, Some(Ok(WatchEvent::Error(s))) if s.is_gone()));
+    }
+
+    /// Regression: deleting an object nested as deep as an object may be re-read its JSON
+    /// and panicked when that JSON was deeper than `serde_json` reads back.
+    #[test]
+    fn deleting_the_deepest_object_does_not_panic() {
+        let src = MemorySource::default();
+        let mut value = json!("leaf");
+        // metadata's siblings: the top-level object is level 1, so 126 more levels.
+        for _ in 0..crate::informer::object::MAX_DEPTH - 1 {
+            value = json!([value]);
+        }
+        let mut doc = cm("deep");
+        doc["spec"] = value;
+        src.apply(doc).unwrap();
+        let deleted = src.delete("ns/deep").unwrap();
+        assert_eq!(deleted.resource_version(), "3");
+        let mut too_deep = cm("deeper");
+        too_deep["spec"] = json!([[deleted.to_value()]]);
+        assert!(matches!(src.apply(too_deep), Err(ObjectError::TooDeep)));
+        assert!(src.get("ns/deeper").is_none());
     }
 
     #[tokio::test]
