@@ -146,12 +146,12 @@ pub struct ParsedManifest {
     pub refused: Vec<DirSourceError>,
 }
 
+/// Documents with their numbers in the file (from 1).
+type NumberedDocuments = Vec<(usize, serde_json::Value)>;
+
 /// Parses the documents of a YAML stream. A document nested deeper than [`MAX_DEPTH`] is
 /// refused on its own (an error in `refused`); any other invalid document fails the file.
-fn parse_yaml(
-    path: &Path,
-    text: &str,
-) -> Result<(Vec<(usize, serde_json::Value)>, Vec<DirSourceError>), DirSourceError> {
+fn parse_yaml(path: &Path, text: &str) -> Result<(NumberedDocuments, Vec<DirSourceError>), DirSourceError> {
     let malformed = |message: String| DirSourceError::Malformed { path: path.to_owned(), message };
     let too_deep =
         |number: usize| malformed(format!("document {number}: nested deeper than {MAX_DEPTH} levels; skipped"));
