@@ -34,50 +34,19 @@ pub enum ObjectError {
     /// A field the host needs is absent or empty.
     #[error("object has no `{0}`")]
     Missing(&'static str),
-    /// Arrays and objects are nested deeper than [`MAX_DEPTH`].
+    /// Arrays and objects are nested deeper than [`MAX_DEPTH`] (from sources that refuse it,
+    /// and from [`Object::to_value`]).
     #[error("object is nested deeper than {MAX_DEPTH} levels")]
     TooDeep,
 }
 
-/// The deepest nesting of JSON arrays and objects an [`Object`] may hold (the top-level
-/// object counts as one). It is what `serde_json` parses back into a `serde_json::Value`
-/// (its recursion limit), so [`Object::to_value`] and everything that re-reads an object's
-/// JSON can rely on it. Decoding the metadata skips unknown fields without such a limit, so
-/// the depth is checked separately.
+/// The deepest nesting of JSON arrays and objects (the top-level object counts as one) that
+/// [`Object::to_value`] reads back: `serde_json`'s recursion limit. Decoding an [`Object`]
+/// skips the fields it does not need without such a limit (checking the depth of every
+/// object would double the cost of decoding), so an object from an API server may be deeper;
+/// sources that build objects from untrusted data (the directory and memory sources) refuse
+/// anything deeper.
 pub const MAX_DEPTH: usize = 127;
-
-/// Whether `json` nests arrays and objects deeper than `limit`. Counts brackets outside
-/// strings in one pass over the bytes; a text with no more opening brackets than `limit`
-/// in all (most objects) is answered by a vectorisable count alone.
-fn nested_deeper_than(json: &[u8], limit: usize) -> bool {
-    if json.iter().filter(|&&b| b == b'{' || b == b'[').count() <= limit {
-        return false;
-    }
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &b in json {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > limit {
-                    return true;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
-}
 
 /// An owner reference (`metadata.ownerReferences[*]`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -186,17 +155,13 @@ impl Object {
         Self::from_string(text.to_owned())
     }
 
-    /// Decodes an object from an owned JSON string without copying it. JSON nested deeper
-    /// than [`MAX_DEPTH`] is refused.
+    /// Decodes an object from an owned JSON string without copying it.
     pub fn from_string(json: String) -> Result<Self, ObjectError> {
         let (meta, managed_fields) = {
             let mut de = serde_json::Deserializer::from_str(&json);
             let head: Head<'_> = serde_path_to_error::deserialize(&mut de)
                 .map_err(|e| ObjectError::Malformed { path: e.path().to_string(), message: e.inner().to_string() })?;
             de.end().map_err(|e| ObjectError::Malformed { path: ".".into(), message: e.to_string() })?;
-            if nested_deeper_than(json.as_bytes(), MAX_DEPTH) {
-                return Err(ObjectError::TooDeep);
-            }
             let m = head.metadata.ok_or(ObjectError::Missing("metadata"))?;
             let name = m.name.filter(|n| !n.is_empty()).ok_or(ObjectError::Missing("metadata.name"))?;
             let managed = m.managed_fields.and_then(|raw| member_range(&json, raw.get(), "managedFields"));
@@ -309,14 +274,16 @@ impl Object {
     }
 
     /// Parses the full JSON into a `serde_json::Value` (for code that needs other fields).
-    /// Cannot fail: the JSON was validated, nesting depth included, when decoded.
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(&self.0.json).expect("object JSON was validated when decoded")
+    /// Fails, with [`ObjectError::TooDeep`], only for an object nested deeper than
+    /// [`MAX_DEPTH`]: the rest of the JSON was validated when decoded.
+    pub fn to_value(&self) -> Result<serde_json::Value, ObjectError> {
+        serde_json::from_str(&self.0.json).map_err(|_| ObjectError::TooDeep)
     }
 
-    /// Resolves an RFC 6901 JSON pointer (e.g. `/spec/nodeName`) on demand.
+    /// Resolves an RFC 6901 JSON pointer (e.g. `/spec/nodeName`) on demand; `None` also
+    /// when the object is too deep to read back (see [`to_value`](Self::to_value)).
     pub fn pointer(&self, pointer: &str) -> Option<serde_json::Value> {
-        self.to_value().pointer(pointer).cloned()
+        self.to_value().ok()?.pointer(pointer).cloned()
     }
 
     /// Whether two handles point at the same decoded object.
@@ -495,23 +462,24 @@ mod tests {
     }
 
     /// Regression: the metadata decoder skips unknown fields at any depth, so an object
-    /// nested deeper than `serde_json` re-reads was accepted, and re-reading it later
-    /// (`to_value`, or the memory source restamping a deleted object) panicked.
+    /// nested deeper than `serde_json` reads back decodes, and re-reading it (`to_value`, or
+    /// the memory source restamping a deleted object) panicked.
     #[test]
-    fn nesting_deeper_than_serde_json_reads_back_is_refused() {
+    fn an_object_too_deep_to_read_back_is_an_error_not_a_panic() {
         let nested = |depth: usize| {
             // The top-level object is level 1, then the arrays of `spec`.
             let inner = depth - 1;
             format!(r#"{{"kind":"Pod","metadata":{{"name":"x"}},"spec":{}{}}}"#, "[".repeat(inner), "]".repeat(inner))
         };
         let deepest = Object::from_string(nested(MAX_DEPTH)).unwrap();
-        assert!(deepest.to_value().is_object(), "the deepest accepted object reads back");
-        assert!(matches!(Object::from_string(nested(MAX_DEPTH + 1)), Err(ObjectError::TooDeep)));
-        assert!(matches!(Object::from_string(nested(100_000)), Err(ObjectError::TooDeep)));
-        // Brackets inside strings are text, not nesting.
-        let text =
-            format!(r#"{{"metadata":{{"name":"x"}},"data":{{"k":"{}\"{}"}}}}"#, "[".repeat(500), "{".repeat(500));
-        assert!(Object::from_string(text).is_ok());
+        assert!(deepest.to_value().unwrap().is_object(), "the deepest object reads back");
+        assert!(deepest.pointer("/spec/0").is_some());
+        for depth in [MAX_DEPTH + 1, 100_000] {
+            let deeper = Object::from_string(nested(depth)).unwrap();
+            assert_eq!(deeper.name(), "x");
+            assert!(matches!(deeper.to_value(), Err(ObjectError::TooDeep)));
+            assert_eq!(deeper.pointer("/kind"), None);
+        }
     }
 
     #[test]
