@@ -180,8 +180,9 @@ fn parse_yaml(path: &Path, text: &str) -> Result<(NumberedDocuments, Vec<DirSour
             Ok(value) if value_depth(&value) > MAX_DEPTH => refused.push(too_deep(number)),
             Ok(value) if value.is_null() => {}
             Ok(value) => docs.push((number, value)),
-            // The parser's own recursion limit: only possible where the estimate is deep.
-            Err(_) if estimate > MAX_DEPTH => refused.push(too_deep(number)),
+            // The parser's own recursion limit ("recursion limit exceeded"): only possible
+            // where the estimate is deep.
+            Err(e) if estimate > MAX_DEPTH => refused.push(malformed(format!("document {number}: {e}; skipped"))),
             Err(e) => return Err(malformed(format!("document {number}: invalid YAML: {e}"))),
         }
     }
