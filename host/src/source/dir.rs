@@ -275,6 +275,9 @@ impl DirSource {
         for path in files {
             let text = match read_manifest(&path, self.options.max_file_bytes) {
                 Ok(text) => text,
+                // Removed since the folder was walked (an editor's save): the next rescan,
+                // which its removal triggers, sees it gone.
+                Err(DirSourceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(err) => {
                     errors.push(err);
                     continue;
