@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::dir_read::{manifest_files, read_manifest};
 use super::memory::MemorySource;
-use super::nesting::{PRESCAN_LIMIT, estimated_depth, split_documents, value_depth};
+use super::nesting::{Estimate, estimated_depth, split_documents, value_depth};
 use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{ListerWatcher, SourceError};
 use crate::informer::object::MAX_DEPTH;
@@ -163,8 +163,8 @@ fn parse_yaml(path: &Path, text: &str) -> Result<(NumberedDocuments, Vec<DirSour
     let mut refused = Vec::new();
     let mut kept = String::with_capacity(text.len());
     for (i, part) in documents.parts.iter().enumerate() {
-        let estimate = if i == 0 && documents.leading_empty { 0 } else { estimated_depth(part) };
-        if estimate > PRESCAN_LIMIT {
+        let estimate = if i == 0 && documents.leading_empty { Estimate::default() } else { estimated_depth(part) };
+        if estimate.too_deep_to_parse() {
             refused.push(too_deep(i + first_number));
             kept.push_str(if part.starts_with("---") { "---\nnull\n" } else { "null\n" });
         } else {
@@ -175,7 +175,7 @@ fn parse_yaml(path: &Path, text: &str) -> Result<(NumberedDocuments, Vec<DirSour
     let mut docs = Vec::new();
     for (i, doc) in serde_norway::Deserializer::from_str(&kept).enumerate() {
         let number = i + 1;
-        let estimate = estimates.get(i + usize::from(documents.leading_empty)).copied().unwrap_or(0);
+        let estimate = estimates.get(i + usize::from(documents.leading_empty)).map_or(0, |e| e.overall);
         match serde_json::Value::deserialize(doc) {
             Ok(value) if value_depth(&value) > MAX_DEPTH => refused.push(too_deep(number)),
             Ok(value) if value.is_null() => {}

@@ -1,17 +1,40 @@
 //! How deeply a manifest nests, measured without parsing it.
 //!
-//! A YAML parser keeps state per open collection, and libyaml (under `serde_norway`) looks at
-//! all of it for every token: a document nested 100,000 levels deep takes it tens of seconds
-//! before the deserializer's own recursion limit can refuse it. So the directory source first
-//! estimates each document's depth with one pass over its text and leaves out, unparsed, any
-//! document estimated deeper than [`PRESCAN_LIMIT`]. The estimate never undercounts: block
-//! nesting needs at least one column per level, and flow nesting one bracket per level. The
-//! exact limit an object must meet ([`MAX_DEPTH`](crate::informer::object::MAX_DEPTH)) is
-//! checked on the parsed value.
+//! libyaml (under `serde_norway`) keeps state per open flow collection (`[`, `{`) and looks at
+//! all of it for every token, so its work grows with the square of the flow depth: 10,000
+//! levels take it a quarter of a second, 40,000 over three, 100,000 half a minute, all
+//! before the deserializer's own recursion limit can refuse the document. (Block nesting
+//! costs it linear time.) So the directory source first estimates each document's depth
+//! with one pass over its text and leaves out, unparsed, any document whose
+//! [`Estimate::too_deep_to_parse`]. The estimate is meant never to undercount: flow nesting
+//! needs one bracket per level, block nesting one column per level; quoted scalars and
+//! comments are skipped. The exact limit an object must meet
+//! ([`MAX_DEPTH`](crate::informer::object::MAX_DEPTH)) is checked on the parsed value.
 
-/// Documents whose estimated depth exceeds this are refused before parsing. Generous, as the
-/// estimate counts indentation columns rather than levels.
+/// Documents whose estimated flow depth exceeds this are refused before parsing: twice the
+/// deepest object, leaving room for brackets in plain text that the estimate counts.
+pub const FLOW_PRESCAN_LIMIT: usize = 256;
+
+/// Documents whose estimated overall depth exceeds this are refused before parsing.
+/// Generous, as the estimate counts indentation columns rather than levels.
 pub const PRESCAN_LIMIT: usize = 1024;
+
+/// How deeply a document may nest, estimated from its text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Estimate {
+    /// The most flow collections (`[`, `{`) open at once.
+    pub flow: usize,
+    /// An upper bound on the nesting overall: one, plus the largest indentation (spaces and
+    /// block indicators `-`, `?`, `:` opening a line) plus the open flow collections.
+    pub overall: usize,
+}
+
+impl Estimate {
+    /// Whether the document is refused before the YAML parser sees it.
+    pub fn too_deep_to_parse(&self) -> bool {
+        self.flow > FLOW_PRESCAN_LIMIT || self.overall > PRESCAN_LIMIT
+    }
+}
 
 /// A YAML stream cut into documents at `---` lines.
 pub(super) struct Documents<'a> {
@@ -50,12 +73,11 @@ pub(super) fn split_documents(text: &str) -> Documents<'_> {
     Documents { parts, leading_empty }
 }
 
-/// An upper bound on how deeply a YAML document's collections nest: one, plus the largest
-/// indentation (spaces and block indicators `-`, `?`, `:` opening a line) plus the open flow
-/// brackets seen at any point, skipping quoted scalars and comments.
-pub fn estimated_depth(text: &str) -> usize {
+/// Estimates how deeply a YAML document's collections nest (see [`Estimate`]), skipping
+/// quoted scalars and comments.
+pub fn estimated_depth(text: &str) -> Estimate {
     let bytes = text.as_bytes();
-    let (mut flow, mut max) = (0usize, 0usize);
+    let (mut flow, mut max, mut max_flow) = (0usize, 0usize, 0usize);
     let mut quote: Option<u8> = None;
     let mut i = 0;
     while i < bytes.len() {
@@ -99,6 +121,7 @@ pub fn estimated_depth(text: &str) -> usize {
                     }
                     b'[' | b'{' => {
                         flow += 1;
+                        max_flow = max_flow.max(flow);
                         max = max.max(prefix + flow + 1);
                     }
                     b']' | b'}' => flow = flow.saturating_sub(1),
@@ -113,7 +136,7 @@ pub fn estimated_depth(text: &str) -> usize {
         }
         i += 1;
     }
-    max
+    Estimate { flow: max_flow, overall: max }
 }
 
 /// How deeply a JSON value's arrays and objects nest (a scalar is 0), without recursion.
@@ -143,18 +166,20 @@ mod tests {
     #[test]
     fn estimates_never_undercount_block_and_flow_nesting() {
         let block = "a:\n  b:\n    c:\n      - - x\n";
-        assert!(estimated_depth(block) >= 5, "{}", estimated_depth(block));
-        assert!(estimated_depth("a: [[[{b: [1]}]]]\n") >= 6);
+        assert!(estimated_depth(block).overall >= 5, "{:?}", estimated_depth(block));
+        assert_eq!(estimated_depth("a: [[[{b: [1]}]]]\n"), Estimate { flow: 5, overall: 6 });
         let compact = format!("{}x\n", "- ".repeat(5_000));
-        assert!(estimated_depth(&compact) > PRESCAN_LIMIT);
-        let flow = format!("a: {}", "[".repeat(100_000));
-        assert!(estimated_depth(&flow) > PRESCAN_LIMIT);
+        assert!(estimated_depth(&compact).too_deep_to_parse());
+        let flow = format!("a: {}", "[".repeat(FLOW_PRESCAN_LIMIT + 1));
+        assert!(estimated_depth(&flow).too_deep_to_parse());
+        let flow = format!("a: {}", "[".repeat(FLOW_PRESCAN_LIMIT));
+        assert!(!estimated_depth(&flow).too_deep_to_parse());
     }
 
     #[test]
     fn brackets_in_quotes_and_comments_are_not_nesting() {
         let text = format!("a: \"{0}\\\"{0}\"\nb: '{0}''{0}'\n# {0}\nc: x # {0}\nd: don't {{}}\n", "[".repeat(2_000));
-        assert!(estimated_depth(&text) < 10, "{}", estimated_depth(&text));
+        assert!(estimated_depth(&text).overall < 10, "{:?}", estimated_depth(&text));
     }
 
     #[test]
