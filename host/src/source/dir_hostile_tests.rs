@@ -189,3 +189,18 @@ fn a_document_past_the_parsers_recursion_limit_is_refused_alone() {
     assert!(errors[0].contains("deep.yaml: document 2: recursion limit exceeded"), "{errors:?}");
     assert_eq!(pods(&src), ["first", "last"]);
 }
+
+/// Links to regular files and to folders (outside the folder too) are followed.
+#[test]
+fn links_to_files_and_folders_are_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "linked-file.yaml", &pod("linked-file"));
+    std::fs::create_dir(outside.path().join("folder")).unwrap();
+    write(&outside.path().join("folder"), "in-folder.yaml", &pod("in-folder"));
+    std::os::unix::fs::symlink(outside.path().join("linked-file.yaml"), dir.path().join("file.yaml")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("folder"), dir.path().join("folder")).unwrap();
+    let src = DirSource::open(dir.path()).unwrap();
+    assert!(src.rescan().unwrap().is_empty());
+    assert_eq!(pods(&src), ["in-folder", "linked-file"]);
+}
