@@ -34,7 +34,19 @@ pub enum ObjectError {
     /// A field the host needs is absent or empty.
     #[error("object has no `{0}`")]
     Missing(&'static str),
+    /// Arrays and objects are nested deeper than [`MAX_DEPTH`] (from sources that refuse it,
+    /// and from [`Object::to_value`]).
+    #[error("object is nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
 }
+
+/// The deepest nesting of JSON arrays and objects (the top-level object counts as one) that
+/// [`Object::to_value`] reads back: `serde_json`'s recursion limit. Decoding an [`Object`]
+/// skips the fields it does not need without such a limit (checking the depth of every
+/// object would double the cost of decoding), so an object from an API server may be deeper;
+/// sources that build objects from untrusted data (the directory and memory sources) refuse
+/// anything deeper.
+pub const MAX_DEPTH: usize = 127;
 
 /// An owner reference (`metadata.ownerReferences[*]`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -262,13 +274,16 @@ impl Object {
     }
 
     /// Parses the full JSON into a `serde_json::Value` (for code that needs other fields).
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(&self.0.json).expect("object JSON was validated when decoded")
+    /// Fails, with [`ObjectError::TooDeep`], only for an object nested deeper than
+    /// [`MAX_DEPTH`]: the rest of the JSON was validated when decoded.
+    pub fn to_value(&self) -> Result<serde_json::Value, ObjectError> {
+        serde_json::from_str(&self.0.json).map_err(|_| ObjectError::TooDeep)
     }
 
-    /// Resolves an RFC 6901 JSON pointer (e.g. `/spec/nodeName`) on demand.
+    /// Resolves an RFC 6901 JSON pointer (e.g. `/spec/nodeName`) on demand; `None` also
+    /// when the object is too deep to read back (see [`to_value`](Self::to_value)).
     pub fn pointer(&self, pointer: &str) -> Option<serde_json::Value> {
-        self.to_value().pointer(pointer).cloned()
+        self.to_value().ok()?.pointer(pointer).cloned()
     }
 
     /// Whether two handles point at the same decoded object.
@@ -444,6 +459,27 @@ mod tests {
             assert!(Object::from_str(bad).is_err(), "{bad:?} should fail");
         }
         assert!(Object::from_slice(&[0xff, 0xfe]).is_err());
+    }
+
+    /// Regression: the metadata decoder skips unknown fields at any depth, so an object
+    /// nested deeper than `serde_json` reads back decodes, and re-reading it (`to_value`, or
+    /// the memory source restamping a deleted object) panicked.
+    #[test]
+    fn an_object_too_deep_to_read_back_is_an_error_not_a_panic() {
+        let nested = |depth: usize| {
+            // The top-level object is level 1, then the arrays of `spec`.
+            let inner = depth - 1;
+            format!(r#"{{"kind":"Pod","metadata":{{"name":"x"}},"spec":{}{}}}"#, "[".repeat(inner), "]".repeat(inner))
+        };
+        let deepest = Object::from_string(nested(MAX_DEPTH)).unwrap();
+        assert!(deepest.to_value().unwrap().is_object(), "the deepest object reads back");
+        assert!(deepest.pointer("/spec/0").is_some());
+        for depth in [MAX_DEPTH + 1, 100_000] {
+            let deeper = Object::from_string(nested(depth)).unwrap();
+            assert_eq!(deeper.name(), "x");
+            assert!(matches!(deeper.to_value(), Err(ObjectError::TooDeep)));
+            assert_eq!(deeper.pointer("/kind"), None);
+        }
     }
 
     #[test]

@@ -7,7 +7,13 @@
 //! the watch-cache semantics (resourceVersions, history, bookmarks) for free.
 //!
 //! A malformed file is reported with its path and skipped; the objects it held before stay
-//! as they were, and every other file keeps flowing. Changes are picked up by
+//! as they were, and every other file keeps flowing. The files are not trusted (see
+//! `dir_read.rs`): only regular files of at most
+//! [`DirSourceOptions::max_file_bytes`] are read, and a folder link that loops is skipped,
+//! each with an error naming it. A document nested deeper than an object may be
+//! ([`MAX_DEPTH`]) is refused with an error naming the file and the document, without taking
+//! the file's other documents with it; one nested absurdly deep is refused before the YAML
+//! parser sees it (see [`nesting`](super::nesting)). Changes are picked up by
 //! [`DirSource::rescan`], which [`DirSource::watch`] calls whenever the file watcher
 //! (`notify`, debounced) reports a change.
 
@@ -20,9 +26,12 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use super::dir_read::{manifest_files, read_manifest};
 use super::memory::MemorySource;
+use super::nesting::{Estimate, estimated_depth, split_documents, value_depth};
 use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{ListerWatcher, SourceError};
+use crate::informer::object::MAX_DEPTH;
 
 /// Errors of the directory source.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +52,30 @@ pub enum DirSourceError {
         path: PathBuf,
         /// What is wrong, and where in the file.
         message: String,
+    },
+    /// A manifest path resolves to something other than a regular file (a FIFO, a device…).
+    #[error("{path}: {file_type}, not a regular file; skipped")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        file_type: &'static str,
+    },
+    /// A manifest file is larger than [`DirSourceOptions::max_file_bytes`].
+    #[error("{path}: larger than {limit} bytes; skipped")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit.
+        limit: u64,
+    },
+    /// A folder link leads back to a folder that contains it.
+    #[error("{path}: link loops back to {ancestor}; skipped")]
+    Loop {
+        /// The link.
+        path: PathBuf,
+        /// The folder it leads back to.
+        ancestor: PathBuf,
     },
     /// The file watcher could not start.
     #[error("cannot watch {path}: {message}")]
@@ -77,9 +110,24 @@ impl State {
     }
 }
 
+/// Options of a [`DirSource`].
+#[derive(Clone, Debug)]
+pub struct DirSourceOptions {
+    /// The largest manifest file read, in bytes; larger files are skipped with an error.
+    /// Default 16 MiB.
+    pub max_file_bytes: u64,
+}
+
+impl Default for DirSourceOptions {
+    fn default() -> Self {
+        Self { max_file_bytes: 16 << 20 }
+    }
+}
+
 /// A folder of manifests served as a cluster.
 pub struct DirSource {
     root: PathBuf,
+    options: DirSourceOptions,
     state: Mutex<State>,
 }
 
@@ -89,25 +137,70 @@ impl std::fmt::Debug for DirSource {
     }
 }
 
-/// Parses one manifest file into objects.
-pub fn parse_manifest_file(path: &Path, text: &str) -> Result<Vec<serde_json::Value>, DirSourceError> {
+/// A manifest file's objects, and the documents refused for nesting too deep.
+#[derive(Debug, Default)]
+pub struct ParsedManifest {
+    /// The objects, in file order.
+    pub objects: Vec<serde_json::Value>,
+    /// One error per refused document, naming the file and the document.
+    pub refused: Vec<DirSourceError>,
+}
+
+/// Documents with their numbers in the file (from 1).
+type NumberedDocuments = Vec<(usize, serde_json::Value)>;
+
+/// Parses the documents of a YAML stream. A document nested deeper than [`MAX_DEPTH`] is
+/// refused on its own (an error in `refused`); any other invalid document fails the file.
+fn parse_yaml(path: &Path, text: &str) -> Result<(NumberedDocuments, Vec<DirSourceError>), DirSourceError> {
     let malformed = |message: String| DirSourceError::Malformed { path: path.to_owned(), message };
-    let docs: Vec<serde_json::Value> = if path.extension().is_some_and(|e| e == "json") {
-        vec![serde_json::from_str(text).map_err(|e| malformed(format!("invalid JSON: {e}")))?]
-    } else {
-        let mut docs = Vec::new();
-        for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
-            let value = serde_json::Value::deserialize(doc)
-                .map_err(|e| malformed(format!("document {}: invalid YAML: {e}", i + 1)))?;
-            if !value.is_null() {
-                docs.push(value);
-            }
+    let too_deep =
+        |number: usize| malformed(format!("document {number}: nested deeper than {MAX_DEPTH} levels; skipped"));
+    // Documents far too deep are left out unparsed (as empty documents, so that the others
+    // keep their numbers): the parser's work grows with the square of the depth.
+    let documents = split_documents(text);
+    let first_number = usize::from(!documents.leading_empty);
+    let mut estimates = Vec::with_capacity(documents.parts.len());
+    let mut refused = Vec::new();
+    let mut kept = String::with_capacity(text.len());
+    for (i, part) in documents.parts.iter().enumerate() {
+        let estimate = if i == 0 && documents.leading_empty { Estimate::default() } else { estimated_depth(part) };
+        if estimate.too_deep_to_parse() {
+            refused.push(too_deep(i + first_number));
+            kept.push_str(if part.starts_with("---") { "---\nnull\n" } else { "null\n" });
+        } else {
+            kept.push_str(part);
         }
-        docs
+        estimates.push(estimate);
+    }
+    let mut docs = Vec::new();
+    for (i, doc) in serde_norway::Deserializer::from_str(&kept).enumerate() {
+        let number = i + 1;
+        let estimate = estimates.get(i + usize::from(documents.leading_empty)).map_or(0, |e| e.overall);
+        match serde_json::Value::deserialize(doc) {
+            Ok(value) if value_depth(&value) > MAX_DEPTH => refused.push(too_deep(number)),
+            Ok(value) if value.is_null() => {}
+            Ok(value) => docs.push((number, value)),
+            // The parser's own recursion limit ("recursion limit exceeded"): only possible
+            // where the estimate is deep.
+            Err(e) if estimate > MAX_DEPTH => refused.push(malformed(format!("document {number}: {e}; skipped"))),
+            Err(e) => return Err(malformed(format!("document {number}: invalid YAML: {e}"))),
+        }
+    }
+    Ok((docs, refused))
+}
+
+/// Parses one manifest file into objects.
+pub fn parse_manifest_file(path: &Path, text: &str) -> Result<ParsedManifest, DirSourceError> {
+    let malformed = |message: String| DirSourceError::Malformed { path: path.to_owned(), message };
+    let (docs, refused) = if path.extension().is_some_and(|e| e == "json") {
+        // serde_json stops at its recursion limit, MAX_DEPTH, at once.
+        (vec![(1, serde_json::from_str(text).map_err(|e| malformed(format!("invalid JSON: {e}")))?)], Vec::new())
+    } else {
+        parse_yaml(path, text)?
     };
     let mut objects = Vec::new();
-    for (i, doc) in docs.into_iter().enumerate() {
-        let where_ = format!("document {}", i + 1);
+    for (number, doc) in docs {
+        let where_ = format!("document {number}");
         if doc.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List"))
             && let Some(items) = doc.get("items").and_then(|i| i.as_array())
         {
@@ -124,7 +217,7 @@ pub fn parse_manifest_file(path: &Path, text: &str) -> Result<Vec<serde_json::Va
         }
         objects.push(doc);
     }
-    Ok(objects)
+    Ok(ParsedManifest { objects, refused })
 }
 
 fn object_id(value: &serde_json::Value) -> Option<ObjectId> {
@@ -138,38 +231,20 @@ fn object_id(value: &serde_json::Value) -> Option<ObjectId> {
     Some((s("/apiVersion"), s("/kind"), key))
 }
 
-fn is_manifest(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-        && !path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'))
-}
-
-fn manifest_files(root: &Path) -> Result<Vec<PathBuf>, DirSourceError> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| DirSourceError::Io { path: dir.clone(), source })?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if is_manifest(&path) {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 impl DirSource {
     /// Opens a folder and reads it once. Malformed files are logged and skipped.
     pub fn open(root: impl Into<PathBuf>) -> Result<Arc<Self>, DirSourceError> {
+        Self::open_with(root, DirSourceOptions::default())
+    }
+
+    /// [`open`](Self::open) with options.
+    pub fn open_with(root: impl Into<PathBuf>, options: DirSourceOptions) -> Result<Arc<Self>, DirSourceError> {
         let root = root.into();
         if !root.is_dir() {
             let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
             return Err(DirSourceError::Io { path: root, source });
         }
-        let this = Arc::new(Self { root, state: Mutex::default() });
+        let this = Arc::new(Self { root, options, state: Mutex::default() });
         for err in this.rescan()? {
             tracing::warn!(error = %err, "skipping malformed manifest");
         }
@@ -182,10 +257,12 @@ impl DirSource {
     }
 
     /// Re-reads the folder and applies what changed. Returns the files that could not be
-    /// parsed (their previous objects are kept).
+    /// read or parsed (their previous objects are kept), the entries skipped while walking
+    /// the folder, and the documents refused.
     pub fn rescan(&self) -> Result<Vec<DirSourceError>, DirSourceError> {
-        let files = manifest_files(&self.root)?;
-        let mut errors = Vec::new();
+        let found = manifest_files(&self.root)?;
+        let files = found.files;
+        let mut errors = found.skipped;
         let mut state = self.state.lock();
         let gone: Vec<PathBuf> = state.files.keys().filter(|p| !files.contains(p)).cloned().collect();
         for path in gone {
@@ -196,12 +273,24 @@ impl DirSource {
             }
         }
         for path in files {
-            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let text = match read_manifest(&path, self.options.max_file_bytes) {
+                Ok(text) => text,
+                // Removed since the folder was walked (an editor's save): the next rescan,
+                // which its removal triggers, sees it gone.
+                Err(DirSourceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(err) => {
+                    errors.push(err);
+                    continue;
+                }
+            };
             if state.files.get(&path).is_some_and(|f| f.text == text) {
                 continue;
             }
             let objects = match parse_manifest_file(&path, &text) {
-                Ok(objects) => objects,
+                Ok(parsed) => {
+                    errors.extend(parsed.refused);
+                    parsed.objects
+                }
                 Err(err) => {
                     errors.push(err);
                     continue;
@@ -327,3 +416,7 @@ mod tests {
         assert_eq!(keys(&src, "v1", "ConfigMap"), ["flaky", "good", "later"]);
     }
 }
+
+#[cfg(test)]
+#[path = "dir_hostile_tests.rs"]
+mod hostile_tests;

@@ -18,10 +18,11 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
+use super::nesting::value_depth;
 use crate::informer::list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
-use crate::informer::object::{Object, ObjectError};
+use crate::informer::object::{MAX_DEPTH, Object, ObjectError};
 
 type Sender = mpsc::UnboundedSender<Result<WatchEvent, SourceError>>;
 
@@ -110,8 +111,12 @@ impl std::fmt::Debug for MemorySource {
     }
 }
 
-/// Sets `metadata.resourceVersion` in an object's JSON and decodes it.
+/// Sets `metadata.resourceVersion` in an object's JSON and decodes it. Objects nested deeper
+/// than [`MAX_DEPTH`] are refused, so that every stored object reads back.
 fn stamp(mut value: serde_json::Value, rv: u64) -> Result<Object, ObjectError> {
+    if value_depth(&value) > MAX_DEPTH {
+        return Err(ObjectError::TooDeep);
+    }
     let meta = value
         .as_object_mut()
         .and_then(|o| o.get_mut("metadata"))
@@ -152,8 +157,13 @@ impl MemorySource {
         let old = inner.objects.remove(key)?;
         let rv = inner.resource_version + 1;
         inner.resource_version = rv;
-        let last =
-            stamp(serde_json::from_str(old.json()).expect("stored JSON is valid"), rv).expect("stored object is valid");
+        // The final state carries the deletion's resourceVersion. Restamping re-reads the stored
+        // JSON, which `stamp` made sure reads back; should that ever fail, the delete is still
+        // delivered, with the last stored state.
+        let last = old.to_value().and_then(|value| stamp(value, rv)).unwrap_or_else(|err| {
+            tracing::warn!(key, error = %err, "cannot stamp the deleted object's final state");
+            old
+        });
         inner.broadcast(rv, Change::Deleted(last.clone()));
         self.trim(&mut inner);
         Some(last)
@@ -392,6 +402,27 @@ mod tests {
         src.apply(cm("c9")).unwrap();
         let mut stream = src.watch(&WatchParams { resource_version: "1".into(), ..Default::default() }).await.unwrap();
         assert!(matches!(stream.next().await, Some(Ok(WatchEvent::Error(s))) if s.is_gone()));
+    }
+
+    /// Regression: an object nested deeper than `serde_json` reads back was stored, and
+    /// deleting it (which re-reads its JSON) panicked.
+    #[test]
+    fn deleting_the_deepest_object_does_not_panic() {
+        let src = MemorySource::default();
+        let mut value = json!("leaf");
+        // metadata's siblings: the top-level object is level 1, so 126 more levels.
+        for _ in 0..MAX_DEPTH - 1 {
+            value = json!([value]);
+        }
+        let mut doc = cm("deep");
+        doc["spec"] = value;
+        src.apply(doc).unwrap();
+        let deleted = src.delete("ns/deep").unwrap();
+        assert_eq!(deleted.resource_version(), "3");
+        let mut too_deep = cm("deeper");
+        too_deep["spec"] = json!([[deleted.to_value().unwrap()]]);
+        assert!(matches!(src.apply(too_deep), Err(ObjectError::TooDeep)));
+        assert!(src.get("ns/deeper").is_none());
     }
 
     #[tokio::test]

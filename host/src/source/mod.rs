@@ -1,9 +1,11 @@
 //! Sources of objects: implementations of [`ListerWatcher`](crate::informer::ListerWatcher).
 
 pub mod dir;
+mod dir_read;
 pub mod kube;
 pub mod memory;
+pub mod nesting;
 
-pub use dir::{DirSource, DirSourceError};
+pub use dir::{DirSource, DirSourceError, DirSourceOptions};
 pub use kube::{KubeListerWatcher, KubeSource, KubeSourceError, ResolvedResource};
 pub use memory::{MemorySource, MemorySourceOptions};
