@@ -96,6 +96,8 @@ struct Shared {
     metrics: PluginMetrics,
     consecutive_failures: AtomicU32,
     quarantined: AtomicBool,
+    /// How long one batch may keep a guest thread before the rest goes back to the listener.
+    batch_budget: Duration,
 }
 
 /// Runs one plugin's component for informer events. Cheap to clone; clones share the
@@ -134,8 +136,19 @@ impl PluginHandler {
             metrics,
             consecutive_failures: AtomicU32::new(0),
             quarantined: AtomicBool::new(false),
+            batch_budget: BATCH_BUDGET,
         };
         Self { shared: Arc::new(shared), slot: Arc::default(), pool }
+    }
+
+    /// Sets how long one batch may run before its unstarted entries go back to the listener
+    /// (default [`BATCH_BUDGET`]). Must be called before the handler is cloned.
+    #[must_use]
+    pub fn with_batch_budget(mut self, budget: Duration) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.batch_budget = budget;
+        }
+        self
     }
 
     /// A handler for a loaded plugin with its manifest's failure policy, the default
@@ -319,13 +332,13 @@ fn call_guest(shared: &Shared, slot: &mut Slot, notification: Option<&Notificati
 
 /// Runs in the blocking pool: delivers a batch, entry by entry, each entry's notifications
 /// in order; stops an entry at its first `Retry`, and the whole batch after a failure
-/// (trap, refused `init`) or once [`BATCH_BUDGET`] is spent. Entries not started get no
+/// (trap, refused `init`) or once the handler's batch budget is spent. Entries not started get no
 /// results (the listener puts them back in front).
 fn run_batch(shared: &Shared, slot: &mut Slot, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
     let started = Instant::now();
     let mut out = Vec::with_capacity(batch.len());
     for entry in batch {
-        if !out.is_empty() && started.elapsed() >= BATCH_BUDGET {
+        if !out.is_empty() && started.elapsed() >= shared.batch_budget {
             break;
         }
         let mut results = Vec::with_capacity(entry.len());

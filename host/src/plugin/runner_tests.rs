@@ -184,10 +184,22 @@ fn updates(keys: &[&str]) -> Vec<Vec<Notification>> {
 
 #[tokio::test]
 async fn a_batch_runs_every_entry_in_one_blocking_task_in_order() {
-    let h = handler(Guest { on_update: Behaviour::Log, ..Guest::default() }, FailurePolicy::default());
+    // A budget no loaded machine spends, so the whole batch runs in one go.
+    let h = handler(Guest { on_update: Behaviour::Log, ..Guest::default() }, FailurePolicy::default())
+        .with_batch_budget(Duration::from_secs(3600));
     let results = h.deliver_many(&updates(&["a", "b", "c"])).await;
     assert_eq!(results, vec![vec![Ok(())], vec![Ok(())], vec![Ok(())]]);
     assert_eq!(h.metrics().calls(), 4, "init and three calls");
+}
+
+#[tokio::test]
+async fn a_spent_budget_leaves_the_rest_of_the_batch_unstarted() {
+    // The first entry always runs; with no budget left after it, the rest go back unstarted.
+    let h = handler(Guest { on_update: Behaviour::Log, ..Guest::default() }, FailurePolicy::default())
+        .with_batch_budget(Duration::ZERO);
+    let results = h.deliver_many(&updates(&["a", "b", "c"])).await;
+    assert_eq!(results, vec![vec![Ok(())]]);
+    assert_eq!(h.metrics().calls(), 2, "init and one call");
 }
 
 #[tokio::test]
