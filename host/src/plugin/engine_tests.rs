@@ -124,3 +124,19 @@ fn deadline_ticks_cover_the_timeout() {
     assert_eq!(engine.deadline_ticks(Duration::from_millis(15)), 3);
     assert_eq!(engine.deadline_ticks(Duration::from_nanos(1)), 2);
 }
+
+/// Regression: the ticker woke the host 100 times a second with no guest code to interrupt.
+#[tokio::test(start_paused = true)]
+async fn the_epoch_ticker_ticks_only_while_guest_code_runs() {
+    let engine =
+        PluginEngine::new(EngineConfig { pool: Some(PoolLimits::small()), ..EngineConfig::default() }).unwrap();
+    assert!(engine.ticks_on_tokio());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(engine.epoch_ticks(), 0, "idle: no ticks");
+    let running = engine.guest_running();
+    tokio::time::sleep(Duration::from_millis(105)).await;
+    assert_eq!(engine.epoch_ticks(), 10, "one tick per 10 ms while a guest runs");
+    drop(running);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(engine.epoch_ticks(), 11, "at most the tick under way after the last call ended");
+}
