@@ -70,9 +70,9 @@ fn io_counters() -> (u64, u64) {
 /// period and first at its end, so that the period counts none of the other reads of the
 /// measurement, only one read of `/proc/self/io` (subtracted: [`own_reads`]).
 fn usage(registry: &PluginRegistry, at_start: bool) -> Usage {
-    let before = (!at_start).then(io_counters);
+    let io_first = (!at_start).then(io_counters);
     let (cpu, threads, scans) = (cpu_time(), cpu_by_thread(), registry.scan_stats());
-    let (rchar, read_bytes) = before.unwrap_or_else(io_counters);
+    let (rchar, read_bytes) = io_first.unwrap_or_else(io_counters);
     Usage { cpu, threads, rchar, read_bytes, scans }
 }
 
