@@ -339,8 +339,10 @@ impl PluginEngine {
     /// any such guard lives.
     pub fn guest_running(&self) -> GuestRunning {
         let guests = &self.0.guests;
-        guests.running.fetch_add(1, Ordering::SeqCst);
-        guests.wake.notify_one();
+        // Only the first guard wakes the ticker; while it ticks, a guard costs one atomic add.
+        if guests.running.fetch_add(1, Ordering::SeqCst) == 0 {
+            guests.wake.notify_one();
+        }
         GuestRunning(guests.clone())
     }
 
