@@ -1,11 +1,19 @@
 //! Watching a folder for changes: a debounced `notify` watcher that calls back on a tokio
 //! task. Used by the directory source (manifests) and the plugin registry (plugin folders),
-//! both of which simply rescan on any change.
+//! both of which rescan when something changed.
+//!
+//! Only changes to what the folder holds wake the callback: a file or folder created,
+//! written (data modified, or closed after writing), renamed or removed. Reading does not:
+//! with inotify, opening a file is an event too, and a callback that rescans (reading the
+//! files) would otherwise wake itself up again, forever. Metadata changes (permissions,
+//! timestamps) are ignored as well; the contents did not change.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use notify_debouncer_full::notify::RecursiveMode;
+use notify_debouncer_full::notify::event::{AccessKind, AccessMode, ModifyKind};
+use notify_debouncer_full::notify::{EventKind, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, DebouncedEvent};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -19,8 +27,69 @@ pub struct WatchError {
     pub message: String,
 }
 
+/// What changed under a watched folder since the previous call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// The paths created, written, renamed (both names) or removed, each once, in order of
+    /// first change.
+    pub paths: Vec<PathBuf>,
+    /// The watcher may have missed changes (its queue overflowed, or it reported an
+    /// error): anything under the folder may have changed.
+    pub rescan: bool,
+}
+
+impl Changes {
+    fn is_empty(&self) -> bool {
+        self.paths.is_empty() && !self.rescan
+    }
+
+    fn add(&mut self, batch: DebounceEventResult) {
+        match batch {
+            Ok(events) => {
+                for event in events {
+                    self.add_event(&event);
+                }
+            }
+            Err(errors) => {
+                for error in &errors {
+                    tracing::warn!(error = %error, "folder watcher error: rescanning");
+                }
+                self.rescan |= !errors.is_empty();
+            }
+        }
+    }
+
+    fn add_event(&mut self, event: &DebouncedEvent) {
+        if event.need_rescan() {
+            self.rescan = true;
+            return;
+        }
+        if !is_change(&event.kind) {
+            return;
+        }
+        for path in &event.paths {
+            if !self.paths.contains(path) {
+                self.paths.push(path.clone());
+            }
+        }
+    }
+}
+
+/// Whether an event of this kind changes what a folder holds: creation, data written (or a
+/// file closed after writing), rename, removal, and the backends' unspecific kinds. Opening,
+/// reading and closing without writing are not changes; neither are metadata changes.
+pub fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Any | EventKind::Other => true,
+        EventKind::Modify(ModifyKind::Metadata(_)) => false,
+        EventKind::Modify(_) => true,
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+    }
+}
+
 /// Calls `on_change` (on a tokio task) after changes under `root` settle for `debounce`,
-/// until `cancel` fires. Bursts of changes are folded into one call.
+/// until `cancel` fires. Bursts of changes are folded into one call; reads never call it.
 pub fn watch_folder<F>(
     root: &Path,
     debounce: Duration,
@@ -30,10 +99,25 @@ pub fn watch_folder<F>(
 where
     F: FnMut() + Send + 'static,
 {
+    watch_folder_changes(root, debounce, cancel, move |_| on_change())
+}
+
+/// [`watch_folder`], telling the callback which paths changed.
+pub fn watch_folder_changes<F>(
+    root: &Path,
+    debounce: Duration,
+    cancel: CancellationToken,
+    mut on_change: F,
+) -> Result<JoinHandle<()>, WatchError>
+where
+    F: FnMut(Changes) + Send + 'static,
+{
     let error = |e: notify_debouncer_full::notify::Error| WatchError { path: root.to_owned(), message: e.to_string() };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut debouncer = notify_debouncer_full::new_debouncer(debounce, None, move |event| {
-        let _ = tx.send(event);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<DebounceEventResult>();
+    // The debouncer's thread wakes up every tick, changes or not: once per `debounce` (the
+    // default, a quarter of it, is four times the wake-ups for a host that sits idle).
+    let mut debouncer = notify_debouncer_full::new_debouncer(debounce, Some(debounce), move |batch| {
+        let _ = tx.send(batch);
     })
     .map_err(error)?;
     debouncer.watch(root, RecursiveMode::Recursive).map_err(error)?;
@@ -43,14 +127,123 @@ where
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
-                event = rx.recv() => {
-                    if event.is_none() {
-                        return;
+                batch = rx.recv() => {
+                    let Some(batch) = batch else { return };
+                    let mut changes = Changes::default();
+                    changes.add(batch);
+                    while let Ok(batch) = rx.try_recv() {
+                        changes.add(batch);
                     }
-                    while rx.try_recv().is_ok() {}
-                    on_change();
+                    if !changes.is_empty() {
+                        on_change(changes);
+                    }
                 }
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Watched {
+        dir: tempfile::TempDir,
+        changes: tokio::sync::mpsc::UnboundedReceiver<Changes>,
+        cancel: CancellationToken,
+    }
+
+    impl Watched {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("a.yaml"), "kind: A\n").unwrap();
+            std::fs::create_dir(dir.path().join("sub")).unwrap();
+            std::fs::write(dir.path().join("sub").join("b.wasm"), b"\0asm").unwrap();
+            let (tx, changes) = tokio::sync::mpsc::unbounded_channel();
+            let cancel = CancellationToken::new();
+            watch_folder_changes(dir.path(), Duration::from_millis(20), cancel.clone(), move |c| {
+                let _ = tx.send(c);
+            })
+            .unwrap();
+            Self { dir, changes, cancel }
+        }
+
+        fn path(&self, name: &str) -> PathBuf {
+            self.dir.path().join(name)
+        }
+
+        /// The next call's changes, as paths relative to the folder.
+        async fn next(&mut self) -> Vec<String> {
+            let changes = tokio::time::timeout(Duration::from_secs(20), self.changes.recv())
+                .await
+                .expect("the watcher calls back")
+                .expect("the watcher is running");
+            assert!(!changes.rescan);
+            changes
+                .paths
+                .iter()
+                .map(|p| p.strip_prefix(self.dir.path()).unwrap_or(p).to_string_lossy().into_owned())
+                .collect()
+        }
+
+        /// Calls until one names `name` (a change may come in more than one call).
+        async fn until(&mut self, name: &str) -> Vec<String> {
+            loop {
+                let names = self.next().await;
+                if names.iter().any(|n| n == name) {
+                    return names;
+                }
+            }
+        }
+    }
+
+    impl Drop for Watched {
+        fn drop(&mut self) {
+            self.cancel.cancel();
+        }
+    }
+
+    /// Regression: reading the watched files (as every rescan does) woke the watcher, whose
+    /// callback rescanned, which woke it again — a host busy re-reading its plugins forever.
+    #[tokio::test]
+    async fn reading_files_does_not_call_back_only_the_sentinel_write_does() {
+        let mut watched = Watched::new();
+        for _ in 0..20 {
+            std::fs::read(watched.path("a.yaml")).unwrap();
+            std::fs::read(watched.path("sub/b.wasm")).unwrap();
+            std::fs::read_dir(watched.dir.path()).unwrap().for_each(drop);
+            std::fs::metadata(watched.path("a.yaml")).unwrap();
+        }
+        // Every event a read caused was queued before the sentinel's: a call for them would
+        // come first, or the same call would name them.
+        std::fs::write(watched.path("sentinel"), "x").unwrap();
+        assert_eq!(watched.next().await, ["sentinel"]);
+    }
+
+    #[tokio::test]
+    async fn creating_writing_renaming_and_removing_each_call_back() {
+        let mut watched = Watched::new();
+        std::fs::write(watched.path("new.yaml"), "kind: N\n").unwrap();
+        watched.until("new.yaml").await;
+        std::fs::write(watched.path("sub/b.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
+        watched.until("sub/b.wasm").await;
+        std::fs::rename(watched.path("a.yaml"), watched.path("c.yaml")).unwrap();
+        watched.until("c.yaml").await;
+        std::fs::remove_file(watched.path("new.yaml")).unwrap();
+        watched.until("new.yaml").await;
+    }
+
+    #[test]
+    fn metadata_and_read_access_are_not_changes() {
+        use notify_debouncer_full::notify::event::{CreateKind, DataChange, MetadataKind, RemoveKind, RenameMode};
+        assert!(!is_change(&EventKind::Access(AccessKind::Open(AccessMode::Any))));
+        assert!(!is_change(&EventKind::Access(AccessKind::Read)));
+        assert!(!is_change(&EventKind::Access(AccessKind::Close(AccessMode::Read))));
+        assert!(!is_change(&EventKind::Modify(ModifyKind::Metadata(MetadataKind::WriteTime))));
+        assert!(is_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
+        assert!(is_change(&EventKind::Create(CreateKind::File)));
+        assert!(is_change(&EventKind::Modify(ModifyKind::Data(DataChange::Content))));
+        assert!(is_change(&EventKind::Modify(ModifyKind::Name(RenameMode::Both))));
+        assert!(is_change(&EventKind::Remove(RemoveKind::File)));
+    }
 }

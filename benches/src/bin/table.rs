@@ -11,8 +11,15 @@ use std::path::PathBuf;
 use wink_benches::results::{Report, results_dir};
 
 /// The benches, in the order of `BENCHMARKS.md`.
-const ORDER: [&str; 6] =
-    ["informer_throughput", "wasm_vs_native", "call_overhead", "memory_per_object", "many_plugins", "delivery_lag"];
+const ORDER: [&str; 7] = [
+    "informer_throughput",
+    "wasm_vs_native",
+    "call_overhead",
+    "memory_per_object",
+    "many_plugins",
+    "delivery_lag",
+    "idle_host",
+];
 
 fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, usize::from);

@@ -5,10 +5,17 @@
 //! informers not yet running (call it again after adding more), `wait_for_cache_sync`
 //! waits until each has synced, `shutdown` stops them all and waits for their handlers to
 //! finish the calls in progress.
+//!
+//! An informer obtained through [`InformerFactory::acquire`] lives as long as someone needs
+//! it: when the last [`InformerLease`] of a resource is dropped, its informer stops (the
+//! watch ends, the cache is dropped) and leaves the factory; the next `acquire` creates a
+//! fresh one, which lists again. Informers obtained with `informer_for` alone are kept
+//! until shutdown.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry as MapEntry;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -81,6 +88,86 @@ where
 struct Entry {
     informer: SharedIndexInformer,
     task: Option<JoinHandle<()>>,
+    /// Stops this informer only.
+    cancel: CancellationToken,
+    /// Live leases; `None`: held without leases (created by `informer_for`).
+    leases: Option<usize>,
+    /// Tells this informer apart from an earlier one of the same resource.
+    generation: u64,
+}
+
+#[derive(Default)]
+struct Informers {
+    entries: HashMap<ResourceKey, Entry>,
+    /// Tasks of informers stopped because no lease needed them, until they end.
+    retired: Vec<JoinHandle<()>>,
+    next_generation: u64,
+}
+
+/// A claim on the informer of one resource: while any lease of it lives, the informer
+/// keeps running; dropping the last one stops it and removes it from the factory.
+pub struct InformerLease {
+    informers: Weak<Mutex<Informers>>,
+    resource: ResourceKey,
+    generation: u64,
+    informer: SharedIndexInformer,
+}
+
+impl fmt::Debug for InformerLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InformerLease").field("resource", &self.resource).finish_non_exhaustive()
+    }
+}
+
+impl InformerLease {
+    /// The informer.
+    pub fn informer(&self) -> &SharedIndexInformer {
+        &self.informer
+    }
+
+    /// The resource.
+    pub fn resource(&self) -> &ResourceKey {
+        &self.resource
+    }
+}
+
+impl Clone for InformerLease {
+    fn clone(&self) -> Self {
+        if let Some(informers) = self.informers.upgrade()
+            && let Some(entry) = informers.lock().entries.get_mut(&self.resource)
+            && entry.generation == self.generation
+            && let Some(leases) = entry.leases.as_mut()
+        {
+            *leases += 1;
+        }
+        Self {
+            informers: self.informers.clone(),
+            resource: self.resource.clone(),
+            generation: self.generation,
+            informer: self.informer.clone(),
+        }
+    }
+}
+
+impl Drop for InformerLease {
+    fn drop(&mut self) {
+        let Some(informers) = self.informers.upgrade() else { return };
+        let mut informers = informers.lock();
+        let Some(entry) = informers.entries.get_mut(&self.resource) else { return };
+        if entry.generation != self.generation {
+            return;
+        }
+        let Some(leases) = entry.leases.as_mut() else { return };
+        *leases = leases.saturating_sub(1);
+        if *leases > 0 {
+            return;
+        }
+        let Some(entry) = informers.entries.remove(&self.resource) else { return };
+        entry.cancel.cancel();
+        tracing::info!(informer = %self.resource, "informer no longer needed: stopped");
+        informers.retired.retain(|task| !task.is_finished());
+        informers.retired.extend(entry.task);
+    }
 }
 
 /// Creates and runs shared informers.
@@ -89,13 +176,14 @@ pub struct InformerFactory {
     provider: Arc<dyn SourceProvider>,
     base: InformerConfig,
     custom_resync: HashMap<ResourceKey, Duration>,
-    informers: Mutex<HashMap<ResourceKey, Entry>>,
+    informers: Arc<Mutex<Informers>>,
     cancel: CancellationToken,
 }
 
 impl fmt::Debug for InformerFactory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InformerFactory").field("informers", &self.informers.lock().keys().collect::<Vec<_>>()).finish()
+        let informers = self.informers.lock();
+        f.debug_struct("InformerFactory").field("informers", &informers.entries.keys().collect::<Vec<_>>()).finish()
     }
 }
 
@@ -111,7 +199,7 @@ impl InformerFactory {
             provider,
             base,
             custom_resync: HashMap::new(),
-            informers: Mutex::default(),
+            informers: Arc::default(),
             cancel: CancellationToken::new(),
         }
     }
@@ -134,38 +222,67 @@ impl InformerFactory {
         self
     }
 
-    /// The informer of `resource`, created on first use.
+    /// The informer of `resource`, created on first use. It runs until shutdown.
     pub fn informer_for(&self, resource: &ResourceKey) -> Result<SharedIndexInformer, SourceError> {
         let mut informers = self.informers.lock();
-        if let Some(entry) = informers.get(resource) {
-            return Ok(entry.informer.clone());
-        }
-        let lw = self.provider.lister_watcher(resource)?;
-        let mut config = self.base.clone();
-        config.name = resource.to_string();
-        if let Some(period) = self.custom_resync.get(resource) {
-            config.default_resync = *period;
-        }
-        let informer = SharedIndexInformer::new(lw, config);
-        informers.insert(resource.clone(), Entry { informer: informer.clone(), task: None });
-        Ok(informer)
+        let entry = self.entry(&mut informers, resource)?;
+        entry.leases = None;
+        Ok(entry.informer.clone())
     }
 
-    /// The informer of `resource` if it was already created.
+    /// A lease on the informer of `resource`, created on first use: it runs while a lease
+    /// of it lives (once started), and stops when the last one is dropped.
+    pub fn acquire(&self, resource: &ResourceKey) -> Result<InformerLease, SourceError> {
+        let mut informers = self.informers.lock();
+        let entry = self.entry(&mut informers, resource)?;
+        if let Some(leases) = entry.leases.as_mut() {
+            *leases += 1;
+        }
+        Ok(InformerLease {
+            informers: Arc::downgrade(&self.informers),
+            resource: resource.clone(),
+            generation: entry.generation,
+            informer: entry.informer.clone(),
+        })
+    }
+
+    fn entry<'a>(&self, informers: &'a mut Informers, resource: &ResourceKey) -> Result<&'a mut Entry, SourceError> {
+        match informers.entries.entry(resource.clone()) {
+            MapEntry::Occupied(entry) => Ok(entry.into_mut()),
+            MapEntry::Vacant(vacant) => {
+                let lw = self.provider.lister_watcher(resource)?;
+                let mut config = self.base.clone();
+                config.name = resource.to_string();
+                if let Some(period) = self.custom_resync.get(resource) {
+                    config.default_resync = *period;
+                }
+                informers.next_generation += 1;
+                Ok(vacant.insert(Entry {
+                    informer: SharedIndexInformer::new(lw, config),
+                    task: None,
+                    cancel: self.cancel.child_token(),
+                    leases: Some(0),
+                    generation: informers.next_generation,
+                }))
+            }
+        }
+    }
+
+    /// The informer of `resource` if it exists.
     pub fn existing(&self, resource: &ResourceKey) -> Option<SharedIndexInformer> {
-        self.informers.lock().get(resource).map(|e| e.informer.clone())
+        self.informers.lock().entries.get(resource).map(|e| e.informer.clone())
     }
 
-    /// Every informer created so far.
+    /// Every informer that exists.
     pub fn informers(&self) -> Vec<(ResourceKey, SharedIndexInformer)> {
-        self.informers.lock().iter().map(|(k, e)| (k.clone(), e.informer.clone())).collect()
+        self.informers.lock().entries.iter().map(|(k, e)| (k.clone(), e.informer.clone())).collect()
     }
 
     /// Starts every informer that is not running yet.
     pub fn start(&self) {
-        for entry in self.informers.lock().values_mut() {
+        for entry in self.informers.lock().entries.values_mut() {
             if entry.task.is_none() {
-                entry.task = Some(tokio::spawn(entry.informer.clone().run(self.cancel.child_token())));
+                entry.task = Some(tokio::spawn(entry.informer.clone().run(entry.cancel.clone())));
             }
         }
     }
@@ -178,6 +295,7 @@ impl InformerFactory {
             let states: HashMap<_, _> = self
                 .informers
                 .lock()
+                .entries
                 .iter()
                 .filter(|(_, e)| e.task.is_some())
                 .map(|(k, e)| (k.clone(), e.informer.has_synced()))
@@ -195,7 +313,12 @@ impl InformerFactory {
     /// Stops every informer and waits for them (and their handlers' calls in progress).
     pub async fn shutdown(&self) {
         self.cancel.cancel();
-        let tasks: Vec<_> = self.informers.lock().values_mut().filter_map(|e| e.task.take()).collect();
+        let tasks: Vec<_> = {
+            let mut informers = self.informers.lock();
+            let mut tasks: Vec<_> = informers.entries.values_mut().filter_map(|e| e.task.take()).collect();
+            tasks.append(&mut informers.retired);
+            tasks
+        };
         for task in tasks {
             let _ = task.await;
         }
@@ -244,5 +367,73 @@ mod tests {
         assert_eq!(owned.len(), 1, "the owner-uid index is built in");
         factory.shutdown().await;
         assert!(a.is_stopped() && rs_informer.is_stopped());
+    }
+
+    /// Polls (paused time, so no real waiting) until `condition` holds.
+    async fn until(what: &str, condition: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if condition() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    /// Regression: an informer no one needed any more kept listing and watching.
+    #[tokio::test(start_paused = true)]
+    async fn an_informer_stops_with_its_last_lease_and_a_new_lease_lists_afresh() {
+        let pods = MemorySource::default();
+        pods.apply(json!({"kind": "Pod", "metadata": {"namespace": "a", "name": "p"}})).unwrap();
+        let factory = InformerFactory::new(provider([("Pod".into(), pods.clone())].into()));
+        let key = ResourceKey::new("v1", "Pod");
+        let adds = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counting = || {
+            let adds = adds.clone();
+            handler_fn(move |n| {
+                if matches!(n, crate::informer::Notification::Add { .. }) {
+                    adds.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                Ok(())
+            })
+        };
+        let first = factory.acquire(&key).unwrap();
+        let second = factory.acquire(&key).unwrap();
+        let third = second.clone();
+        first.informer().add_event_handler(counting()).unwrap();
+        factory.start();
+        until("the watch", || pods.open_watches() == 1).await;
+        until("the initial add", || adds.load(std::sync::atomic::Ordering::SeqCst) == 1).await;
+        let old = first.informer().clone();
+        drop(first);
+        drop(second);
+        assert!(factory.existing(&key).is_some(), "a lease is left");
+        drop(third);
+        assert!(factory.existing(&key).is_none(), "the informer and its cache left the factory");
+        until("the watch to end", || pods.open_watches() == 0).await;
+        until("the informer to stop", || old.is_stopped()).await;
+
+        let again = factory.acquire(&key).unwrap();
+        again.informer().add_event_handler(counting()).unwrap();
+        factory.start();
+        until("the initial add again", || adds.load(std::sync::atomic::Ordering::SeqCst) == 2).await;
+        assert_eq!(pods.list_requests().len(), 2, "a fresh list");
+        until("a new watch", || pods.open_watches() == 1).await;
+        factory.shutdown().await;
+        assert!(again.informer().is_stopped());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_informer_asked_for_without_a_lease_runs_until_shutdown() {
+        let pods = MemorySource::default();
+        let factory = InformerFactory::new(provider([("Pod".into(), pods.clone())].into()));
+        let key = ResourceKey::new("v1", "Pod");
+        let informer = factory.informer_for(&key).unwrap();
+        drop(factory.acquire(&key).unwrap());
+        factory.start();
+        until("the watch", || pods.open_watches() == 1).await;
+        assert!(factory.existing(&key).is_some());
+        factory.shutdown().await;
+        assert!(informer.is_stopped());
     }
 }

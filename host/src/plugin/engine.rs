@@ -6,7 +6,9 @@
 //!   ([`PoolLimits`]); if the pool cannot be reserved (a low `ulimit -v`, an overcommit
 //!   policy), the engine falls back to on-demand allocation and says why ([`Allocation`]).
 //! - **Deadlines.** Epoch interruption is on; one task ticks `increment_epoch` every
-//!   [`EngineConfig::epoch_tick`] and stops when the last handle to the engine is dropped.
+//!   [`EngineConfig::epoch_tick`] while guest code runs ([`PluginEngine::guest_running`]),
+//!   sleeps while none does (an idle host does not wake up 100 times a second), and stops
+//!   when the last handle to the engine is dropped.
 //!   [`PluginEngine::deadline_ticks`] turns a manifest's `callTimeout` into a store deadline.
 //! - **Compile cache.** Compiling a component takes from tens of milliseconds (Rust) to
 //!   seconds (Python, JavaScript); loading a compiled one takes milliseconds. Compiled
@@ -30,7 +32,7 @@
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
@@ -215,6 +217,27 @@ struct Inner {
     /// Recently used components by digest, most recent first.
     in_memory: parking_lot::Mutex<std::collections::VecDeque<(String, Component)>>,
     ticker: Ticker,
+    guests: Arc<GuestCalls>,
+}
+
+/// Guest code running now, which is when the epoch ticker has to tick.
+#[derive(Debug, Default)]
+struct GuestCalls {
+    running: AtomicUsize,
+    wake: tokio::sync::Notify,
+    ticks: AtomicU64,
+}
+
+/// Held while guest code may run (instantiation, a call): keeps the epoch ticker ticking, so
+/// that the call's epoch deadline can pass.
+#[derive(Debug)]
+#[must_use = "the ticker ticks only while the guard lives"]
+pub struct GuestRunning(Arc<GuestCalls>);
+
+impl Drop for GuestRunning {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The ticker stops when dropped with the engine's last handle.
@@ -297,7 +320,8 @@ impl PluginEngine {
             hasher.0.update(CACHE_FORMAT.as_bytes());
             hex::encode(&hasher.0.finalize()[..8])
         };
-        let ticker = start_ticker(engine.clone(), config.epoch_tick.max(Duration::from_millis(1)));
+        let guests = Arc::new(GuestCalls::default());
+        let ticker = start_ticker(engine.clone(), config.epoch_tick.max(Duration::from_millis(1)), guests.clone());
         Ok(Self(Arc::new(Inner {
             engine,
             config,
@@ -308,6 +332,7 @@ impl PluginEngine {
             temp_counter: AtomicU64::new(0),
             in_memory: parking_lot::Mutex::default(),
             ticker,
+            guests,
         })))
     }
 
@@ -324,6 +349,22 @@ impl PluginEngine {
     /// The settings the engine was built with.
     pub fn config(&self) -> &EngineConfig {
         &self.0.config
+    }
+
+    /// Marks guest code as running until the guard is dropped: the epoch ticker ticks while
+    /// any such guard lives.
+    pub fn guest_running(&self) -> GuestRunning {
+        let guests = &self.0.guests;
+        // Only the first guard wakes the ticker; while it ticks, a guard costs one atomic add.
+        if guests.running.fetch_add(1, Ordering::SeqCst) == 0 {
+            guests.wake.notify_one();
+        }
+        GuestRunning(guests.clone())
+    }
+
+    /// How many times the epoch ticker has ticked.
+    pub fn epoch_ticks(&self) -> u64 {
+        self.0.guests.ticks.load(Ordering::Relaxed)
     }
 
     /// Whether the epoch ticker runs as a tokio task (rather than a thread).
@@ -490,14 +531,23 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-fn start_ticker(engine: wasmtime::Engine, tick: Duration) -> Ticker {
+/// Ticks every `tick` while guest code runs. Outside a tokio runtime (`wink check`, some
+/// tests) a thread ticks all the time instead.
+fn start_ticker(engine: wasmtime::Engine, tick: Duration, guests: Arc<GuestCalls>) -> Ticker {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         let task = runtime.spawn(async move {
             let mut interval = tokio::time::interval(tick);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
+                if guests.running.load(Ordering::SeqCst) == 0 {
+                    // notify_one keeps a permit if the guard came first: no wake-up is lost.
+                    guests.wake.notified().await;
+                    // A fresh deadline counts whole ticks from the start of the call.
+                    interval.reset();
+                }
                 interval.tick().await;
                 engine.increment_epoch();
+                guests.ticks.fetch_add(1, Ordering::Relaxed);
             }
         });
         return Ticker::Task(task.abort_handle());
@@ -510,6 +560,7 @@ fn start_ticker(engine: wasmtime::Engine, tick: Duration) -> Ticker {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(tick);
                 engine.increment_epoch();
+                guests.ticks.fetch_add(1, Ordering::Relaxed);
             }
         })
         .expect("spawning the epoch ticker thread");

@@ -161,3 +161,19 @@ async fn pruning_forgets_the_components_in_memory_that_no_plugin_uses() {
     assert_eq!(engine.compile(&component(10)).unwrap().outcome, CacheOutcome::Disabled, "unused: compiled again");
     assert_eq!(engine.compilations(), 3);
 }
+
+/// Regression: the ticker woke the host 100 times a second with no guest code to interrupt.
+#[tokio::test(start_paused = true)]
+async fn the_epoch_ticker_ticks_only_while_guest_code_runs() {
+    let engine =
+        PluginEngine::new(EngineConfig { pool: Some(PoolLimits::small()), ..EngineConfig::default() }).unwrap();
+    assert!(engine.ticks_on_tokio());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(engine.epoch_ticks(), 0, "idle: no ticks");
+    let running = engine.guest_running();
+    tokio::time::sleep(Duration::from_millis(105)).await;
+    assert_eq!(engine.epoch_ticks(), 10, "one tick per 10 ms while a guest runs");
+    drop(running);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(engine.epoch_ticks(), 11, "at most the tick under way after the last call ended");
+}

@@ -146,6 +146,7 @@ impl Sandbox {
     /// [`CallOutcome::Trap`] (including [`TrapKind::Instantiation`]) or
     /// [`CallOutcome::InitRejected`].
     pub fn instantiate(&self) -> Result<PluginInstance, CallOutcome> {
+        let _running = self.engine.guest_running();
         let state = HostState {
             log: LogSink::new(self.name.clone()),
             cache: CacheAccess::new(self.scope.clone(), self.resolver.clone()),
@@ -159,7 +160,8 @@ impl Sandbox {
         let instance = self.pre.instance_pre().instantiate(&mut store).map_err(instantiation)?;
         let bindings = HandlerPlugin::new(&mut store, &instance).map_err(instantiation)?;
         let handlers = Handlers::new(&mut store, &instance).map_err(instantiation)?;
-        let mut instance = PluginInstance { store, bindings, handlers, ticks, poisoned: false, calls: 0 };
+        let engine = self.engine.clone();
+        let mut instance = PluginInstance { store, bindings, handlers, ticks, poisoned: false, calls: 0, engine };
         let init: TypedFunc<(&str,), InitResult> = instance.handlers.init;
         match instance.call(|_, s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
             Ok(Ok(())) => Ok(instance),
@@ -213,6 +215,8 @@ pub struct PluginInstance {
     ticks: u64,
     poisoned: bool,
     calls: u64,
+    /// Keeps the epoch ticker going during calls.
+    engine: PluginEngine,
 }
 
 impl std::fmt::Debug for PluginInstance {
@@ -243,6 +247,7 @@ impl PluginInstance {
             return Err(CallOutcome::Trap(TrapKind::Other("the instance trapped before and cannot be entered".into())));
         }
         self.calls += 1;
+        let _running = self.engine.guest_running();
         self.store.set_epoch_deadline(self.ticks);
         self.store.data_mut().log.begin_call();
         let result = f(&self.bindings, &mut self.store);

@@ -23,6 +23,8 @@
 //! - [`guest_text`]: every string a guest hands the host, escaped onto one line and bounded.
 //! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
 //! - [`loader`]: manifest + component → [`LoadedPlugin`] (what `wink check` runs).
+//! - [`fingerprint`]: plugin file digests remembered by (size, modification time).
+//! - [`registry`]: the deployed plugins; deploy, replace, remove, folder rescans.
 //! - [`pool`]: [`GuestPool`], the threads guest code runs on.
 //! - [`runner`]: [`PluginHandler`], a plugin as an informer event handler.
 //! - [`metrics`]: per-plugin Prometheus metrics.
@@ -31,6 +33,7 @@ pub mod bindings;
 pub mod budget;
 pub mod cache_prune;
 pub mod engine;
+pub mod fingerprint;
 pub mod footprint;
 pub mod guest_text;
 pub mod imports;
@@ -58,6 +61,6 @@ pub use manifest::{Manifest, ManifestError};
 pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use outcome::{CallOutcome, TrapKind};
 pub use pool::{GuestPool, GuestPoolError};
-pub use registry::{PluginRegistry, PluginStatus, RegistryError, SwappableHandler};
+pub use registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats, SwappableHandler};
 pub use runner::{PluginHandler, RestartBackoff};
 pub use selector::{LabelSelector, LabelSet, SelectorError};

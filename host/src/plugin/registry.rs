@@ -17,36 +17,45 @@
 //!   (the new listener receives the current matching objects as initial adds); unchanged ones
 //!   keep their listener.
 //! - **Remove**: the listeners are unregistered; queued events are dropped.
+//!
 //! - **Memory**: each plugin reserves its memory from the host's [`MemoryBudget`] before its
 //!   component is read; a plugin that does not fit is refused, and its reservation is
 //!   released when it is removed or replaced. After plugins are deployed, replaced or
 //!   removed, the compile cache is pruned, keeping the deployed plugins' components.
 //!
+//! A plugin holds an [`InformerLease`] on each informer it listens to or may read from: the
+//! informer of a resource no plugin needs any more stops (its watch ends, its cache is
+//! dropped), and starts afresh, with a new list, when a plugin needs it again.
+//!
 //! [`PluginRegistry::sync_dir`] reconciles with a plugins folder (each subfolder holding a
-//! `plugin.yaml` is a plugin) and [`PluginRegistry::watch_dir`] does so on every change.
+//! `plugin.yaml` is a plugin) and [`PluginRegistry::watch_dir`] does so on every change; see
+//! the `scan` module (rescans that read no unchanged file, and failed deploys retried
+//! with backoff).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use sha2::{Digest, Sha256};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
+use super::PluginEngine;
 use super::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
+use super::fingerprint::FileDigests;
 use super::imports::CacheResolver;
 use super::loader::{LoadError, LoadLimits, LoadedPlugin, load_manifest, load_plugin_manifest};
-use super::manifest::{Manifest, WatchedResource};
+use super::manifest::WatchedResource;
 use super::metrics::MetricsRegistry;
 use super::outcome::CallOutcome;
 use super::runner::{GuestPool, PluginHandler};
-use super::{PluginEngine, manifest};
 use crate::informer::{
-    EntryResults, EventHandler, HandlerResult, Indexer, InformerFactory, ListenerOptions, Notification, Object,
-    Registration, ResourceKey, SharedIndexInformer,
+    EntryResults, EventHandler, HandlerResult, Indexer, InformerFactory, InformerLease, ListenerOptions, Notification,
+    Object, Registration, ResourceKey,
 };
+
+#[path = "registry_scan.rs"]
+mod scan;
+
+pub use scan::{DEPLOY_RETRY, ScanStats};
 
 /// Why a plugin could not be deployed.
 #[derive(Debug, thiserror::Error)]
@@ -146,19 +155,36 @@ impl CacheResolver for FactoryCache {
 
 struct Listening {
     spec: WatchedResource,
-    informer: SharedIndexInformer,
+    lease: InformerLease,
     registration: Registration,
+}
+
+impl Listening {
+    /// Unregisters the listener; dropping `self` then releases the informer.
+    fn stop(self) {
+        let _ = self.lease.informer().remove_event_handler(&self.registration);
+    }
 }
 
 struct Deployed {
     dir: PathBuf,
-    fingerprint: String,
+    fingerprint: Option<String>,
     handler: Arc<SwappableHandler>,
     listening: Vec<Listening>,
+    /// The informers the plugin may read from (cache grants).
+    grants: Vec<InformerLease>,
     /// The component's digest: its compile cache entry is in use.
     digest: String,
     /// Held while the plugin is deployed.
     _memory: MemoryReservation,
+}
+
+/// A loaded and started plugin, not yet listening.
+struct Started {
+    loaded: LoadedPlugin,
+    handler: Arc<PluginHandler>,
+    grants: Vec<InformerLease>,
+    memory: MemoryReservation,
 }
 
 /// A summary of one deployed plugin.
@@ -183,6 +209,10 @@ pub struct PluginRegistry {
     metrics: MetricsRegistry,
     pool: GuestPool,
     plugins: tokio::sync::Mutex<BTreeMap<String, Deployed>>,
+    /// Plugin file digests by (size, modification time), for rescans.
+    digests: parking_lot::Mutex<FileDigests>,
+    /// Folder scans and failed deploys waiting for their retry.
+    scans: scan::ScanState,
     memory_budget: MemoryBudget,
     load_limits: LoadLimits,
 }
@@ -191,34 +221,6 @@ impl std::fmt::Debug for PluginRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginRegistry").finish_non_exhaustive()
     }
-}
-
-/// The manifest text and component bytes, hashed: what decides whether a plugin changed.
-fn fingerprint(dir: &Path) -> Option<String> {
-    let manifest_path = dir.join("plugin.yaml");
-    let text = std::fs::read(&manifest_path).ok()?;
-    let mut hash = Sha256::new();
-    hash.update(&text);
-    if let Ok(manifest) = Manifest::parse(&String::from_utf8_lossy(&text), &manifest_path) {
-        hash_component(&mut hash, &manifest.component_path());
-    }
-    Some(hex::encode(hash.finalize()))
-}
-
-/// Components larger than this are fingerprinted by size and modification time, not read.
-const HASHED_COMPONENT_MAX: u64 = 1 << 30;
-
-/// Adds a component file to a fingerprint, streamed: a component is never held in memory
-/// here (the loader refuses one over its size bound before reading it).
-fn hash_component(hash: &mut Sha256, path: &Path) {
-    let Ok(mut file) = std::fs::File::open(path) else { return };
-    let Ok(meta) = file.metadata() else { return };
-    hash.update(meta.len().to_le_bytes());
-    if meta.len() > HASHED_COMPONENT_MAX {
-        hash.update(format!("{:?}", meta.modified().ok()));
-        return;
-    }
-    let _ = std::io::copy(&mut file, hash);
 }
 
 fn listener_options(plugin: &str, spec: &WatchedResource) -> ListenerOptions {
@@ -240,6 +242,8 @@ impl PluginRegistry {
             metrics,
             pool,
             plugins: tokio::sync::Mutex::default(),
+            digests: parking_lot::Mutex::default(),
+            scans: scan::ScanState::new(DEPLOY_RETRY),
             memory_budget: MemoryBudget::unlimited(),
             load_limits: LoadLimits::default(),
         }
@@ -280,7 +284,8 @@ impl PluginRegistry {
         &self.factory
     }
 
-    async fn load(&self, dir: &Path) -> Result<(LoadedPlugin, Arc<PluginHandler>, MemoryReservation), RegistryError> {
+    async fn load(&self, dir: &Path) -> Result<Started, RegistryError> {
+        self.scans.count_attempt();
         let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
         let path = dir.to_owned();
         // Compiling a large component takes seconds: keep it off the async threads. The
@@ -293,20 +298,21 @@ impl PluginRegistry {
         .await
         .expect("plugin loading does not panic")?;
         let name = loaded.name().to_owned();
+        let mut grants = Vec::new();
         for grant in &loaded.manifest.cache {
-            // Granted reads need a cache: make sure the resource's informer exists.
+            // Granted reads need a cache: keep the resource's informer while the plugin lives.
             let key = ResourceKey::new(&grant.api_version, &grant.kind);
-            self.factory.informer_for(&key).map_err(|e| RegistryError::Source {
+            grants.push(self.factory.acquire(&key).map_err(|e| RegistryError::Source {
                 name: name.clone(),
                 resource: key.to_string(),
                 message: e.to_string(),
-            })?;
+            })?);
         }
         let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
         let handler =
             PluginHandler::for_plugin(&loaded, &self.engine, resolver, self.metrics.plugin(&name), self.pool.clone());
         match handler.warm_up().await {
-            CallOutcome::Ok => Ok((loaded, Arc::new(handler), memory)),
+            CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
             outcome => Err(RegistryError::Start { name, outcome: outcome.to_string() }),
         }
     }
@@ -318,16 +324,14 @@ impl PluginRegistry {
         handler: &Arc<SwappableHandler>,
     ) -> Result<Listening, RegistryError> {
         let key = ResourceKey::new(&spec.api_version, &spec.kind);
-        let informer = self.factory.informer_for(&key).map_err(|e| RegistryError::Source {
-            name: name.to_owned(),
-            resource: key.to_string(),
-            message: e.to_string(),
-        })?;
-        let registration =
-            informer.add_event_handler_with_options(handler.clone(), listener_options(name, spec)).map_err(|e| {
-                RegistryError::Source { name: name.to_owned(), resource: key.to_string(), message: e.to_string() }
-            })?;
-        Ok(Listening { spec: spec.clone(), informer, registration })
+        let source_error =
+            |message: String| RegistryError::Source { name: name.to_owned(), resource: key.to_string(), message };
+        let lease = self.factory.acquire(&key).map_err(|e| source_error(e.to_string()))?;
+        let registration = lease
+            .informer()
+            .add_event_handler_with_options(handler.clone(), listener_options(name, spec))
+            .map_err(|e| source_error(e.to_string()))?;
+        Ok(Listening { spec: spec.clone(), lease, registration })
     }
 
     /// Deploys the plugin in `dir`, or replaces the deployed version if it changed, and
@@ -343,8 +347,13 @@ impl PluginRegistry {
     /// registered before the start all take part in resolving the resync check period (a
     /// handler added after start cannot lower it).
     async fn deploy_unstarted(&self, dir: &Path) -> Result<String, RegistryError> {
-        let fingerprint = fingerprint(dir).unwrap_or_default();
-        let (loaded, handler, memory) = self.load(dir).await?;
+        let fingerprint = self.digests.lock().fingerprint(dir);
+        self.deploy_version(dir, fingerprint).await
+    }
+
+    /// Deploys the plugin in `dir` whose files had `fingerprint` before they were loaded.
+    async fn deploy_version(&self, dir: &Path, fingerprint: Option<String>) -> Result<String, RegistryError> {
+        let Started { loaded, handler, grants, memory } = self.load(dir).await?;
         let name = loaded.name().to_owned();
         let mut plugins = self.plugins.lock().await;
         if let Some(existing) = plugins.get(&name)
@@ -356,20 +365,33 @@ impl PluginRegistry {
         match plugins.remove(&name) {
             Some(mut deployed) => {
                 deployed.handler.swap(handler);
+                // The new grants are held before the old ones go: a shared informer stays up.
+                deployed.grants = grants;
                 // Keep the listeners whose settings did not change; re-register the others.
                 let mut kept = Vec::new();
+                let mut stale = Vec::new();
                 for listening in std::mem::take(&mut deployed.listening) {
                     if specs.contains(&listening.spec) {
                         kept.push(listening);
                     } else {
-                        let _ = listening.informer.remove_event_handler(&listening.registration);
+                        stale.push(listening);
                     }
                 }
                 for spec in &specs {
                     if !kept.iter().any(|l| &l.spec == spec) {
-                        kept.push(self.listen(&name, spec, &deployed.handler)?);
+                        match self.listen(&name, spec, &deployed.handler) {
+                            Ok(listening) => kept.push(listening),
+                            Err(err) => {
+                                // The plugin keeps the listeners it had.
+                                deployed.listening = kept.into_iter().chain(stale).collect();
+                                plugins.insert(name.clone(), deployed);
+                                return Err(err);
+                            }
+                        }
                     }
                 }
+                // Stopped after the new ones are registered: an informer they share stays up.
+                stale.into_iter().for_each(Listening::stop);
                 deployed.listening = kept;
                 deployed.fingerprint = fingerprint;
                 // The old version's memory reservation is released here.
@@ -384,9 +406,7 @@ impl PluginRegistry {
                     match self.listen(&name, spec, &handler) {
                         Ok(l) => listening.push(l),
                         Err(err) => {
-                            for l in listening {
-                                let _ = l.informer.remove_event_handler(&l.registration);
-                            }
+                            listening.into_iter().for_each(Listening::stop);
                             return Err(err);
                         }
                     }
@@ -395,8 +415,10 @@ impl PluginRegistry {
                     resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
                     "plugin deployed");
                 let (dir, digest) = (dir.to_owned(), loaded.digest.clone());
-                plugins
-                    .insert(name.clone(), Deployed { dir, fingerprint, handler, listening, digest, _memory: memory });
+                plugins.insert(
+                    name.clone(),
+                    Deployed { dir, fingerprint, handler, listening, grants, digest, _memory: memory },
+                );
             }
         }
         Ok(name)
@@ -405,9 +427,9 @@ impl PluginRegistry {
     /// Removes a plugin: its listeners are unregistered and their queues dropped.
     pub async fn remove(&self, name: &str) -> bool {
         let Some(deployed) = self.plugins.lock().await.remove(name) else { return false };
-        for listening in deployed.listening {
-            let _ = listening.informer.remove_event_handler(&listening.registration);
-        }
+        deployed.listening.into_iter().for_each(Listening::stop);
+        // Dropping the grants (and the listeners' leases) stops informers no one needs.
+        drop(deployed.grants);
         tracing::info!(plugin = %name, summary = %self.metrics.plugin(name).summary(), "plugin removed");
         self.metrics.remove(name);
         self.prune_cache().await;
@@ -430,61 +452,6 @@ impl PluginRegistry {
             .collect()
     }
 
-    /// Reconciles with a plugins folder: deploys new plugins, replaces changed ones, removes
-    /// those whose folder is gone, then starts the informers they need (all plugins of the
-    /// folder are registered before any new informer starts, so each gets its own resync
-    /// period). Returns the plugins that failed (the others keep running; a failed
-    /// replacement leaves the old version running).
-    pub async fn sync_dir(&self, root: &Path) -> Result<Vec<RegistryError>, RegistryError> {
-        let entries = std::fs::read_dir(root).map_err(|source| RegistryError::Io { path: root.to_owned(), source })?;
-        let mut dirs: Vec<PathBuf> =
-            entries.flatten().map(|e| e.path()).filter(|p| p.join(manifest::MANIFEST_FILE).is_file()).collect();
-        dirs.sort();
-        let deployed: Vec<(String, PathBuf, String)> =
-            self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
-        for (name, dir, _) in &deployed {
-            if !dirs.contains(dir) {
-                self.remove(name).await;
-            }
-        }
-        let mut errors = Vec::new();
-        for dir in dirs {
-            let current = deployed.iter().find(|(_, d, _)| *d == dir).map(|(_, _, f)| f.clone());
-            if current.is_some() && current == fingerprint(&dir) {
-                continue;
-            }
-            if let Err(err) = self.deploy_unstarted(&dir).await {
-                tracing::error!(dir = %dir.display(), error = %err, "plugin not deployed");
-                errors.push(err);
-            }
-        }
-        self.factory.start();
-        self.prune_cache().await;
-        Ok(errors)
-    }
-
-    /// Watches a plugins folder and reconciles on every change until `cancel` fires.
-    pub fn watch_dir(
-        self: &Arc<Self>,
-        root: &Path,
-        cancel: CancellationToken,
-    ) -> Result<JoinHandle<()>, crate::fswatch::WatchError> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let watcher = crate::fswatch::watch_folder(root, Duration::from_millis(200), cancel.clone(), move || {
-            let _ = tx.send(());
-        })?;
-        let this = self.clone();
-        let root = root.to_owned();
-        Ok(tokio::spawn(async move {
-            while rx.recv().await.is_some() {
-                if let Err(err) = this.sync_dir(&root).await {
-                    tracing::error!(error = %err, "cannot rescan plugins");
-                }
-            }
-            let _ = watcher.await;
-        }))
-    }
-
     /// Updates the gauges read from the listeners (queue depth of each plugin).
     pub async fn refresh_metrics(&self) {
         for (name, deployed) in self.plugins.lock().await.iter() {
@@ -500,3 +467,7 @@ impl PluginRegistry {
         names.iter().map(|n| self.metrics.plugin(n).summary()).collect()
     }
 }
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

@@ -1,0 +1,214 @@
+//! Reconciling the registry with a plugins folder, cheaply when nothing changed.
+//!
+//! - A rescan reads no file that did not change: each plugin's fingerprint comes from
+//!   [`FileDigests`](super::FileDigests), which hashes a file only when its size or
+//!   modification time moved. The folder watcher calls back only on real changes (not on
+//!   the reads of a rescan), so an idle host does no file work at all.
+//! - A plugin whose deploy failed (manifest, component, `init`…) is not retried on every
+//!   rescan: it is retried with exponential backoff ([`DEPLOY_RETRY`]: 1 s doubling to a
+//!   5-minute cap), and at once when its files change. [`PluginRegistry::watch_dir`] wakes
+//!   up for the next retry on its own.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{PluginRegistry, RegistryError};
+use crate::informer::{Backoff, BackoffConfig};
+use crate::plugin::manifest::MANIFEST_FILE;
+
+/// The retry schedule of a failed deploy: 1 s, doubling, at most 5 minutes, stretched by up
+/// to 10 % at random so that plugins that failed together do not retry in step.
+pub const DEPLOY_RETRY: BackoffConfig = BackoffConfig {
+    initial: Duration::from_secs(1),
+    factor: 2.0,
+    max: Duration::from_secs(300),
+    jitter: 0.1,
+    // Longer than the cap: a plugin that keeps failing never starts over at 1 s.
+    reset_after: Duration::from_secs(900),
+};
+
+/// What the registry's folder scans have cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Rescans of the plugins folder.
+    pub scans: u64,
+    /// Plugin files read and hashed to fingerprint them.
+    pub files_hashed: u64,
+    /// Bytes read to hash them.
+    pub bytes_hashed: u64,
+    /// Deploys attempted (plugin loads), successful or not.
+    pub deploy_attempts: u64,
+}
+
+/// A plugin folder whose last deploy failed.
+struct Failed {
+    /// The fingerprint of the files that failed.
+    fingerprint: Option<String>,
+    backoff: Backoff,
+    retry_at: Instant,
+}
+
+/// Scan counters and the failed deploys waiting for a retry.
+pub(super) struct ScanState {
+    retry: BackoffConfig,
+    failed: parking_lot::Mutex<HashMap<PathBuf, Failed>>,
+    scans: AtomicU64,
+    attempts: AtomicU64,
+}
+
+impl ScanState {
+    pub(super) fn new(retry: BackoffConfig) -> Self {
+        Self { retry, failed: parking_lot::Mutex::default(), scans: AtomicU64::new(0), attempts: AtomicU64::new(0) }
+    }
+
+    pub(super) fn count_attempt(&self) {
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the failed plugin in `dir` waits: same files, retry time not reached.
+    fn backing_off(&self, dir: &Path, fingerprint: &Option<String>) -> bool {
+        self.failed.lock().get(dir).is_some_and(|f| &f.fingerprint == fingerprint && Instant::now() < f.retry_at)
+    }
+
+    fn failed(&self, dir: &Path, fingerprint: Option<String>) -> Duration {
+        let mut failed = self.failed.lock();
+        let entry = failed.entry(dir.to_owned()).or_insert_with(|| Failed {
+            fingerprint: fingerprint.clone(),
+            backoff: Backoff::new(self.retry.clone()),
+            retry_at: Instant::now(),
+        });
+        if entry.fingerprint != fingerprint {
+            // Other files failed: a new schedule.
+            entry.fingerprint = fingerprint;
+            entry.backoff.reset();
+        }
+        let delay = entry.backoff.next_delay();
+        entry.retry_at = Instant::now() + delay;
+        delay
+    }
+
+    fn succeeded(&self, dir: &Path) {
+        self.failed.lock().remove(dir);
+    }
+}
+
+impl PluginRegistry {
+    /// Replaces the retry schedule of failed deploys (default [`DEPLOY_RETRY`]).
+    pub fn with_deploy_retry(mut self, retry: BackoffConfig) -> Self {
+        self.scans.retry = retry;
+        self
+    }
+
+    /// What folder scans have cost so far.
+    pub fn scan_stats(&self) -> ScanStats {
+        let hashed = self.digests.lock().stats();
+        ScanStats {
+            scans: self.scans.scans.load(Ordering::Relaxed),
+            files_hashed: hashed.files_hashed,
+            bytes_hashed: hashed.bytes_hashed,
+            deploy_attempts: self.scans.attempts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// When the next failed deploy is due for a retry, if any failed.
+    pub fn next_retry(&self) -> Option<Instant> {
+        self.scans.failed.lock().values().map(|f| f.retry_at).min()
+    }
+
+    /// Reconciles with a plugins folder: deploys new plugins, replaces changed ones, removes
+    /// those whose folder is gone, then starts the informers they need (all plugins of the
+    /// folder are registered before any new informer starts, so each gets its own resync
+    /// period). Returns the plugins that failed now (the others keep running; a failed
+    /// replacement leaves the old version running). A plugin that failed before and whose
+    /// files did not change is retried only when its backoff has passed.
+    pub async fn sync_dir(&self, root: &Path) -> Result<Vec<RegistryError>, RegistryError> {
+        self.scans.scans.fetch_add(1, Ordering::Relaxed);
+        let entries = std::fs::read_dir(root).map_err(|source| RegistryError::Io { path: root.to_owned(), source })?;
+        let mut dirs: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.join(MANIFEST_FILE).is_file()).collect();
+        dirs.sort();
+        let deployed: Vec<(String, PathBuf, Option<String>)> =
+            self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
+        for (name, dir, _) in &deployed {
+            if !dirs.contains(dir) {
+                self.remove(name).await;
+            }
+        }
+        self.scans.failed.lock().retain(|dir, _| dirs.contains(dir));
+        self.digests.lock().begin_pass();
+        let fingerprints: Vec<Option<String>> = {
+            let mut digests = self.digests.lock();
+            dirs.iter().map(|dir| digests.fingerprint(dir)).collect()
+        };
+        self.digests.lock().end_pass();
+        let mut errors = Vec::new();
+        for (dir, fingerprint) in dirs.into_iter().zip(fingerprints) {
+            let current = deployed.iter().find(|(_, d, _)| *d == dir).map(|(_, _, f)| f.clone());
+            if current.is_some() && current.as_ref() == Some(&fingerprint) {
+                self.scans.succeeded(&dir);
+                continue;
+            }
+            if self.scans.backing_off(&dir, &fingerprint) {
+                continue;
+            }
+            match self.deploy_version(&dir, fingerprint.clone()).await {
+                Ok(_) => self.scans.succeeded(&dir),
+                Err(err) => {
+                    let retry_in = self.scans.failed(&dir, fingerprint);
+                    tracing::error!(dir = %dir.display(), error = %err, ?retry_in, "plugin not deployed");
+                    errors.push(err);
+                }
+            }
+        }
+        self.factory.start();
+        self.prune_cache().await;
+        Ok(errors)
+    }
+
+    /// Watches a plugins folder and reconciles when something in it changes, and when a
+    /// failed deploy is due for a retry, until `cancel` fires.
+    pub fn watch_dir(
+        self: &Arc<Self>,
+        root: &Path,
+        cancel: CancellationToken,
+    ) -> Result<JoinHandle<()>, crate::fswatch::WatchError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let watcher = crate::fswatch::watch_folder(root, Duration::from_millis(200), cancel.clone(), move || {
+            let _ = tx.send(());
+        })?;
+        let this = self.clone();
+        let root = root.to_owned();
+        Ok(tokio::spawn(async move {
+            loop {
+                let retry = this.next_retry();
+                let due = async move {
+                    match retry {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    changed = rx.recv() => {
+                        if changed.is_none() {
+                            break;
+                        }
+                        while rx.try_recv().is_ok() {}
+                    }
+                    () = due => {}
+                    () = cancel.cancelled() => break,
+                }
+                if let Err(err) = this.sync_dir(&root).await {
+                    tracing::error!(error = %err, "cannot rescan plugins");
+                }
+            }
+            let _ = watcher.await;
+        }))
+    }
+}

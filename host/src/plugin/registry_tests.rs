@@ -1,0 +1,227 @@
+//! Tests of the registry's bookkeeping: rescans that read no unchanged file, failed deploys
+//! retried with backoff, and informers that live only while a plugin needs them.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::informer::{Backoff, BackoffConfig, ListerWatcher, SourceError, SourceProvider};
+use crate::plugin::manifest::MANIFEST_FILE;
+use crate::plugin::test_guests::{Behaviour, Guest, engine};
+use crate::source::MemorySource;
+
+fn pods_manifest(name: &str) -> String {
+    format!("name: {name}\ncomponent: {name}.wasm\nresources:\n  - {{apiVersion: v1, kind: Pod}}\n")
+}
+
+/// Backdates a file, as if it had been written long ago.
+fn age(path: &Path) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
+}
+
+/// Writes the plugin folder `root/name` (the files backdated).
+fn write_plugin(root: &Path, name: &str, guest: Guest) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(MANIFEST_FILE), pods_manifest(name)).unwrap();
+    std::fs::write(dir.join(format!("{name}.wasm")), guest.component()).unwrap();
+    age(&dir.join(MANIFEST_FILE));
+    age(&dir.join(format!("{name}.wasm")));
+    dir
+}
+
+fn registry_over(pods: &MemorySource) -> PluginRegistry {
+    let pods = pods.clone();
+    let provider: Arc<dyn SourceProvider> =
+        Arc::new(move |_: &ResourceKey| Ok::<_, SourceError>(Arc::new(pods.clone()) as Arc<dyn ListerWatcher>));
+    PluginRegistry::new(engine(), Arc::new(InformerFactory::new(provider)), MetricsRegistry::new(), GuestPool::new(2))
+}
+
+/// Polls `condition` (real time) until it holds; panics after 20 s.
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_rescan_of_an_unchanged_folder_reads_no_plugin_file() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_plugin(root.path(), "quiet", Guest::default());
+    let registry = registry_over(&MemorySource::default());
+    assert!(registry.sync_dir(root.path()).await.unwrap().is_empty());
+    let deployed = registry.scan_stats();
+    assert_eq!((deployed.files_hashed, deployed.deploy_attempts), (2, 1));
+    for _ in 0..10 {
+        std::fs::read(dir.join(MANIFEST_FILE)).unwrap();
+        std::fs::read(dir.join("quiet.wasm")).unwrap();
+        assert!(registry.sync_dir(root.path()).await.unwrap().is_empty());
+    }
+    let after = registry.scan_stats();
+    assert_eq!(after.scans, 11);
+    assert_eq!((after.files_hashed, after.bytes_hashed), (deployed.files_hashed, deployed.bytes_hashed));
+    assert_eq!(after.deploy_attempts, 1, "nothing redeployed");
+    registry.factory().shutdown().await;
+}
+
+/// Regression: every rescan read the plugin files, the reads woke the folder watcher, which
+/// rescanned — about 20 times a second on an idle host. (Which events wake the watcher is
+/// pinned down by the `fswatch` tests; this one checks the registry end to end.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_plugin_files_does_not_wake_the_watching_registry() {
+    let root = tempfile::tempdir().unwrap();
+    let staging = tempfile::tempdir_in(root.path().parent().unwrap()).unwrap();
+    let dir = write_plugin(root.path(), "quiet", Guest::default());
+    let registry = Arc::new(registry_over(&MemorySource::default()));
+    registry.sync_dir(root.path()).await.unwrap();
+    let cancel = CancellationToken::new();
+    registry.watch_dir(root.path(), cancel.clone()).unwrap();
+    let before = registry.scan_stats();
+    for _ in 0..20 {
+        std::fs::read(dir.join(MANIFEST_FILE)).unwrap();
+        std::fs::read(dir.join("quiet.wasm")).unwrap();
+        std::fs::read_dir(&dir).unwrap().for_each(drop);
+    }
+    // The sentinel: a second plugin, moved in whole (one change), so exactly one rescan is due.
+    let sentinel = write_plugin(staging.path(), "sentinel", Guest::default());
+    std::fs::rename(&sentinel, root.path().join("sentinel")).unwrap();
+    wait_until("the sentinel plugin to deploy", || registry.scan_stats().deploy_attempts == 2).await;
+    let after = registry.scan_stats();
+    assert_eq!(after.scans - before.scans, 1, "one rescan, for the sentinel");
+    assert_eq!(after.files_hashed - before.files_hashed, 2, "only the sentinel's files were hashed");
+    cancel.cancel();
+    registry.factory().shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_deploy_is_retried_with_backoff_and_at_once_when_its_files_change() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_plugin(root.path(), "picky", Guest { init: Behaviour::Reject, ..Guest::default() });
+    let registry =
+        registry_over(&MemorySource::default()).with_deploy_retry(BackoffConfig { jitter: 0.0, ..DEPLOY_RETRY });
+    let attempts = || registry.scan_stats().deploy_attempts;
+    let failed = registry.sync_dir(root.path()).await.unwrap();
+    assert!(matches!(failed.as_slice(), [RegistryError::Start { .. }]), "{failed:?}");
+    assert_eq!(attempts(), 1);
+
+    // Rescans before the retry is due leave it alone; the delays double.
+    for delay in [1, 2, 4, 8] {
+        let due = registry.next_retry().unwrap();
+        assert_eq!(due - Instant::now(), Duration::from_secs(delay));
+        let before = attempts();
+        assert!(registry.sync_dir(root.path()).await.unwrap().is_empty(), "not retried yet");
+        tokio::time::advance(due - Instant::now() - Duration::from_millis(1)).await;
+        registry.sync_dir(root.path()).await.unwrap();
+        assert_eq!(attempts(), before, "not due {delay} s - 1 ms after");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(registry.sync_dir(root.path()).await.unwrap().len(), 1, "retried and failed again");
+        assert_eq!(attempts(), before + 1);
+    }
+    assert_eq!(registry.next_retry().unwrap() - Instant::now(), Duration::from_secs(16));
+
+    // Changed files are retried at once, on a fresh schedule.
+    std::fs::write(dir.join(MANIFEST_FILE), format!("{}config: {{edited: true}}\n", pods_manifest("picky"))).unwrap();
+    assert_eq!(registry.sync_dir(root.path()).await.unwrap().len(), 1);
+    assert_eq!(attempts(), 6);
+    assert_eq!(registry.next_retry().unwrap() - Instant::now(), Duration::from_secs(1));
+
+    // Fixed: deployed, and nothing left to retry.
+    std::fs::write(dir.join("picky.wasm"), Guest::default().component()).unwrap();
+    assert!(registry.sync_dir(root.path()).await.unwrap().is_empty());
+    assert_eq!(attempts(), 7);
+    assert_eq!(registry.status().await.len(), 1);
+    assert_eq!(registry.next_retry(), None);
+    registry.factory().shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn deploy_retries_double_up_to_five_minutes() {
+    let mut backoff = Backoff::new(BackoffConfig { jitter: 0.0, ..DEPLOY_RETRY });
+    let delays: Vec<u64> = (0..11).map(|_| backoff.next_delay().as_secs()).collect();
+    assert_eq!(delays, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+    let mut jittered = Backoff::with_seed(DEPLOY_RETRY, 3);
+    for _ in 0..20 {
+        tokio::time::advance(Duration::from_secs(300)).await;
+        assert!(jittered.next_delay() <= Duration::from_secs(300));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_deploy_is_retried_by_the_watching_registry_when_due() {
+    let root = tempfile::tempdir().unwrap();
+    write_plugin(root.path(), "picky", Guest { init: Behaviour::Reject, ..Guest::default() });
+    let registry = Arc::new(
+        registry_over(&MemorySource::default()).with_deploy_retry(BackoffConfig { jitter: 0.0, ..DEPLOY_RETRY }),
+    );
+    registry.sync_dir(root.path()).await.unwrap();
+    let cancel = CancellationToken::new();
+    registry.watch_dir(root.path(), cancel.clone()).unwrap();
+    let attempts = || registry.scan_stats().deploy_attempts;
+    for expected in 2..=4 {
+        let due = registry.next_retry().unwrap();
+        tokio::time::advance(due - Instant::now()).await;
+        // Yielding keeps the paused clock where it is while the retry runs on other threads.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !(attempts() == expected && registry.next_retry().is_some_and(|at| at > Instant::now())) {
+            assert!(std::time::Instant::now() < deadline, "retry {expected} did not happen by itself");
+            tokio::task::yield_now().await;
+        }
+    }
+    cancel.cancel();
+}
+
+/// Regression: the informer of a resource kept listing and watching after the last plugin
+/// watching it was removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_the_only_plugin_of_a_resource_stops_its_informer_and_a_new_one_lists_again() {
+    let pods = MemorySource::default();
+    for name in ["a", "b"] {
+        pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": name}}))
+            .unwrap();
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_plugin(root.path(), "watcher", Guest::default());
+    let registry = registry_over(&pods);
+    let key = ResourceKey::new("v1", "Pod");
+    registry.deploy(&dir).await.unwrap();
+    let metrics = registry.metrics().plugin("watcher");
+    wait_until("init and two initial adds", || metrics.calls() == 3).await;
+    wait_until("the watch", || pods.open_watches() == 1).await;
+    assert_eq!(pods.list_requests().len(), 1);
+
+    assert!(registry.remove("watcher").await);
+    wait_until("the watch to end", || pods.open_watches() == 0).await;
+    assert!(registry.factory().existing(&key).is_none(), "the informer and its cache are gone");
+
+    registry.deploy(&dir).await.unwrap();
+    let metrics = registry.metrics().plugin("watcher");
+    wait_until("init and two initial adds again", || metrics.calls() == 3).await;
+    assert_eq!(pods.list_requests().len(), 2, "a fresh list");
+    wait_until("a new watch", || pods.open_watches() == 1).await;
+    registry.factory().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_shared_by_two_plugins_outlives_the_first_removed() {
+    let pods = MemorySource::default();
+    let root = tempfile::tempdir().unwrap();
+    let first = write_plugin(root.path(), "first", Guest::default());
+    let second = write_plugin(root.path(), "second", Guest::default());
+    let registry = registry_over(&pods);
+    registry.deploy(&first).await.unwrap();
+    registry.deploy(&second).await.unwrap();
+    wait_until("one shared watch", || pods.open_watches() == 1).await;
+    assert!(registry.remove("first").await);
+    let informer = registry.factory().existing(&ResourceKey::new("v1", "Pod")).expect("still needed");
+    assert!(!informer.is_stopped());
+    assert_eq!(pods.list_requests().len(), 1);
+    assert!(registry.remove("second").await);
+    wait_until("the watch to end", || pods.open_watches() == 0).await;
+    registry.factory().shutdown().await;
+}
