@@ -150,7 +150,9 @@ fn a_component_whose_data_segment_exceeds_its_memory_limit_is_refused_before_com
     let engine = engine(Some(cache.0.clone()));
     let err = load_plugin(&dir.0, &engine).unwrap_err();
     let LoadError::InitialMemoryAboveLimit { initial, limit, .. } = &err else { panic!("{err:?}") };
-    assert_eq!((initial.memories, initial.data, *limit), (4 << 20, (3 << 20) + 15, 1 << 20));
+    assert_eq!((initial.memories, *limit), (4 << 20, 1 << 20));
+    // The 3 MiB segment, plus the guest's own few small ones (its strings).
+    assert!((3 << 20..(3 << 20) + 4096).contains(&initial.data), "{initial:?}");
     let text = err.to_string();
     for part in ["demo.wasm", "plugin demo", "4Mi of memory minimums", "of data segments", "limits.memory of 1Mi"] {
         assert!(text.contains(part), "`{part}` missing from: {text}");
