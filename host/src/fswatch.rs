@@ -121,6 +121,7 @@ where
     })
     .map_err(error)?;
     debouncer.watch(root, RecursiveMode::Recursive).map_err(error)?;
+    let folder = root.to_owned();
     Ok(tokio::spawn(async move {
         // The watcher lives as long as the task.
         let _debouncer = debouncer;
@@ -134,8 +135,12 @@ where
                     while let Ok(batch) = rx.try_recv() {
                         changes.add(batch);
                     }
-                    if !changes.is_empty() {
-                        on_change(changes);
+                    // A panicking callback (a rescan) must not end the watch: the next
+                    // change rescans again.
+                    if !changes.is_empty()
+                        && let Err(panic) = crate::informer::crash::catch(|| on_change(changes))
+                    {
+                        tracing::error!(folder = %folder.display(), %panic, "handling a folder change panicked");
                     }
                 }
             }

@@ -4,12 +4,17 @@
 //! Handlers are async because wink's main handlers are wasm plugins whose calls run on a
 //! blocking pool; a native handler simply returns a ready future. A handler's own failure is
 //! a [`HandlerError`]: `Retry` asks the listener to call again later (with backoff, with the
-//! newest state of the key), `Fatal` drops the event after recording it.
+//! newest state of the key), `Fatal` drops the event after recording it. A handler that
+//! panics is caught at the notification (`Panicked`) and retried like `Retry`.
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use std::panic::AssertUnwindSafe;
 
+use async_trait::async_trait;
+use futures::FutureExt;
+
+use super::crash::panic_message;
 use super::object::Object;
 
 /// A handler's own failure for one event.
@@ -21,6 +26,9 @@ pub enum HandlerError {
     /// A permanent failure for this event: record it and move on.
     #[error("fatal: {0}")]
     Fatal(String),
+    /// The handler panicked (the message): counted, logged, and retried like `Retry`.
+    #[error("panicked: {0}")]
+    Panicked(String),
 }
 
 /// The result of one handler call.
@@ -73,7 +81,7 @@ pub trait EventHandler: Send + Sync + 'static {
             let mut results = Vec::with_capacity(entry.len());
             for n in entry {
                 let result = n.deliver(self).await;
-                let retry = matches!(result, Err(HandlerError::Retry(_)));
+                let retry = matches!(result, Err(HandlerError::Retry(_) | HandlerError::Panicked(_)));
                 results.push(result);
                 if retry {
                     break;
@@ -125,12 +133,19 @@ impl Notification {
         }
     }
 
-    /// Delivers this notification to a handler.
+    /// Delivers this notification to a handler. A panic in the handler is caught and
+    /// returned as [`HandlerError::Panicked`].
     pub async fn deliver<H: EventHandler + ?Sized>(&self, handler: &H) -> HandlerResult {
-        match self {
-            Self::Add { obj, initial } => handler.on_add(obj, *initial).await,
-            Self::Update { old, new } => handler.on_update(old, new).await,
-            Self::Delete { obj, final_state_unknown } => handler.on_delete(obj, *final_state_unknown).await,
+        let call = async {
+            match self {
+                Self::Add { obj, initial } => handler.on_add(obj, *initial).await,
+                Self::Update { old, new } => handler.on_update(old, new).await,
+                Self::Delete { obj, final_state_unknown } => handler.on_delete(obj, *final_state_unknown).await,
+            }
+        };
+        match AssertUnwindSafe(call).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => Err(HandlerError::Panicked(panic_message(&*panic))),
         }
     }
 }

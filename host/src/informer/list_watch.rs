@@ -114,6 +114,9 @@ pub enum SourceError {
     /// The source does not support this request (e.g. streaming lists).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The source panicked while listing or watching (the panic's message).
+    #[error("source panicked: {0}")]
+    Panicked(String),
 }
 
 impl SourceError {

@@ -14,18 +14,24 @@
 //!   delete, as client-go's `FilteringResourceEventHandler` does;
 //! - a [`HandlerError::Retry`] re-queues the key after a per-key exponential backoff, with
 //!   the newest state of the key by then; other keys keep flowing meanwhile. A
-//!   [`HandlerError::Fatal`] is logged and the event dropped.
+//!   [`HandlerError::Fatal`] is logged and the event dropped;
+//! - a handler that panics does not stop its listener (client-go's default `HandleCrash`
+//!   would crash the process): the panic is logged with the key, counted in
+//!   [`ListenerStats::panics`], and the key retried like a `Retry`.
 
 use std::collections::{BTreeSet, HashMap};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::crash::panic_message;
 use super::handler::{EntryResults, EventHandler, HandlerError, Notification};
 use super::object::Object;
 use super::pending_queue::{Pending, PendingQueue};
@@ -109,6 +115,8 @@ pub struct ListenerStats {
     pub retries: AtomicU64,
     /// Calls that returned `Fatal`.
     pub failures: AtomicU64,
+    /// Calls that panicked (retried like `Retry`).
+    pub panics: AtomicU64,
 }
 
 /// A registered handler's queue and delivery state.
@@ -273,7 +281,12 @@ impl Listener {
             }
             let entries: Vec<Vec<Notification>> =
                 batch.iter().map(|(_, pending)| pending.clone().into_notifications()).collect();
-            let mut results = handler.deliver_batch(&entries).await;
+            // A batch that panics as a whole (a handler's own `deliver_batch`): its first
+            // notification is retried with backoff, the rest queued again unstarted.
+            let mut results = match AssertUnwindSafe(handler.deliver_batch(&entries)).catch_unwind().await {
+                Ok(results) => results,
+                Err(panic) => vec![vec![Err(HandlerError::Panicked(panic_message(&*panic)))]],
+            };
             results.resize_with(entries.len(), Vec::new);
             // In reverse, so that entries put back in front of the queue keep their order.
             for (((key, pending), notifications), results) in batch.into_iter().zip(entries).zip(results).rev() {
@@ -293,6 +306,12 @@ impl Listener {
                 Err(HandlerError::Retry(reason)) => {
                     self.stats.retries.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(listener = %self.options.name, %key, %reason, "handler asked to retry");
+                    retry_from = Some(i);
+                    break;
+                }
+                Err(HandlerError::Panicked(panic)) => {
+                    self.stats.panics.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(listener = %self.options.name, %key, %panic, "handler panicked; retrying the key");
                     retry_from = Some(i);
                     break;
                 }

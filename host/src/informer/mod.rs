@@ -5,6 +5,7 @@
 //! listener's bounded, coalescing queue.
 
 pub mod backoff;
+pub mod crash;
 pub mod delta_fifo;
 pub mod factory;
 pub mod handler;
@@ -22,6 +23,7 @@ pub mod shared_informer;
 mod test_support;
 
 pub use backoff::{Backoff, BackoffConfig};
+pub use crash::PanicCounter;
 pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
 pub use factory::{InformerFactory, InformerLease, ResourceKey, SourceProvider};
 pub use handler::{EntryResults, EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
@@ -36,3 +38,6 @@ pub use pending_queue::{Pending, PendingQueue};
 pub use processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 pub use reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
 pub use shared_informer::{InformerConfig, InformerError, Registration, SharedIndexInformer};
+
+#[cfg(test)]
+mod crash_tests;

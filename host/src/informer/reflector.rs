@@ -16,15 +16,18 @@
 //! - 410 Gone (or "too old resource version") relists; any other end of a watch re-watches
 //!   from the last resourceVersion. A watch that ends within a second without any event is
 //!   treated as a failure, so a server closing watches at once cannot make us spin.
+//! - A panic in the source or while applying an event is caught ([`super::crash`]): the
+//!   reflector relists after backoff, as after any other failure.
 //! - Failures wait for [`Backoff`] (800 ms, ×2, 30 s cap, jitter, reset after 2 quiet
 //!   minutes) and are reported to the watch error handler.
 //! - Separately, a resync timer ticks at the informer's check period and calls the FIFO's
 //!   `resync` only when `should_resync` (the processor: is any listener due?) says so.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use parking_lot::RwLock;
 use rand::Rng;
 use tokio::sync::watch;
@@ -32,6 +35,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::{Backoff, BackoffConfig};
+use super::crash::{PanicCounter, catch, panic_message};
 use super::delta_fifo::DeltaFifo;
 use super::list_watch::{ListParams, ListerWatcher, SourceError, WatchEvent, WatchParams, WatchStream};
 use super::object::Object;
@@ -133,6 +137,7 @@ pub struct Reflector {
     error_handler: WatchErrorHandler,
     watch_list_unsupported: bool,
     resync_updates: Option<watch::Receiver<Duration>>,
+    panics: PanicCounter,
 }
 
 impl Reflector {
@@ -149,7 +154,15 @@ impl Reflector {
             error_handler: Arc::new(|err| tracing::warn!(error = %err, "list/watch failed")),
             watch_list_unsupported: false,
             resync_updates: None,
+            panics: PanicCounter::default(),
         }
+    }
+
+    /// Counts the panics this reflector survives (in its source or its transform) in
+    /// `counter` (an informer shares one counter among its parts).
+    pub fn with_panic_counter(mut self, counter: PanicCounter) -> Self {
+        self.panics = counter;
+        self
     }
 
     /// Follows changes of the resync check period (the informer's, which a handler registered
@@ -189,7 +202,17 @@ impl Reflector {
         let machine = async {
             let mut state = State::Empty;
             loop {
-                state = self.step(state).await;
+                state = match AssertUnwindSafe(self.step(state)).catch_unwind().await {
+                    Ok(next) => next,
+                    // The state (a list in progress, a watch stream) is lost with the panic:
+                    // start again from LIST, after backoff, as after a failed ListAndWatch.
+                    Err(panic) => {
+                        self.panics.record();
+                        let err = SourceError::Panicked(panic_message(&*panic));
+                        tracing::error!(error = %err, "list/watch panicked; relisting after backoff");
+                        self.fail(&err, State::Empty)
+                    }
+                };
             }
         };
         tokio::select! {
@@ -228,10 +251,18 @@ impl Reflector {
         }
     }
 
+    /// Applies the transform. A transform that panics keeps the object as received (logged
+    /// and counted), so one odd object cannot stop the others.
     fn transform(&self, obj: Object) -> Object {
-        match &self.config.transform {
-            Some(t) => t(obj),
-            None => obj,
+        let Some(t) = &self.config.transform else { return obj };
+        let received = obj.clone();
+        match catch(|| t(obj)) {
+            Ok(obj) => obj,
+            Err(panic) => {
+                self.panics.record();
+                tracing::error!(key = %received.key(), %panic, "transform panicked; object kept as received");
+                received
+            }
         }
     }
 

@@ -28,6 +28,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::crash::{PanicCounter, catch};
 use super::delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
 use super::handler::{EventHandler, Notification};
 use super::indexer::{IndexFunc, Indexer, IndexerError};
@@ -93,6 +94,8 @@ struct Inner {
     /// Serializes delta handling with late handler registration.
     block_deltas: Mutex<()>,
     last_sync_resource_version: Arc<RwLock<String>>,
+    /// Panics survived by the reflector, the transform and delta processing.
+    panics: PanicCounter,
     next_id: AtomicU64,
     /// Listener tasks by registration id (`None` handle: not started yet).
     tasks: Mutex<HashMap<u64, ListenerTask>>,
@@ -161,6 +164,7 @@ impl SharedIndexInformer {
                 stopped: AtomicBool::new(false),
                 block_deltas: Mutex::new(()),
                 last_sync_resource_version: Arc::default(),
+                panics: PanicCounter::default(),
                 next_id: AtomicU64::new(1),
                 tasks: Mutex::default(),
                 cancel: Mutex::default(),
@@ -196,6 +200,12 @@ impl SharedIndexInformer {
     /// Whether `run` has returned.
     pub fn is_stopped(&self) -> bool {
         self.inner.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Panics this informer survived in its source, transform or delta processing (its
+    /// handlers' panics are counted by their listeners).
+    pub fn panics(&self) -> u64 {
+        self.inner.panics.get()
     }
 
     /// The resourceVersion of the last list or event applied.
@@ -288,6 +298,17 @@ impl SharedIndexInformer {
         Ok(())
     }
 
+    /// [`Self::handle_deltas`], surviving a panic (an index function's, a filter's): the
+    /// key's deltas are skipped, logged and counted, and the informer goes on with the next.
+    fn handle_deltas_surviving(&self, deltas: Vec<Delta>, is_in_initial_list: bool) -> Result<(), ProcessError> {
+        let key = deltas.first().map(|d| d.obj.object().key().to_owned()).unwrap_or_default();
+        catch(|| self.handle_deltas(deltas, is_in_initial_list)).unwrap_or_else(|panic| {
+            self.inner.panics.record();
+            tracing::error!(informer = %self.inner.config.name, %key, %panic, "processing deltas panicked; key skipped");
+            Ok(())
+        })
+    }
+
     fn handle_deltas(&self, deltas: Vec<Delta>, is_in_initial_list: bool) -> Result<(), ProcessError> {
         let inner = &self.inner;
         let _block = inner.block_deltas.lock();
@@ -351,11 +372,13 @@ impl SharedIndexInformer {
         let reflector = Reflector::new(inner.lw.clone(), inner.fifo.clone(), reflector_config)
             .with_should_resync(Arc::new(move || this.inner.processor.should_resync()))
             .with_last_sync_cell(inner.last_sync_resource_version.clone())
+            .with_panic_counter(inner.panics.clone())
             .with_resync_period_updates(inner.resync_updates.subscribe());
         let this = self.clone();
         let pop_loop = async move {
             loop {
-                let handled = this.inner.fifo.pop(|deltas, initial| this.handle_deltas(deltas, initial)).await;
+                let handled =
+                    this.inner.fifo.pop(|deltas, initial| this.handle_deltas_surviving(deltas, initial)).await;
                 match handled {
                     Err(FifoClosed) => break,
                     Ok(Err(err)) => {

@@ -88,11 +88,7 @@ impl FileDigests {
 
     /// The digest of `path` (and what `derive` made of its contents when it was read),
     /// hashing the file only if its size or modification time changed.
-    fn digest(
-        &mut self,
-        path: &Path,
-        derive: Option<&dyn Fn(&[u8]) -> Option<PathBuf>>,
-    ) -> Option<([u8; 32], Option<PathBuf>)> {
+    fn digest(&mut self, path: &Path, derive: Option<Derive<'_>>) -> Option<([u8; 32], Option<PathBuf>)> {
         let Ok(meta) = std::fs::metadata(path) else {
             self.files.remove(path);
             return None;
@@ -120,6 +116,9 @@ impl FileDigests {
     }
 }
 
+/// What a manifest's contents say about the files it names (its component's path).
+type Derive<'a> = &'a dyn Fn(&[u8]) -> Option<PathBuf>;
+
 /// The manifest is read whole to find its component; a larger file is not a manifest.
 const MANIFEST_MAX: u64 = 1 << 20;
 /// Components larger than this are identified by size and modification time, not read
@@ -133,7 +132,7 @@ fn hash_file(
     path: &Path,
     meta: &std::fs::Metadata,
     modified: SystemTime,
-    derive: Option<&dyn Fn(&[u8]) -> Option<PathBuf>>,
+    derive: Option<Derive<'_>>,
 ) -> Option<([u8; 32], u64, Option<PathBuf>)> {
     use std::io::Read;
     let mut hash = Sha256::new();

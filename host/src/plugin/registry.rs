@@ -47,6 +47,7 @@ use super::manifest::WatchedResource;
 use super::metrics::MetricsRegistry;
 use super::outcome::CallOutcome;
 use super::runner::{GuestPool, PluginHandler};
+use crate::informer::crash::panic_message;
 use crate::informer::{
     EntryResults, EventHandler, HandlerResult, Indexer, InformerFactory, InformerLease, ListenerOptions, Notification,
     Object, Registration, ResourceKey,
@@ -102,6 +103,14 @@ pub enum RegistryError {
         /// The cause.
         #[source]
         source: std::io::Error,
+    },
+    /// Loading the plugin panicked (a bug in the loader or the compiler on this component).
+    #[error("loading the plugin in {} panicked: {message}", dir.display())]
+    LoadPanicked {
+        /// The plugin's folder.
+        dir: PathBuf,
+        /// The panic's message.
+        message: String,
     },
 }
 
@@ -296,7 +305,10 @@ impl PluginRegistry {
             Ok::<_, RegistryError>((load_manifest(manifest, &engine, &limits)?, memory))
         })
         .await
-        .expect("plugin loading does not panic")?;
+        .map_err(|join| RegistryError::LoadPanicked {
+            dir: dir.to_owned(),
+            message: join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p)),
+        })??;
         let name = loaded.name().to_owned();
         let mut grants = Vec::new();
         for grant in &loaded.manifest.cache {
