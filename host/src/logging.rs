@@ -50,28 +50,28 @@ pub fn init(format: LogFormat) -> Result<(), TryInitError> {
     subscriber(format, default_filter(), std::io::stderr, std::io::stderr().is_terminal()).try_init()
 }
 
+/// A log writer for tests: keeps what a subscriber wrote, shared with the test.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(crate) struct Captured(pub(crate) std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::plugin::bindings::log::Level;
     use crate::plugin::imports::LogSink;
-
-    /// What a subscriber wrote, shared with the test.
-    #[derive(Clone, Default)]
-    struct Captured(Arc<parking_lot::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// The lines written in `format` while `f` runs.
     fn lines(format: LogFormat, f: impl FnOnce()) -> Vec<String> {

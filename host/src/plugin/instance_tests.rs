@@ -137,20 +137,7 @@ fn huge_reasons_are_read_bounded_and_marked() {
     }
 }
 
-/// What a subscriber wrote, shared with the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<parking_lot::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use crate::logging::Captured;
 
 /// Runs `f` with a text-format subscriber and returns the lines it wrote.
 fn log_lines(f: impl FnOnce()) -> Vec<String> {
