@@ -13,9 +13,12 @@
 //!
 //! - The first list and every relist `replace` the FIFO (which infers missed deletes).
 //! - Bookmarks only advance the resourceVersion.
-//! - 410 Gone (or "too old resource version") relists; any other end of a watch re-watches
-//!   from the last resourceVersion. A watch that ends within a second without any event is
-//!   treated as a failure, so a server closing watches at once cannot make us spin.
+//! - A watch that ends normally (server timeout, stream closed) re-watches from the last
+//!   resourceVersion. A watch that fails with "connection refused" or 429 re-watches from it
+//!   after backoff (client-go's `isWatchErrorRetriable`). Any other watch failure (410 Gone,
+//!   an ERROR event, a transport or decode error) relists after backoff, as client-go's
+//!   `ListAndWatch` returning. A watch that ends within a second without any event is a
+//!   failure too ("very short watch"), so a server closing watches at once cannot make us spin.
 //! - A panic in the source or while applying an event is caught ([`super::crash`]): the
 //!   reflector relists after backoff, as after any other failure.
 //! - Failures wait for [`Backoff`] (800 ms, ×2, 30 s cap, jitter, reset after 2 quiet
@@ -330,17 +333,17 @@ impl Reflector {
             State::Listed { resource_version } => {
                 match self.lw.watch(&self.watch_params(resource_version.clone(), false)).await {
                     Ok(stream) => State::Watching { resource_version, stream, started: Instant::now(), events: 0 },
-                    Err(err) if err.is_gone() => self.fail(&err, State::Empty),
-                    Err(err) => self.fail(&err, State::Listed { resource_version }),
+                    Err(err) if err.rewatches() => self.fail(&err, State::Listed { resource_version }),
+                    Err(err) => self.fail(&err, State::Empty),
                 }
             }
             State::Watching { resource_version, mut stream, started, events } => match stream.next().await {
                 Some(Ok(event)) => self.apply(event, resource_version, stream, started, events + 1),
-                Some(Err(err)) if err.is_gone() => self.fail(&err, State::Empty),
-                Some(Err(err)) => self.fail(&err, State::Listed { resource_version }),
+                Some(Err(err)) if err.rewatches() => self.fail(&err, State::Listed { resource_version }),
+                Some(Err(err)) => self.fail(&err, State::Empty),
                 None if events == 0 && started.elapsed() < Duration::from_secs(1) => {
                     let err = SourceError::Transport("very short watch: closed within a second without events".into());
-                    self.fail(&err, State::Listed { resource_version })
+                    self.fail(&err, State::Empty)
                 }
                 None => State::Listed { resource_version },
             },
@@ -358,8 +361,9 @@ impl Reflector {
             WatchEvent::Deleted(obj) => self.apply_object(obj, DeltaFifo::delete),
             WatchEvent::Bookmark { resource_version, .. } => resource_version,
             WatchEvent::Error(status) => {
-                let then = if status.is_gone() { State::Empty } else { State::Listed { resource_version: rv } };
-                return self.fail(&status.into(), then);
+                let err = SourceError::from(status);
+                let then = if err.rewatches() { State::Listed { resource_version: rv } } else { State::Empty };
+                return self.fail(&err, then);
             }
         };
         let resource_version = if resource_version.is_empty() { rv } else { resource_version };

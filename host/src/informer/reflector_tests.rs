@@ -257,15 +257,13 @@ async fn list_failures_back_off_800ms_doubling() {
     assert_eq!(r.fifo.len(), 0, "nothing listed: the source is empty");
 }
 
+/// client-go's `isWatchErrorRetriable`: a watch refused with "connection refused" or 429 is
+/// retried as a watch from the same resourceVersion after backoff, without relisting.
 #[tokio::test(start_paused = true)]
-async fn watch_failures_back_off_and_rewatch_from_the_same_version() {
+async fn watch_refused_or_throttled_backs_off_and_rewatches_from_the_same_version() {
     let lw = Timed::default();
     lw.src.apply(cm("a")).unwrap();
-    lw.src.fail_next_watch(SourceError::Api(Status {
-        code: 500,
-        reason: "InternalError".into(),
-        message: "boom".into(),
-    }));
+    lw.src.fail_next_watch(SourceError::ConnectionRefused("connect: connection refused".into()));
     lw.src.fail_next_watch(SourceError::TooManyRequests("slow down".into()));
     let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -276,6 +274,90 @@ async fn watch_failures_back_off_and_rewatch_from_the_same_version() {
     let times: Vec<_> = lw.calls.lock().iter().filter(|(_, k)| *k == "watch").map(|(t, _)| *t).collect();
     assert_eq!((times[1] - times[0]).as_millis(), 800);
     assert_eq!((times[2] - times[1]).as_millis(), 1600);
+}
+
+/// client-go's `ListAndWatch`: a watch that cannot start for any other reason (here a 500)
+/// returns an error, and `Run` relists after backoff.
+#[tokio::test(start_paused = true)]
+async fn watch_start_failing_otherwise_relists_after_backoff() {
+    let lw = Timed::default();
+    lw.src.apply(cm("a")).unwrap();
+    lw.src.fail_next_watch(SourceError::Api(Status {
+        code: 500,
+        reason: "InternalError".into(),
+        message: "boom".into(),
+    }));
+    let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kinds: Vec<_> = lw.calls.lock().iter().map(|(_, k)| *k).collect();
+    assert_eq!(kinds, ["list", "watch", "list", "watch"]);
+    let times: Vec<_> = lw.calls.lock().iter().map(|(t, _)| *t).collect();
+    assert_eq!((times[2] - times[1]).as_millis(), 800, "the relist waits for backoff");
+}
+
+/// Ends its first watch with the given error after one event; later watches are the
+/// memory source's.
+struct FailingWatch {
+    src: MemorySource,
+    error: parking_lot::Mutex<Option<SourceError>>,
+}
+
+#[async_trait]
+impl ListerWatcher for FailingWatch {
+    async fn list(&self, params: &ListParams) -> Result<ObjectList, SourceError> {
+        self.src.list(params).await
+    }
+    async fn watch(&self, params: &WatchParams) -> Result<WatchStream, SourceError> {
+        let stream = self.src.watch(params).await?;
+        match self.error.lock().take() {
+            Some(err) => Ok(stream.take(1).chain(futures::stream::iter([Err(err)])).boxed()),
+            None => Ok(stream),
+        }
+    }
+}
+
+/// client-go's `handleWatch`: an error ending a running watch (a transport error, a decode
+/// error, an ERROR event that is not 410/429) makes `ListAndWatch` return, and the reflector
+/// relists; a 429 or a refused connection re-watches from the last resourceVersion.
+#[tokio::test(start_paused = true)]
+async fn watch_ending_with_an_error_relists_unless_refused_or_throttled() {
+    let cases = [
+        (SourceError::Transport("connection reset by peer".into()), 2),
+        (SourceError::Decode("malformed watch frame".into()), 2),
+        (SourceError::from(Status { code: 500, reason: "InternalError".into(), message: "etcd".into() }), 2),
+        (SourceError::ConnectionRefused("connection refused".into()), 1),
+        (SourceError::from(Status { code: 429, reason: "TooManyRequests".into(), message: "slow".into() }), 1),
+    ];
+    for (error, lists) in cases {
+        let src = MemorySource::default();
+        src.apply(cm("a")).unwrap();
+        let what = error.to_string();
+        let lw = Arc::new(FailingWatch { src: src.clone(), error: parking_lot::Mutex::new(Some(error)) });
+        let r = start(lw, no_jitter(), |r| r);
+        settle().await;
+        src.apply(cm("b")).unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(src.list_requests().len(), lists, "{what}");
+        let watches = src.watch_requests();
+        assert_eq!(watches.len(), 2, "{what}");
+        assert_eq!(watches[1].resource_version, "3", "{what}: resumes after the last event applied");
+        assert_eq!(*r.rv.read(), "3", "{what}");
+    }
+}
+
+/// client-go's `handleWatch`: a watch that ends normally (server timeout, stream closed)
+/// re-watches from the last resourceVersion, without relisting.
+#[tokio::test(start_paused = true)]
+async fn watch_ending_normally_rewatches_without_relisting() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let _r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.disconnect_watches();
+    settle().await;
+    assert_eq!(src.list_requests().len(), 1);
+    assert_eq!(src.watch_requests().len(), 2);
+    assert_eq!(src.watch_requests()[1].resource_version, "2");
 }
 
 #[tokio::test(start_paused = true)]
