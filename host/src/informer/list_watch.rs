@@ -132,6 +132,16 @@ impl SourceError {
         }
     }
 
+    /// Whether a LIST failed because its resourceVersion is newer than the server's (after a
+    /// restore or on a lagging server): client-go's `isTooLargeResourceVersionError`, which
+    /// also recognises the condition by its message.
+    pub fn is_too_large_resource_version(&self) -> bool {
+        match self {
+            Self::Api(status) => status.message.contains("Too large resource version"),
+            _ => false,
+        }
+    }
+
     /// Whether a failed watch is retried as a watch from the same resourceVersion (after
     /// backoff) rather than by relisting: only "connection refused" (the server is most
     /// likely restarting; the resourceVersion is still good) and 429. client-go's

@@ -11,7 +11,10 @@
 //!    └──────────────── Backoff{then} ◀── any other error (list, watch, stream)
 //! ```
 //!
-//! - The first list and every relist `replace` the FIFO (which infers missed deletes).
+//! - The first list and every relist `replace` the FIFO (which infers missed deletes). The
+//!   first LIST asks for resourceVersion "0", a relist for the last synced one, and after an
+//!   "expired / too large resourceVersion" answer the LIST is repeated at once as a
+//!   consistent read (client-go's `relistResourceVersion`).
 //! - Bookmarks only advance the resourceVersion.
 //! - A watch that ends normally (server timeout, stream closed) re-watches from the last
 //!   resourceVersion. A watch that fails with "connection refused" or 429 re-watches from it
@@ -139,6 +142,12 @@ pub struct Reflector {
     should_resync: Option<ShouldResync>,
     error_handler: WatchErrorHandler,
     watch_list_unsupported: bool,
+    /// The last synced resourceVersion could not be listed (expired or too large): the next
+    /// LIST is a consistent read. client-go's `isLastSyncResourceVersionUnavailable`.
+    last_sync_rv_unavailable: bool,
+    /// A LIST at resourceVersion "0" came back in pages, so the server pages lists (its watch
+    /// cache is off): relists keep paging. client-go's `paginatedResult`.
+    paginated_result: bool,
     resync_updates: Option<watch::Receiver<Duration>>,
     panics: PanicCounter,
 }
@@ -156,6 +165,8 @@ impl Reflector {
             should_resync: None,
             error_handler: Arc::new(|err| tracing::warn!(error = %err, "list/watch failed")),
             watch_list_unsupported: false,
+            last_sync_rv_unavailable: false,
+            paginated_result: false,
             resync_updates: None,
             panics: PanicCounter::default(),
         }
@@ -378,23 +389,67 @@ impl Reflector {
         rv
     }
 
-    /// Lists every page. An expired continue token falls back to one full, unpaged list.
-    async fn list_all(&self) -> Result<(Vec<Object>, String), SourceError> {
-        let mut params = ListParams { limit: self.config.page_size, ..ListParams::default() };
+    /// The resourceVersion a (re)list asks for: "0" first (any version, served from the
+    /// watch cache), then the last synced one, and none (a consistent read) once that proved
+    /// unavailable. client-go's `relistResourceVersion`.
+    fn relist_resource_version(&self) -> Option<String> {
+        if self.last_sync_rv_unavailable {
+            return None;
+        }
+        let last = self.last_sync_resource_version();
+        Some(if last.is_empty() { "0".to_owned() } else { last })
+    }
+
+    /// Lists, as client-go's `Reflector.list`: at [`Self::relist_resource_version`], and when
+    /// that version is expired or too large, at once again as a consistent read.
+    async fn list_all(&mut self) -> Result<(Vec<Object>, String), SourceError> {
+        let result = match self.list_pages(self.relist_resource_version()).await {
+            Err(err) if err.is_gone() || err.is_too_large_resource_version() => {
+                tracing::info!(error = %err, "resourceVersion unavailable; listing the most recent state");
+                self.last_sync_rv_unavailable = true;
+                self.list_pages(self.relist_resource_version()).await
+            }
+            other => other,
+        };
+        if result.is_ok() {
+            self.last_sync_rv_unavailable = false;
+        }
+        result
+    }
+
+    /// Lists every page at `resource_version`, as client-go's pager: the first page asks for
+    /// the version, the following ones only carry the continue token; an expired continue
+    /// token falls back to one full, unpaged list at the same version.
+    ///
+    /// Paging follows client-go's reflector: a list at a specific version (not "0") is not
+    /// paged (with a limit the server would read that exact version from etcd instead of
+    /// serving a not-older state from its watch cache) unless a list at "0" came back paged,
+    /// which shows the server pages anyway. At "0" the watch cache ignores the limit, and a
+    /// consistent read is paged.
+    async fn list_pages(&mut self, resource_version: Option<String>) -> Result<(Vec<Object>, String), SourceError> {
+        let specific = resource_version.as_deref().is_some_and(|rv| rv != "0");
+        let limit = if specific && !self.paginated_result { None } else { self.config.page_size };
+        let first = ListParams { limit, continue_token: None, resource_version: resource_version.clone() };
+        let mut params = first.clone();
         let mut items = Vec::new();
         loop {
             match self.lw.list(&params).await {
                 Ok(page) => {
                     items.extend(page.items);
                     match page.continue_token {
-                        Some(token) if !token.is_empty() => params.continue_token = Some(token),
+                        Some(token) if !token.is_empty() => {
+                            if resource_version.as_deref() == Some("0") {
+                                self.paginated_result = true;
+                            }
+                            params = ListParams { limit, continue_token: Some(token), resource_version: None };
+                        }
                         _ => return Ok((items, page.resource_version)),
                     }
                 }
                 Err(err) if err.is_gone() && params.continue_token.is_some() => {
                     tracing::info!(error = %err, "continue token expired; falling back to a full list");
                     items.clear();
-                    params = ListParams::default();
+                    params = ListParams { limit: None, ..first.clone() };
                 }
                 Err(err) => return Err(err),
             }

@@ -433,3 +433,68 @@ async fn streaming_list_falls_back_to_list_when_unsupported() {
     assert_eq!(src.list_requests().len(), 1);
     assert_eq!(r.fifo.len(), 1);
 }
+
+/// client-go's `relistResourceVersion` and `Reflector.list`: the first LIST asks for "0"
+/// (paged: the watch cache ignores the limit, an unpaged server pages); a relist asks for the
+/// last synced resourceVersion without a limit, so the server may serve it from its watch
+/// cache (client-go's `TestReflectorListExtract`/`TestRelistResourceVersion` cases).
+#[tokio::test(start_paused = true)]
+async fn first_list_asks_for_version_0_and_a_relist_for_the_last_synced_one_unpaged() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let _r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.apply(cm("b")).unwrap();
+    settle().await;
+    src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old resource version".into() });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lists = src.list_requests();
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[0], ListParams { limit: Some(500), continue_token: None, resource_version: Some("0".into()) });
+    assert_eq!(lists[1], ListParams { limit: None, continue_token: None, resource_version: Some("3".into()) });
+}
+
+/// client-go's pager and `paginatedResult`: continue pages carry no resourceVersion; once a
+/// list at "0" came back in pages the server pages, and relists at a version stay paged.
+#[tokio::test(start_paused = true)]
+async fn paged_lists_send_the_version_only_on_the_first_page_and_keep_paging_once_paged() {
+    let src = MemorySource::default();
+    for i in 0..3 {
+        src.apply(cm(&format!("c{i}"))).unwrap();
+    }
+    let config = ReflectorConfig { page_size: Some(2), ..no_jitter() };
+    let _r = start(Arc::new(src.clone()), config, |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old resource version".into() });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lists: Vec<_> = src.list_requests().into_iter().map(|p| (p.limit, p.resource_version)).collect();
+    assert_eq!(lists, [(Some(2), Some("0".into())), (Some(2), None), (Some(2), Some("4".into())), (Some(2), None)]);
+}
+
+/// client-go's `Reflector.list` (`TestReflectorResyncWithResourceVersion`-style expiry cases):
+/// a LIST at an expired or too large resourceVersion is repeated at once as a consistent read
+/// (no resourceVersion), and the relist after that asks for the last synced version again.
+#[tokio::test(start_paused = true)]
+async fn an_unavailable_list_version_is_retried_at_once_as_a_consistent_read() {
+    let too_large = SourceError::Api(Status {
+        code: 504,
+        reason: "Timeout".into(),
+        message: "Too large resource version: 9, current: 3".into(),
+    });
+    for error in [SourceError::Gone("too old resource version: 2".into()), too_large] {
+        let lw = Timed::default();
+        lw.src.apply(cm("a")).unwrap();
+        let what = error.to_string();
+        let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        lw.src.fail_next_list(error);
+        lw.src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        lw.src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let rvs: Vec<_> = lw.src.list_requests().into_iter().map(|p| p.resource_version).collect();
+        assert_eq!(rvs, [Some("0".into()), Some("2".into()), None, Some("2".into())], "{what}");
+        let lists: Vec<_> = lw.calls.lock().iter().filter(|(_, k)| *k == "list").map(|(t, _)| *t).collect();
+        assert_eq!(lists[1], lists[2], "{what}: the consistent read follows at once");
+    }
+}
