@@ -7,7 +7,7 @@
 //!  Empty ──list (paged)──▶ Listed{rv} ──watch(rv)──▶ Watching{rv, stream} ──event──▶ Watching
 //!    ▲  ╲ (streaming list)                             │ stream ended normally ──▶ Listed{rv}
 //!    │   ╲─▶ InitialEvents ──initial-events-end──▶ Watching                    (re-watch)
-//!    │                                                 │ 410 Gone / too old ──▶ Backoff → Empty
+//!    │        └─ any failure ──▶ Empty, listing at once  │ refused / 429 ──▶ Backoff → Listed{rv}
 //!    └──────────────── Backoff{then} ◀── any other error (list, watch, stream)
 //! ```
 //!
@@ -68,8 +68,9 @@ pub struct ReflectorConfig {
     pub resync_period: Duration,
     /// Applied to every object received.
     pub transform: Option<Transform>,
-    /// Use a streaming list (`sendInitialEvents`) instead of LIST; falls back to LIST when the
-    /// source does not support it.
+    /// Use a streaming list (`sendInitialEvents`) instead of LIST; a streaming list that fails
+    /// for any reason falls back to LIST/WATCH at once (for good when the source does not
+    /// support it).
     pub use_watch_list: bool,
 }
 
@@ -142,6 +143,9 @@ pub struct Reflector {
     should_resync: Option<ShouldResync>,
     error_handler: WatchErrorHandler,
     watch_list_unsupported: bool,
+    /// The streaming list just failed: this attempt lists instead (client-go's
+    /// `fallbackToList`); the next attempt streams again.
+    fallback_to_list: bool,
     /// The last synced resourceVersion could not be listed (expired or too large): the next
     /// LIST is a consistent read. client-go's `isLastSyncResourceVersionUnavailable`.
     last_sync_rv_unavailable: bool,
@@ -165,6 +169,7 @@ impl Reflector {
             should_resync: None,
             error_handler: Arc::new(|err| tracing::warn!(error = %err, "list/watch failed")),
             watch_list_unsupported: false,
+            fallback_to_list: false,
             last_sync_rv_unavailable: false,
             paginated_result: false,
             resync_updates: None,
@@ -291,6 +296,16 @@ impl Reflector {
         State::Backoff { then: Box::new(then) }
     }
 
+    /// A streaming list failed, whatever the error: list and watch instead, at once (making
+    /// progress beats waiting for the stream), as client-go's `ListAndWatch` does after
+    /// `watchList` fails. The next attempt after a failure streams again.
+    fn fall_back_to_list(&mut self, err: &SourceError) -> State {
+        tracing::warn!(error = %err, "streaming list failed; falling back to LIST/WATCH");
+        (self.error_handler)(err);
+        self.fallback_to_list = true;
+        State::Empty
+    }
+
     fn watch_params(&self, resource_version: String, send_initial_events: bool) -> WatchParams {
         let min = self.config.min_watch_timeout;
         let timeout = min.mul_f64(1.0 + rand::rng().random::<f64>());
@@ -300,7 +315,7 @@ impl Reflector {
     /// Makes one transition.
     pub async fn step(&mut self, state: State) -> State {
         match state {
-            State::Empty if self.config.use_watch_list && !self.watch_list_unsupported => {
+            State::Empty if self.config.use_watch_list && !self.watch_list_unsupported && !self.fallback_to_list => {
                 match self.lw.watch(&self.watch_params(String::new(), true)).await {
                     Ok(stream) => State::InitialEvents { stream, items: Vec::new() },
                     Err(SourceError::Unsupported(reason)) => {
@@ -308,18 +323,21 @@ impl Reflector {
                         self.watch_list_unsupported = true;
                         State::Empty
                     }
+                    Err(err) => self.fall_back_to_list(&err),
+                }
+            }
+            State::Empty => {
+                self.fallback_to_list = false;
+                match self.list_all().await {
+                    Ok((items, resource_version)) => {
+                        let items = items.into_iter().map(|o| self.transform(o)).collect();
+                        self.fifo.replace(items, &resource_version);
+                        self.set_rv(&resource_version);
+                        State::Listed { resource_version }
+                    }
                     Err(err) => self.fail(&err, State::Empty),
                 }
             }
-            State::Empty => match self.list_all().await {
-                Ok((items, resource_version)) => {
-                    let items = items.into_iter().map(|o| self.transform(o)).collect();
-                    self.fifo.replace(items, &resource_version);
-                    self.set_rv(&resource_version);
-                    State::Listed { resource_version }
-                }
-                Err(err) => self.fail(&err, State::Empty),
-            },
             State::InitialEvents { mut stream, mut items } => match stream.next().await {
                 Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
                     items.push(self.transform(obj));
@@ -335,10 +353,10 @@ impl Reflector {
                     State::Watching { resource_version, stream, started: Instant::now(), events: 1 }
                 }
                 Some(Ok(WatchEvent::Bookmark { .. })) => State::InitialEvents { stream, items },
-                Some(Ok(WatchEvent::Error(status))) => self.fail(&status.into(), State::Empty),
-                Some(Err(err)) => self.fail(&err, State::Empty),
+                Some(Ok(WatchEvent::Error(status))) => self.fall_back_to_list(&status.into()),
+                Some(Err(err)) => self.fall_back_to_list(&err),
                 None => {
-                    self.fail(&SourceError::Transport("stream ended before initial-events-end".into()), State::Empty)
+                    self.fall_back_to_list(&SourceError::Transport("stream ended before initial-events-end".into()))
                 }
             },
             State::Listed { resource_version } => {

@@ -498,3 +498,43 @@ async fn an_unavailable_list_version_is_retried_at_once_as_a_consistent_read() {
         assert_eq!(lists[1], lists[2], "{what}: the consistent read follows at once");
     }
 }
+
+/// client-go's `ListAndWatch` with `useWatchList`: when `watchList` fails with any error (not
+/// only "unsupported"), the same attempt falls back to LIST/WATCH at once; a later attempt
+/// streams again.
+#[tokio::test(start_paused = true)]
+async fn a_failing_streaming_list_falls_back_to_list_at_once_whatever_the_error() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    src.fail_next_watch(SourceError::Api(Status { code: 500, reason: "InternalError".into(), message: "boom".into() }));
+    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
+    let r = start(Arc::new(src.clone()), config, |r| r);
+    settle().await;
+    assert_eq!(src.list_requests().len(), 1, "listed at once, without backoff");
+    assert_eq!(r.fifo.len(), 1);
+    let watches = src.watch_requests();
+    assert_eq!(watches.len(), 2);
+    assert!(watches[0].send_initial_events && !watches[1].send_initial_events);
+    // A failure later starts over with a streaming list.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(src.watch_requests()[2].send_initial_events, "streams again after the next failure");
+}
+
+/// client-go's `ListAndWatch`: a streaming list that breaks off before its initial-events-end
+/// bookmark (an error in the stream) also falls back to LIST/WATCH at once.
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_breaking_off_falls_back_to_list_at_once() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let lw = Arc::new(FailingWatch {
+        src: src.clone(),
+        error: parking_lot::Mutex::new(Some(SourceError::Transport("connection reset".into()))),
+    });
+    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
+    let r = start(lw, config, |r| r);
+    settle().await;
+    assert_eq!(src.list_requests().len(), 1, "listed at once, without backoff");
+    assert_eq!(r.fifo.len(), 1);
+}
