@@ -473,7 +473,7 @@ async fn watch_timeouts_end_watches_that_resume_where_they_left_off() {
     let server = ApiServer::start().await.unwrap();
     server.apply(cm("ns", "a", "0")).unwrap();
     let mut config = informer_config("cm", Some(500));
-    config.reflector.min_watch_timeout = Duration::from_secs(1);
+    config.reflector.test_only_min_watch_timeout = Some(Duration::from_secs(1));
     let running = run(&server, configmaps(), config).await;
     synced(&running).await;
     eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;

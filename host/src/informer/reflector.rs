@@ -53,14 +53,23 @@ pub type WatchErrorHandler = Arc<dyn Fn(&SourceError) + Send + Sync>;
 /// Asked on every resync tick whether a resync is due.
 pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// The lowest `min_watch_timeout`: client-go's `minWatchTimeout`.
+pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// How a reflector lists and watches.
 #[derive(Clone)]
 pub struct ReflectorConfig {
     /// LIST page size (`None`: one unpaged list). Default 500, as client-go's pager.
     pub page_size: Option<u32>,
     /// Watches ask the server to end after a random timeout in `[min, 2*min)`, so that
-    /// many watches do not reconnect at once. Default 5 minutes, as client-go.
+    /// many watches do not reconnect at once. Default and lowest value
+    /// [`MIN_WATCH_TIMEOUT`] (5 minutes, as client-go's `minWatchTimeout`); a smaller value is
+    /// raised to it, so no setting makes an API server end watches more often.
     pub min_watch_timeout: Duration,
+    /// Test-only: replaces `min_watch_timeout` without the 5-minute floor, for tests against
+    /// a local API server. Never set it for a real API server.
+    #[doc(hidden)]
+    pub test_only_min_watch_timeout: Option<Duration>,
     /// Backoff after failures.
     pub backoff: BackoffConfig,
     /// The informer's resync check period; zero disables resync (until changed through
@@ -78,7 +87,8 @@ impl Default for ReflectorConfig {
     fn default() -> Self {
         Self {
             page_size: Some(500),
-            min_watch_timeout: Duration::from_secs(300),
+            min_watch_timeout: MIN_WATCH_TIMEOUT,
+            test_only_min_watch_timeout: None,
             backoff: BackoffConfig::default(),
             resync_period: Duration::ZERO,
             transform: None,
@@ -307,7 +317,9 @@ impl Reflector {
     }
 
     fn watch_params(&self, resource_version: String, send_initial_events: bool) -> WatchParams {
-        let min = self.config.min_watch_timeout;
+        // client-go's `watchWithResync`: timeoutSeconds = minWatchTimeout * (1 + rand).
+        let min =
+            self.config.test_only_min_watch_timeout.unwrap_or(self.config.min_watch_timeout.max(MIN_WATCH_TIMEOUT));
         let timeout = min.mul_f64(1.0 + rand::rng().random::<f64>());
         WatchParams { resource_version, timeout: Some(timeout), allow_bookmarks: true, send_initial_events }
     }

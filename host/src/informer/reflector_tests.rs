@@ -538,3 +538,28 @@ async fn a_streaming_list_breaking_off_falls_back_to_list_at_once() {
     assert_eq!(src.list_requests().len(), 1, "listed at once, without backoff");
     assert_eq!(r.fifo.len(), 1);
 }
+
+/// client-go's `watchWithResync`: each watch asks for `timeoutSeconds` random in
+/// `[minWatchTimeout, 2*minWatchTimeout)` with `minWatchTimeout` 5 minutes; the public
+/// option cannot go below it, only the test-only setting can.
+#[tokio::test(start_paused = true)]
+async fn watch_timeouts_are_random_from_5_minutes_and_only_a_test_setting_lowers_them() {
+    let timeouts = |config: ReflectorConfig| async move {
+        let src = MemorySource::default();
+        let r = start(Arc::new(src.clone()), config, |r| r);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        for _ in 0..20 {
+            src.disconnect_watches();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        drop(r);
+        src.watch_requests().into_iter().map(|w| w.timeout.unwrap()).collect::<Vec<_>>()
+    };
+    let lowered = timeouts(ReflectorConfig { min_watch_timeout: Duration::from_secs(1), ..no_jitter() }).await;
+    assert!(lowered.len() > 10);
+    assert!(lowered.iter().all(|t| *t >= MIN_WATCH_TIMEOUT && *t < MIN_WATCH_TIMEOUT * 2), "{lowered:?}");
+    assert!(lowered.iter().any(|t| *t != lowered[0]), "random: {lowered:?}");
+    let test = ReflectorConfig { test_only_min_watch_timeout: Some(Duration::from_secs(1)), ..no_jitter() };
+    let short = timeouts(test).await;
+    assert!(short.iter().all(|t| *t >= Duration::from_secs(1) && *t < Duration::from_secs(2)), "{short:?}");
+}
