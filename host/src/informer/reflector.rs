@@ -24,8 +24,8 @@
 //!   failure too ("very short watch"), so a server closing watches at once cannot make us spin.
 //! - A panic in the source or while applying an event is caught ([`super::crash`]): the
 //!   reflector relists after backoff, as after any other failure.
-//! - Failures wait for [`Backoff`] (800 ms, ×2, 30 s cap, jitter, reset after 2 quiet
-//!   minutes) and are reported to the watch error handler.
+//! - Failures wait for [`Backoff`] (800 ms, ×2, 30 s cap, jitter 1.0 also at the cap, reset
+//!   after 2 quiet minutes) and are reported to the watch error handler.
 //! - Separately, a resync timer ticks at the informer's check period and calls the FIFO's
 //!   `resync` only when `should_resync` (the processor: is any listener due?) says so.
 
