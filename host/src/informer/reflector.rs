@@ -431,13 +431,22 @@ impl Reflector {
     }
 
     /// Lists, as client-go's `Reflector.list`: at [`Self::relist_resource_version`], and when
-    /// that version is expired or too large, at once again as a consistent read.
+    /// that version is expired or too large, at once again as a consistent read, with the same
+    /// page size (client-go chooses its pager's page size once, for the first attempt).
+    ///
+    /// The page size follows client-go's reflector: a list at a specific version (not "0") is
+    /// not paged (with a limit the server would read that exact version from etcd instead of
+    /// serving a not-older state from its watch cache) unless a list at "0" came back paged,
+    /// which shows the server pages anyway. At "0" the watch cache ignores the limit.
     async fn list_all(&mut self) -> Result<(Vec<Object>, String), SourceError> {
-        let result = match self.list_pages(self.relist_resource_version()).await {
+        let resource_version = self.relist_resource_version();
+        let specific = resource_version.as_deref().is_some_and(|rv| rv != "0");
+        let limit = if specific && !self.paginated_result { None } else { self.config.page_size };
+        let result = match self.list_pages(resource_version, limit).await {
             Err(err) if err.is_gone() || err.is_too_large_resource_version() => {
                 tracing::info!(error = %err, "resourceVersion unavailable; listing the most recent state");
                 self.last_sync_rv_unavailable = true;
-                self.list_pages(self.relist_resource_version()).await
+                self.list_pages(self.relist_resource_version(), limit).await
             }
             other => other,
         };
@@ -450,15 +459,11 @@ impl Reflector {
     /// Lists every page at `resource_version`, as client-go's pager: the first page asks for
     /// the version, the following ones only carry the continue token; an expired continue
     /// token falls back to one full, unpaged list at the same version.
-    ///
-    /// Paging follows client-go's reflector: a list at a specific version (not "0") is not
-    /// paged (with a limit the server would read that exact version from etcd instead of
-    /// serving a not-older state from its watch cache) unless a list at "0" came back paged,
-    /// which shows the server pages anyway. At "0" the watch cache ignores the limit, and a
-    /// consistent read is paged.
-    async fn list_pages(&mut self, resource_version: Option<String>) -> Result<(Vec<Object>, String), SourceError> {
-        let specific = resource_version.as_deref().is_some_and(|rv| rv != "0");
-        let limit = if specific && !self.paginated_result { None } else { self.config.page_size };
+    async fn list_pages(
+        &mut self,
+        resource_version: Option<String>,
+        limit: Option<u32>,
+    ) -> Result<(Vec<Object>, String), SourceError> {
         let first = ListParams { limit, continue_token: None, resource_version: resource_version.clone() };
         let mut params = first.clone();
         let mut items = Vec::new();

@@ -492,8 +492,12 @@ async fn an_unavailable_list_version_is_retried_at_once_as_a_consistent_read() {
         tokio::time::sleep(Duration::from_secs(2)).await;
         lw.src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let rvs: Vec<_> = lw.src.list_requests().into_iter().map(|p| p.resource_version).collect();
-        assert_eq!(rvs, [Some("0".into()), Some("2".into()), None, Some("2".into())], "{what}");
+        let lists: Vec<_> = lw.src.list_requests().into_iter().map(|p| (p.resource_version, p.limit)).collect();
+        assert_eq!(
+            lists,
+            [(Some("0".into()), Some(500)), (Some("2".into()), None), (None, None), (Some("2".into()), None)],
+            "{what}: the consistent read keeps the failed list's page size"
+        );
         let lists: Vec<_> = lw.calls.lock().iter().filter(|(_, k)| *k == "list").map(|(t, _)| *t).collect();
         assert_eq!(lists[1], lists[2], "{what}: the consistent read follows at once");
     }
