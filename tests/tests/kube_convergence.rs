@@ -124,7 +124,7 @@ async fn run_seed(seed: u64) -> Result<String, String> {
 
     // ConfigMaps through a factory (paged LIST); Widgets on their own (streaming list).
     let mut config = informer_config("configmaps", Some(4));
-    config.reflector.min_watch_timeout = Duration::from_secs(2);
+    config.reflector.test_only_min_watch_timeout = Some(Duration::from_secs(2));
     let factory = InformerFactory::new(Arc::new(source.clone())).with_config(config);
     let configmaps = factory.informer_for(&ResourceKey::new("v1", "ConfigMap")).map_err(|e| e.to_string())?;
     let mut widget_config = informer_config("widgets", Some(4));

@@ -144,7 +144,7 @@ async fn run_seed(seed: u64) -> Result<String, String> {
         recorder.install(plugins.path());
     }
     let mut config = informer_config("kube", Some(4));
-    config.reflector.min_watch_timeout = Duration::from_secs(2);
+    config.reflector.test_only_min_watch_timeout = Some(Duration::from_secs(2));
     config.reflector.use_watch_list = rng.random_bool(0.5);
     let list = if config.reflector.use_watch_list { "streaming list" } else { "paged list" };
     let host_started = Instant::now();

@@ -89,15 +89,21 @@ async fn paged_list_sends_limit_and_continue_and_syncs_everything() {
     for i in 0..7 {
         server.apply(cm("ns", &format!("c{i}"), "x")).unwrap();
     }
+    // The list at version "0" answers 410, so the reflector lists again as a consistent
+    // read, which the server pages.
+    server.fail_next(&[Verb::List], 1, 410);
     let running = run(&server, configmaps(), informer_config("cm", Some(3))).await;
     synced(&running).await;
     converged(&server, &running, "v1", "ConfigMap").await;
     let lists = server.requests_of(Verb::List);
-    assert_eq!(lists.len(), 3, "7 objects in pages of 3: {lists:#?}");
-    assert!(lists.iter().all(|r| r.path == "/api/v1/configmaps" && r.param("limit") == Some("3")));
-    assert_eq!(lists[0].param("continue"), None);
-    assert!(lists[1].param("continue").is_some() && lists[2].param("continue").is_some());
-    assert_ne!(lists[1].param("continue"), lists[2].param("continue"));
+    assert_eq!(lists.len(), 4, "a failed list, then 7 objects in pages of 3: {lists:#?}");
+    assert_eq!(lists[0].param("resourceVersion"), Some("0"));
+    let pages = &lists[1..];
+    assert!(pages.iter().all(|r| r.path == "/api/v1/configmaps" && r.param("limit") == Some("3")));
+    assert!(pages.iter().all(|r| r.param("resourceVersion").is_none()), "a consistent read: {pages:#?}");
+    assert_eq!(pages[0].param("continue"), None);
+    assert!(pages[1].param("continue").is_some() && pages[2].param("continue").is_some());
+    assert_ne!(pages[1].param("continue"), pages[2].param("continue"));
     let initial: Vec<_> =
         running.recorder.seen().into_iter().filter(|s| matches!(s, Seen::Add { initial: true, .. })).collect();
     assert_eq!(initial.len(), 7);
@@ -124,8 +130,10 @@ async fn watch_resumes_from_the_last_resource_version_after_a_dropped_connection
     converged(&server, &running, "v1", "ConfigMap").await;
     let before_drop = server.resource_version();
 
-    // Disconnect, and change things while the client is kept away (its re-watches fail).
-    server.fail_next(&[Verb::Watch], usize::MAX, 500);
+    // Disconnect, and change things while the client is kept away (its re-watches are
+    // throttled with 429, which re-watches rather than relists).
+    server.set_retry_after(0);
+    server.fail_next(&[Verb::Watch], usize::MAX, 429);
     assert_eq!(server.drop_watches(), 1);
     server.apply(cm("ns", "c1", "1")).unwrap();
     server.apply(cm("ns", "c1", "2")).unwrap();
@@ -180,8 +188,14 @@ async fn relist_after_410_delivers_tombstones_for_deletes_missed_while_disconnec
             "{key}: the missed delete is inferred on relist: {seen:?}"
         );
     }
+    // The first list asks for version "0" (the watch cache ignores the limit); the relist
+    // asks for the last synced version, unpaged, as client-go's reflector.
     let lists = server.requests_of(Verb::List);
-    assert!(lists.len() >= 4, "a paged relist followed the 410: {lists:#?}");
+    assert!(lists.len() >= 2, "relisted: {lists:#?}");
+    assert_eq!(lists[0].param("resourceVersion"), Some("0"));
+    let relist = lists.last().unwrap();
+    assert!(relist.param("resourceVersion").is_some_and(|rv| rv != "0"), "{relist:?}");
+    assert_eq!(relist.param("limit"), None);
     assert_update_chains_unbroken(&running.recorder);
 }
 
@@ -230,7 +244,15 @@ async fn errors_429_and_500_are_retried_with_backoff_until_convergence() {
     server.apply(cm("ns", "c9", "late")).unwrap();
     converged(&server, &running, "v1", "ConfigMap").await;
     assert_eq!(server.pending_failures(), 0);
-    assert_eq!(server.requests_of(Verb::List).len(), 4, "three failed lists, then one that worked");
+    // A watch refused with 429 is retried as a watch; one failing with 500 relists, as
+    // client-go's ListAndWatch returning does.
+    eventually("a relist after each watch failing with 500", TIMEOUT, || server.requests_of(Verb::List).len() >= 6)
+        .await;
+    assert_eq!(
+        server.requests_of(Verb::List).len(),
+        6,
+        "three failed lists, one that worked, and a relist after each watch failing with 500"
+    );
     assert!(server.requests_of(Verb::Watch).len() >= 5, "four failed watches, then one that worked");
 }
 
@@ -451,7 +473,7 @@ async fn watch_timeouts_end_watches_that_resume_where_they_left_off() {
     let server = ApiServer::start().await.unwrap();
     server.apply(cm("ns", "a", "0")).unwrap();
     let mut config = informer_config("cm", Some(500));
-    config.reflector.min_watch_timeout = Duration::from_secs(1);
+    config.reflector.test_only_min_watch_timeout = Some(Duration::from_secs(1));
     let running = run(&server, configmaps(), config).await;
     synced(&running).await;
     eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;

@@ -1,6 +1,8 @@
 //! Exponential backoff with jitter that resets after a quiet period: client-go's
-//! `ExponentialBackoffManager` as the reflector uses it (800 ms initial, ×2, 30 s cap,
-//! reset after 2 minutes without failure).
+//! `ExponentialBackoffManager` as the reflector uses it (`NewReflectorWithOptions`:
+//! 800 ms initial, ×2, 30 s cap, jitter 1.0, reset after 2 minutes without failure). As
+//! client-go's `Backoff.Step`, the cap bounds the doubling and the jitter stretches every
+//! delay, the capped ones included: at the cap a delay is in `[max, max * (1 + jitter))`.
 //!
 //! It reads tokio's clock, so tests drive it with paused time; its random source is seeded
 //! per instance so a test can pin the jitter.
@@ -18,7 +20,8 @@ pub struct BackoffConfig {
     pub initial: Duration,
     /// Each consecutive failure multiplies the delay by this.
     pub factor: f64,
-    /// No delay exceeds this (jitter included).
+    /// The doubling stops here; jitter still stretches the capped delay, as client-go's
+    /// `Backoff.Cap`.
     pub max: Duration,
     /// Each delay is stretched by up to this fraction, at random: `delay * (1 + jitter * U[0,1))`.
     pub jitter: f64,
@@ -27,13 +30,14 @@ pub struct BackoffConfig {
 }
 
 impl Default for BackoffConfig {
-    /// client-go's reflector backoff: 800 ms, ×2, 30 s cap, reset after 2 minutes.
+    /// client-go's reflector backoff: 800 ms, ×2, 30 s cap, jitter 1.0, reset after 2
+    /// minutes (`wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0, clock)`).
     fn default() -> Self {
         Self {
             initial: Duration::from_millis(800),
             factor: 2.0,
             max: Duration::from_secs(30),
-            jitter: 0.5,
+            jitter: 1.0,
             reset_after: Duration::from_secs(120),
         }
     }
@@ -73,7 +77,7 @@ impl Backoff {
         };
         self.current = Some(base);
         let stretch = if self.config.jitter > 0.0 { self.config.jitter * self.rng.random::<f64>() } else { 0.0 };
-        base.mul_f64(1.0 + stretch).min(self.config.max)
+        base.mul_f64(1.0 + stretch)
     }
 
     /// Starts over at the initial delay.
@@ -110,19 +114,32 @@ mod tests {
         assert_eq!(backoff.next_delay(), Duration::from_millis(800), "reset after 2 minutes");
     }
 
+    /// client-go's `NewReflectorWithOptions` backoff values
+    /// (`wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0, clock)`).
+    #[test]
+    fn default_backoff_is_client_gos_reflector_backoff() {
+        let config = BackoffConfig::default();
+        assert_eq!(config.initial, Duration::from_millis(800));
+        assert_eq!(config.max, Duration::from_secs(30));
+        assert_eq!(config.reset_after, Duration::from_secs(120));
+        assert!((config.factor - 2.0).abs() < f64::EPSILON);
+        assert!((config.jitter - 1.0).abs() < f64::EPSILON);
+    }
+
+    /// client-go's `Backoff.Step` (and its `TestBackoff_Step` cases with a cap and jitter):
+    /// every delay, the capped ones included, is `base * (1 + jitter * U[0,1))`, with the
+    /// doubling of `base` capped; so at the 30 s cap delays lie in `[30 s, 60 s)`.
     #[tokio::test(start_paused = true)]
-    async fn backoff_jitter_stretches_within_bounds_and_never_past_the_cap() {
-        let config = BackoffConfig { jitter: 1.0, ..BackoffConfig::default() };
-        let mut backoff = Backoff::with_seed(config, 7);
+    async fn backoff_jitter_stretches_every_delay_including_at_the_cap() {
+        let mut backoff = Backoff::with_seed(BackoffConfig::default(), 7);
         let mut base = Duration::from_millis(800);
-        let mut saw_stretch = false;
-        for _ in 0..10 {
+        let mut past_cap = false;
+        for _ in 0..30 {
             let delay = backoff.next_delay();
-            assert!(delay >= base.min(Duration::from_secs(30)) && delay <= Duration::from_secs(30), "{delay:?}");
-            assert!(delay <= base * 2);
-            saw_stretch |= delay > base;
+            assert!(delay >= base && delay < base * 2, "{delay:?} for base {base:?}");
+            past_cap |= delay > Duration::from_secs(30);
             base = (base * 2).min(Duration::from_secs(30));
         }
-        assert!(saw_stretch, "jitter is applied");
+        assert!(past_cap, "jitter applies at the cap too");
     }
 }

@@ -111,6 +111,9 @@ pub enum SourceError {
     /// The connection failed.
     #[error("transport error: {0}")]
     Transport(String),
+    /// The server refused the connection (most likely it is down or restarting).
+    #[error("connection refused: {0}")]
+    ConnectionRefused(String),
     /// The source does not support this request (e.g. streaming lists).
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -125,6 +128,28 @@ impl SourceError {
         match self {
             Self::Gone(_) => true,
             Self::Api(status) => status.is_gone(),
+            _ => false,
+        }
+    }
+
+    /// Whether a LIST failed because its resourceVersion is newer than the server's (after a
+    /// restore or on a lagging server): client-go's `isTooLargeResourceVersionError`, which
+    /// also recognises the condition by its message.
+    pub fn is_too_large_resource_version(&self) -> bool {
+        match self {
+            Self::Api(status) => status.message.contains("Too large resource version"),
+            _ => false,
+        }
+    }
+
+    /// Whether a failed watch is retried as a watch from the same resourceVersion (after
+    /// backoff) rather than by relisting: only "connection refused" (the server is most
+    /// likely restarting; the resourceVersion is still good) and 429. client-go's
+    /// `isWatchErrorRetriable` and the `TooManyRequests` case of `watchWithResync`.
+    pub fn rewatches(&self) -> bool {
+        match self {
+            Self::ConnectionRefused(_) | Self::TooManyRequests(_) => true,
+            Self::Api(status) => status.code == 429,
             _ => false,
         }
     }

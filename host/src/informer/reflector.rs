@@ -7,19 +7,25 @@
 //!  Empty ──list (paged)──▶ Listed{rv} ──watch(rv)──▶ Watching{rv, stream} ──event──▶ Watching
 //!    ▲  ╲ (streaming list)                             │ stream ended normally ──▶ Listed{rv}
 //!    │   ╲─▶ InitialEvents ──initial-events-end──▶ Watching                    (re-watch)
-//!    │                                                 │ 410 Gone / too old ──▶ Backoff → Empty
+//!    │        └─ any failure ──▶ Empty, listing at once  │ refused / 429 ──▶ Backoff → Listed{rv}
 //!    └──────────────── Backoff{then} ◀── any other error (list, watch, stream)
 //! ```
 //!
-//! - The first list and every relist `replace` the FIFO (which infers missed deletes).
+//! - The first list and every relist `replace` the FIFO (which infers missed deletes). The
+//!   first LIST asks for resourceVersion "0", a relist for the last synced one, and after an
+//!   "expired / too large resourceVersion" answer the LIST is repeated at once as a
+//!   consistent read (client-go's `relistResourceVersion`).
 //! - Bookmarks only advance the resourceVersion.
-//! - 410 Gone (or "too old resource version") relists; any other end of a watch re-watches
-//!   from the last resourceVersion. A watch that ends within a second without any event is
-//!   treated as a failure, so a server closing watches at once cannot make us spin.
+//! - A watch that ends normally (server timeout, stream closed) re-watches from the last
+//!   resourceVersion. A watch that fails with "connection refused" or 429 re-watches from it
+//!   after backoff (client-go's `isWatchErrorRetriable`). Any other watch failure (410 Gone,
+//!   an ERROR event, a transport or decode error) relists after backoff, as client-go's
+//!   `ListAndWatch` returning. A watch that ends within a second without any event is a
+//!   failure too ("very short watch"), so a server closing watches at once cannot make us spin.
 //! - A panic in the source or while applying an event is caught ([`super::crash`]): the
 //!   reflector relists after backoff, as after any other failure.
-//! - Failures wait for [`Backoff`] (800 ms, ×2, 30 s cap, jitter, reset after 2 quiet
-//!   minutes) and are reported to the watch error handler.
+//! - Failures wait for [`Backoff`] (800 ms, ×2, 30 s cap, jitter 1.0 also at the cap, reset
+//!   after 2 quiet minutes) and are reported to the watch error handler.
 //! - Separately, a resync timer ticks at the informer's check period and calls the FIFO's
 //!   `resync` only when `should_resync` (the processor: is any listener due?) says so.
 
@@ -47,14 +53,23 @@ pub type WatchErrorHandler = Arc<dyn Fn(&SourceError) + Send + Sync>;
 /// Asked on every resync tick whether a resync is due.
 pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// The lowest `min_watch_timeout`: client-go's `minWatchTimeout`.
+pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// How a reflector lists and watches.
 #[derive(Clone)]
 pub struct ReflectorConfig {
     /// LIST page size (`None`: one unpaged list). Default 500, as client-go's pager.
     pub page_size: Option<u32>,
     /// Watches ask the server to end after a random timeout in `[min, 2*min)`, so that
-    /// many watches do not reconnect at once. Default 5 minutes, as client-go.
+    /// many watches do not reconnect at once. Default and lowest value
+    /// [`MIN_WATCH_TIMEOUT`] (5 minutes, as client-go's `minWatchTimeout`); a smaller value is
+    /// raised to it, so no setting makes an API server end watches more often.
     pub min_watch_timeout: Duration,
+    /// Test-only: replaces `min_watch_timeout` without the 5-minute floor, for tests against
+    /// a local API server. Never set it for a real API server.
+    #[doc(hidden)]
+    pub test_only_min_watch_timeout: Option<Duration>,
     /// Backoff after failures.
     pub backoff: BackoffConfig,
     /// The informer's resync check period; zero disables resync (until changed through
@@ -62,8 +77,9 @@ pub struct ReflectorConfig {
     pub resync_period: Duration,
     /// Applied to every object received.
     pub transform: Option<Transform>,
-    /// Use a streaming list (`sendInitialEvents`) instead of LIST; falls back to LIST when the
-    /// source does not support it.
+    /// Use a streaming list (`sendInitialEvents`) instead of LIST; a streaming list that fails
+    /// for any reason falls back to LIST/WATCH at once (for good when the source does not
+    /// support it).
     pub use_watch_list: bool,
 }
 
@@ -71,7 +87,8 @@ impl Default for ReflectorConfig {
     fn default() -> Self {
         Self {
             page_size: Some(500),
-            min_watch_timeout: Duration::from_secs(300),
+            min_watch_timeout: MIN_WATCH_TIMEOUT,
+            test_only_min_watch_timeout: None,
             backoff: BackoffConfig::default(),
             resync_period: Duration::ZERO,
             transform: None,
@@ -136,6 +153,15 @@ pub struct Reflector {
     should_resync: Option<ShouldResync>,
     error_handler: WatchErrorHandler,
     watch_list_unsupported: bool,
+    /// The streaming list just failed: this attempt lists instead (client-go's
+    /// `fallbackToList`); the next attempt streams again.
+    fallback_to_list: bool,
+    /// The last synced resourceVersion could not be listed (expired or too large): the next
+    /// LIST is a consistent read. client-go's `isLastSyncResourceVersionUnavailable`.
+    last_sync_rv_unavailable: bool,
+    /// A LIST at resourceVersion "0" came back in pages, so the server pages lists (its watch
+    /// cache is off): relists keep paging. client-go's `paginatedResult`.
+    paginated_result: bool,
     resync_updates: Option<watch::Receiver<Duration>>,
     panics: PanicCounter,
 }
@@ -153,6 +179,9 @@ impl Reflector {
             should_resync: None,
             error_handler: Arc::new(|err| tracing::warn!(error = %err, "list/watch failed")),
             watch_list_unsupported: false,
+            fallback_to_list: false,
+            last_sync_rv_unavailable: false,
+            paginated_result: false,
             resync_updates: None,
             panics: PanicCounter::default(),
         }
@@ -277,8 +306,20 @@ impl Reflector {
         State::Backoff { then: Box::new(then) }
     }
 
+    /// A streaming list failed, whatever the error: list and watch instead, at once (making
+    /// progress beats waiting for the stream), as client-go's `ListAndWatch` does after
+    /// `watchList` fails. The next attempt after a failure streams again.
+    fn fall_back_to_list(&mut self, err: &SourceError) -> State {
+        tracing::warn!(error = %err, "streaming list failed; falling back to LIST/WATCH");
+        (self.error_handler)(err);
+        self.fallback_to_list = true;
+        State::Empty
+    }
+
     fn watch_params(&self, resource_version: String, send_initial_events: bool) -> WatchParams {
-        let min = self.config.min_watch_timeout;
+        // client-go's `watchWithResync`: timeoutSeconds = minWatchTimeout * (1 + rand).
+        let min =
+            self.config.test_only_min_watch_timeout.unwrap_or(self.config.min_watch_timeout.max(MIN_WATCH_TIMEOUT));
         let timeout = min.mul_f64(1.0 + rand::rng().random::<f64>());
         WatchParams { resource_version, timeout: Some(timeout), allow_bookmarks: true, send_initial_events }
     }
@@ -286,7 +327,7 @@ impl Reflector {
     /// Makes one transition.
     pub async fn step(&mut self, state: State) -> State {
         match state {
-            State::Empty if self.config.use_watch_list && !self.watch_list_unsupported => {
+            State::Empty if self.config.use_watch_list && !self.watch_list_unsupported && !self.fallback_to_list => {
                 match self.lw.watch(&self.watch_params(String::new(), true)).await {
                     Ok(stream) => State::InitialEvents { stream, items: Vec::new() },
                     Err(SourceError::Unsupported(reason)) => {
@@ -294,18 +335,21 @@ impl Reflector {
                         self.watch_list_unsupported = true;
                         State::Empty
                     }
+                    Err(err) => self.fall_back_to_list(&err),
+                }
+            }
+            State::Empty => {
+                self.fallback_to_list = false;
+                match self.list_all().await {
+                    Ok((items, resource_version)) => {
+                        let items = items.into_iter().map(|o| self.transform(o)).collect();
+                        self.fifo.replace(items, &resource_version);
+                        self.set_rv(&resource_version);
+                        State::Listed { resource_version }
+                    }
                     Err(err) => self.fail(&err, State::Empty),
                 }
             }
-            State::Empty => match self.list_all().await {
-                Ok((items, resource_version)) => {
-                    let items = items.into_iter().map(|o| self.transform(o)).collect();
-                    self.fifo.replace(items, &resource_version);
-                    self.set_rv(&resource_version);
-                    State::Listed { resource_version }
-                }
-                Err(err) => self.fail(&err, State::Empty),
-            },
             State::InitialEvents { mut stream, mut items } => match stream.next().await {
                 Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
                     items.push(self.transform(obj));
@@ -321,26 +365,26 @@ impl Reflector {
                     State::Watching { resource_version, stream, started: Instant::now(), events: 1 }
                 }
                 Some(Ok(WatchEvent::Bookmark { .. })) => State::InitialEvents { stream, items },
-                Some(Ok(WatchEvent::Error(status))) => self.fail(&status.into(), State::Empty),
-                Some(Err(err)) => self.fail(&err, State::Empty),
+                Some(Ok(WatchEvent::Error(status))) => self.fall_back_to_list(&status.into()),
+                Some(Err(err)) => self.fall_back_to_list(&err),
                 None => {
-                    self.fail(&SourceError::Transport("stream ended before initial-events-end".into()), State::Empty)
+                    self.fall_back_to_list(&SourceError::Transport("stream ended before initial-events-end".into()))
                 }
             },
             State::Listed { resource_version } => {
                 match self.lw.watch(&self.watch_params(resource_version.clone(), false)).await {
                     Ok(stream) => State::Watching { resource_version, stream, started: Instant::now(), events: 0 },
-                    Err(err) if err.is_gone() => self.fail(&err, State::Empty),
-                    Err(err) => self.fail(&err, State::Listed { resource_version }),
+                    Err(err) if err.rewatches() => self.fail(&err, State::Listed { resource_version }),
+                    Err(err) => self.fail(&err, State::Empty),
                 }
             }
             State::Watching { resource_version, mut stream, started, events } => match stream.next().await {
                 Some(Ok(event)) => self.apply(event, resource_version, stream, started, events + 1),
-                Some(Err(err)) if err.is_gone() => self.fail(&err, State::Empty),
-                Some(Err(err)) => self.fail(&err, State::Listed { resource_version }),
+                Some(Err(err)) if err.rewatches() => self.fail(&err, State::Listed { resource_version }),
+                Some(Err(err)) => self.fail(&err, State::Empty),
                 None if events == 0 && started.elapsed() < Duration::from_secs(1) => {
                     let err = SourceError::Transport("very short watch: closed within a second without events".into());
-                    self.fail(&err, State::Listed { resource_version })
+                    self.fail(&err, State::Empty)
                 }
                 None => State::Listed { resource_version },
             },
@@ -358,8 +402,9 @@ impl Reflector {
             WatchEvent::Deleted(obj) => self.apply_object(obj, DeltaFifo::delete),
             WatchEvent::Bookmark { resource_version, .. } => resource_version,
             WatchEvent::Error(status) => {
-                let then = if status.is_gone() { State::Empty } else { State::Listed { resource_version: rv } };
-                return self.fail(&status.into(), then);
+                let err = SourceError::from(status);
+                let then = if err.rewatches() { State::Listed { resource_version: rv } } else { State::Empty };
+                return self.fail(&err, then);
             }
         };
         let resource_version = if resource_version.is_empty() { rv } else { resource_version };
@@ -374,23 +419,72 @@ impl Reflector {
         rv
     }
 
-    /// Lists every page. An expired continue token falls back to one full, unpaged list.
-    async fn list_all(&self) -> Result<(Vec<Object>, String), SourceError> {
-        let mut params = ListParams { limit: self.config.page_size, ..ListParams::default() };
+    /// The resourceVersion a (re)list asks for: "0" first (any version, served from the
+    /// watch cache), then the last synced one, and none (a consistent read) once that proved
+    /// unavailable. client-go's `relistResourceVersion`.
+    fn relist_resource_version(&self) -> Option<String> {
+        if self.last_sync_rv_unavailable {
+            return None;
+        }
+        let last = self.last_sync_resource_version();
+        Some(if last.is_empty() { "0".to_owned() } else { last })
+    }
+
+    /// Lists, as client-go's `Reflector.list`: at [`Self::relist_resource_version`], and when
+    /// that version is expired or too large, at once again as a consistent read, with the same
+    /// page size (client-go chooses its pager's page size once, for the first attempt).
+    ///
+    /// The page size follows client-go's reflector: a list at a specific version (not "0") is
+    /// not paged (with a limit the server would read that exact version from etcd instead of
+    /// serving a not-older state from its watch cache) unless a list at "0" came back paged,
+    /// which shows the server pages anyway. At "0" the watch cache ignores the limit.
+    async fn list_all(&mut self) -> Result<(Vec<Object>, String), SourceError> {
+        let resource_version = self.relist_resource_version();
+        let specific = resource_version.as_deref().is_some_and(|rv| rv != "0");
+        let limit = if specific && !self.paginated_result { None } else { self.config.page_size };
+        let result = match self.list_pages(resource_version, limit).await {
+            Err(err) if err.is_gone() || err.is_too_large_resource_version() => {
+                tracing::info!(error = %err, "resourceVersion unavailable; listing the most recent state");
+                self.last_sync_rv_unavailable = true;
+                self.list_pages(self.relist_resource_version(), limit).await
+            }
+            other => other,
+        };
+        if result.is_ok() {
+            self.last_sync_rv_unavailable = false;
+        }
+        result
+    }
+
+    /// Lists every page at `resource_version`, as client-go's pager: the first page asks for
+    /// the version, the following ones only carry the continue token; an expired continue
+    /// token falls back to one full, unpaged list at the same version.
+    async fn list_pages(
+        &mut self,
+        resource_version: Option<String>,
+        limit: Option<u32>,
+    ) -> Result<(Vec<Object>, String), SourceError> {
+        let first = ListParams { limit, continue_token: None, resource_version: resource_version.clone() };
+        let mut params = first.clone();
         let mut items = Vec::new();
         loop {
             match self.lw.list(&params).await {
                 Ok(page) => {
                     items.extend(page.items);
                     match page.continue_token {
-                        Some(token) if !token.is_empty() => params.continue_token = Some(token),
+                        Some(token) if !token.is_empty() => {
+                            if resource_version.as_deref() == Some("0") {
+                                self.paginated_result = true;
+                            }
+                            params = ListParams { limit, continue_token: Some(token), resource_version: None };
+                        }
                         _ => return Ok((items, page.resource_version)),
                     }
                 }
                 Err(err) if err.is_gone() && params.continue_token.is_some() => {
                     tracing::info!(error = %err, "continue token expired; falling back to a full list");
                     items.clear();
-                    params = ListParams::default();
+                    params = ListParams { limit: None, ..first.clone() };
                 }
                 Err(err) => return Err(err),
             }

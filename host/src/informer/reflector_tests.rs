@@ -257,15 +257,13 @@ async fn list_failures_back_off_800ms_doubling() {
     assert_eq!(r.fifo.len(), 0, "nothing listed: the source is empty");
 }
 
+/// client-go's `isWatchErrorRetriable`: a watch refused with "connection refused" or 429 is
+/// retried as a watch from the same resourceVersion after backoff, without relisting.
 #[tokio::test(start_paused = true)]
-async fn watch_failures_back_off_and_rewatch_from_the_same_version() {
+async fn watch_refused_or_throttled_backs_off_and_rewatches_from_the_same_version() {
     let lw = Timed::default();
     lw.src.apply(cm("a")).unwrap();
-    lw.src.fail_next_watch(SourceError::Api(Status {
-        code: 500,
-        reason: "InternalError".into(),
-        message: "boom".into(),
-    }));
+    lw.src.fail_next_watch(SourceError::ConnectionRefused("connect: connection refused".into()));
     lw.src.fail_next_watch(SourceError::TooManyRequests("slow down".into()));
     let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -276,6 +274,90 @@ async fn watch_failures_back_off_and_rewatch_from_the_same_version() {
     let times: Vec<_> = lw.calls.lock().iter().filter(|(_, k)| *k == "watch").map(|(t, _)| *t).collect();
     assert_eq!((times[1] - times[0]).as_millis(), 800);
     assert_eq!((times[2] - times[1]).as_millis(), 1600);
+}
+
+/// client-go's `ListAndWatch`: a watch that cannot start for any other reason (here a 500)
+/// returns an error, and `Run` relists after backoff.
+#[tokio::test(start_paused = true)]
+async fn watch_start_failing_otherwise_relists_after_backoff() {
+    let lw = Timed::default();
+    lw.src.apply(cm("a")).unwrap();
+    lw.src.fail_next_watch(SourceError::Api(Status {
+        code: 500,
+        reason: "InternalError".into(),
+        message: "boom".into(),
+    }));
+    let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kinds: Vec<_> = lw.calls.lock().iter().map(|(_, k)| *k).collect();
+    assert_eq!(kinds, ["list", "watch", "list", "watch"]);
+    let times: Vec<_> = lw.calls.lock().iter().map(|(t, _)| *t).collect();
+    assert_eq!((times[2] - times[1]).as_millis(), 800, "the relist waits for backoff");
+}
+
+/// Ends its first watch with the given error after one event; later watches are the
+/// memory source's.
+struct FailingWatch {
+    src: MemorySource,
+    error: parking_lot::Mutex<Option<SourceError>>,
+}
+
+#[async_trait]
+impl ListerWatcher for FailingWatch {
+    async fn list(&self, params: &ListParams) -> Result<ObjectList, SourceError> {
+        self.src.list(params).await
+    }
+    async fn watch(&self, params: &WatchParams) -> Result<WatchStream, SourceError> {
+        let stream = self.src.watch(params).await?;
+        match self.error.lock().take() {
+            Some(err) => Ok(stream.take(1).chain(futures::stream::iter([Err(err)])).boxed()),
+            None => Ok(stream),
+        }
+    }
+}
+
+/// client-go's `handleWatch`: an error ending a running watch (a transport error, a decode
+/// error, an ERROR event that is not 410/429) makes `ListAndWatch` return, and the reflector
+/// relists; a 429 or a refused connection re-watches from the last resourceVersion.
+#[tokio::test(start_paused = true)]
+async fn watch_ending_with_an_error_relists_unless_refused_or_throttled() {
+    let cases = [
+        (SourceError::Transport("connection reset by peer".into()), 2),
+        (SourceError::Decode("malformed watch frame".into()), 2),
+        (SourceError::from(Status { code: 500, reason: "InternalError".into(), message: "etcd".into() }), 2),
+        (SourceError::ConnectionRefused("connection refused".into()), 1),
+        (SourceError::from(Status { code: 429, reason: "TooManyRequests".into(), message: "slow".into() }), 1),
+    ];
+    for (error, lists) in cases {
+        let src = MemorySource::default();
+        src.apply(cm("a")).unwrap();
+        let what = error.to_string();
+        let lw = Arc::new(FailingWatch { src: src.clone(), error: parking_lot::Mutex::new(Some(error)) });
+        let r = start(lw, no_jitter(), |r| r);
+        settle().await;
+        src.apply(cm("b")).unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(src.list_requests().len(), lists, "{what}");
+        let watches = src.watch_requests();
+        assert_eq!(watches.len(), 2, "{what}");
+        assert_eq!(watches[1].resource_version, "3", "{what}: resumes after the last event applied");
+        assert_eq!(*r.rv.read(), "3", "{what}");
+    }
+}
+
+/// client-go's `handleWatch`: a watch that ends normally (server timeout, stream closed)
+/// re-watches from the last resourceVersion, without relisting.
+#[tokio::test(start_paused = true)]
+async fn watch_ending_normally_rewatches_without_relisting() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let _r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.disconnect_watches();
+    settle().await;
+    assert_eq!(src.list_requests().len(), 1);
+    assert_eq!(src.watch_requests().len(), 2);
+    assert_eq!(src.watch_requests()[1].resource_version, "2");
 }
 
 #[tokio::test(start_paused = true)]
@@ -350,4 +432,138 @@ async fn streaming_list_falls_back_to_list_when_unsupported() {
     settle().await;
     assert_eq!(src.list_requests().len(), 1);
     assert_eq!(r.fifo.len(), 1);
+}
+
+/// client-go's `relistResourceVersion` and `Reflector.list`: the first LIST asks for "0"
+/// (paged: the watch cache ignores the limit, an unpaged server pages); a relist asks for the
+/// last synced resourceVersion without a limit, so the server may serve it from its watch
+/// cache (client-go's `TestReflectorListExtract`/`TestRelistResourceVersion` cases).
+#[tokio::test(start_paused = true)]
+async fn first_list_asks_for_version_0_and_a_relist_for_the_last_synced_one_unpaged() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let _r = start(Arc::new(src.clone()), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.apply(cm("b")).unwrap();
+    settle().await;
+    src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old resource version".into() });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lists = src.list_requests();
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[0], ListParams { limit: Some(500), continue_token: None, resource_version: Some("0".into()) });
+    assert_eq!(lists[1], ListParams { limit: None, continue_token: None, resource_version: Some("3".into()) });
+}
+
+/// client-go's pager and `paginatedResult`: continue pages carry no resourceVersion; once a
+/// list at "0" came back in pages the server pages, and relists at a version stay paged.
+#[tokio::test(start_paused = true)]
+async fn paged_lists_send_the_version_only_on_the_first_page_and_keep_paging_once_paged() {
+    let src = MemorySource::default();
+    for i in 0..3 {
+        src.apply(cm(&format!("c{i}"))).unwrap();
+    }
+    let config = ReflectorConfig { page_size: Some(2), ..no_jitter() };
+    let _r = start(Arc::new(src.clone()), config, |r| r);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old resource version".into() });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lists: Vec<_> = src.list_requests().into_iter().map(|p| (p.limit, p.resource_version)).collect();
+    assert_eq!(lists, [(Some(2), Some("0".into())), (Some(2), None), (Some(2), Some("4".into())), (Some(2), None)]);
+}
+
+/// client-go's `Reflector.list` (`TestReflectorResyncWithResourceVersion`-style expiry cases):
+/// a LIST at an expired or too large resourceVersion is repeated at once as a consistent read
+/// (no resourceVersion), and the relist after that asks for the last synced version again.
+#[tokio::test(start_paused = true)]
+async fn an_unavailable_list_version_is_retried_at_once_as_a_consistent_read() {
+    let too_large = SourceError::Api(Status {
+        code: 504,
+        reason: "Timeout".into(),
+        message: "Too large resource version: 9, current: 3".into(),
+    });
+    for error in [SourceError::Gone("too old resource version: 2".into()), too_large] {
+        let lw = Timed::default();
+        lw.src.apply(cm("a")).unwrap();
+        let what = error.to_string();
+        let _r = start(Arc::new(lw.clone()), no_jitter(), |r| r);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        lw.src.fail_next_list(error);
+        lw.src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        lw.src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let lists: Vec<_> = lw.src.list_requests().into_iter().map(|p| (p.resource_version, p.limit)).collect();
+        assert_eq!(
+            lists,
+            [(Some("0".into()), Some(500)), (Some("2".into()), None), (None, None), (Some("2".into()), None)],
+            "{what}: the consistent read keeps the failed list's page size"
+        );
+        let lists: Vec<_> = lw.calls.lock().iter().filter(|(_, k)| *k == "list").map(|(t, _)| *t).collect();
+        assert_eq!(lists[1], lists[2], "{what}: the consistent read follows at once");
+    }
+}
+
+/// client-go's `ListAndWatch` with `useWatchList`: when `watchList` fails with any error (not
+/// only "unsupported"), the same attempt falls back to LIST/WATCH at once; a later attempt
+/// streams again.
+#[tokio::test(start_paused = true)]
+async fn a_failing_streaming_list_falls_back_to_list_at_once_whatever_the_error() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    src.fail_next_watch(SourceError::Api(Status { code: 500, reason: "InternalError".into(), message: "boom".into() }));
+    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
+    let r = start(Arc::new(src.clone()), config, |r| r);
+    settle().await;
+    assert_eq!(src.list_requests().len(), 1, "listed at once, without backoff");
+    assert_eq!(r.fifo.len(), 1);
+    let watches = src.watch_requests();
+    assert_eq!(watches.len(), 2);
+    assert!(watches[0].send_initial_events && !watches[1].send_initial_events);
+    // A failure later starts over with a streaming list.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(src.watch_requests()[2].send_initial_events, "streams again after the next failure");
+}
+
+/// client-go's `ListAndWatch`: a streaming list that breaks off before its initial-events-end
+/// bookmark (an error in the stream) also falls back to LIST/WATCH at once.
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_breaking_off_falls_back_to_list_at_once() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let lw = Arc::new(FailingWatch {
+        src: src.clone(),
+        error: parking_lot::Mutex::new(Some(SourceError::Transport("connection reset".into()))),
+    });
+    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
+    let r = start(lw, config, |r| r);
+    settle().await;
+    assert_eq!(src.list_requests().len(), 1, "listed at once, without backoff");
+    assert_eq!(r.fifo.len(), 1);
+}
+
+/// client-go's `watchWithResync`: each watch asks for `timeoutSeconds` random in
+/// `[minWatchTimeout, 2*minWatchTimeout)` with `minWatchTimeout` 5 minutes; the public
+/// option cannot go below it, only the test-only setting can.
+#[tokio::test(start_paused = true)]
+async fn watch_timeouts_are_random_from_5_minutes_and_only_a_test_setting_lowers_them() {
+    let timeouts = |config: ReflectorConfig| async move {
+        let src = MemorySource::default();
+        let r = start(Arc::new(src.clone()), config, |r| r);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        for _ in 0..20 {
+            src.disconnect_watches();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        drop(r);
+        src.watch_requests().into_iter().map(|w| w.timeout.unwrap()).collect::<Vec<_>>()
+    };
+    let lowered = timeouts(ReflectorConfig { min_watch_timeout: Duration::from_secs(1), ..no_jitter() }).await;
+    assert!(lowered.len() > 10);
+    assert!(lowered.iter().all(|t| *t >= MIN_WATCH_TIMEOUT && *t < MIN_WATCH_TIMEOUT * 2), "{lowered:?}");
+    assert!(lowered.iter().any(|t| *t != lowered[0]), "random: {lowered:?}");
+    let test = ReflectorConfig { test_only_min_watch_timeout: Some(Duration::from_secs(1)), ..no_jitter() };
+    let short = timeouts(test).await;
+    assert!(short.iter().all(|t| *t >= Duration::from_secs(1) && *t < Duration::from_secs(2)), "{short:?}");
 }

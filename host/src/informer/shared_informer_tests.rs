@@ -277,7 +277,9 @@ async fn relist_after_410_delivers_missed_deletes_with_final_state_unknown() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn watch_error_event_with_other_status_rewatches_without_relisting() {
+/// client-go's `watchWithResync`/`handleWatch`: an ERROR event that is neither 410 nor 429
+/// ends `ListAndWatch`, so the reflector relists (after backoff).
+async fn watch_error_event_with_other_status_relists() {
     let src = MemorySource::default();
     src.apply(cm("a", "x", "1")).unwrap();
     let inf = informer(&src);
@@ -288,7 +290,7 @@ async fn watch_error_event_with_other_status_rewatches_without_relisting() {
     src.send_watch_error(Status { code: 500, reason: "InternalError".into(), message: "etcd hiccup".into() });
     src.apply(cm("a", "x", "2")).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(src.list_requests().len(), 1);
+    assert_eq!(src.list_requests().len(), 2, "relisted after the ERROR event");
     assert_eq!(rec.view(), source_view(&src));
 }
 

@@ -148,7 +148,7 @@ async fn deploy_retries_double_up_to_five_minutes() {
     let mut jittered = Backoff::with_seed(DEPLOY_RETRY, 3);
     for _ in 0..20 {
         tokio::time::advance(Duration::from_secs(300)).await;
-        assert!(jittered.next_delay() <= Duration::from_secs(300));
+        assert!(jittered.next_delay() < Duration::from_secs(330), "the cap stretched by up to 10 %");
     }
 }
 

@@ -18,8 +18,9 @@
 //! - **Errors** keep the distinctions the reflector acts on: `410`, reason `Expired` or
 //!   "too old resource version" → [`SourceError::Gone`] (relist); `429` →
 //!   [`SourceError::TooManyRequests`]; other codes → [`SourceError::Api`]; connection
-//!   failures → [`SourceError::Transport`]; a malformed watch frame → [`SourceError::Decode`]
-//!   for that watch (the reflector re-watches). kube's client itself retries `429`/`503`/`504`
+//!   failures → [`SourceError::Transport`] (a refused connection →
+//!   [`SourceError::ConnectionRefused`]); a malformed watch frame → [`SourceError::Decode`]
+//!   for that watch (the reflector relists). kube's client itself retries `429`/`503`/`504`
 //!   answers honouring `Retry-After`, as client-go's REST client does, unless
 //!   [`kube::Config::default_retry`] is turned off.
 //! - **Watches** end normally when the server closes them or the connection drops mid-stream
@@ -400,8 +401,23 @@ fn kube_error(err: kube::Error) -> SourceError {
             Status { code: status.code, reason: status.reason.clone(), message: status.message.clone() }.into()
         }
         kube::Error::SerdeError(err) => SourceError::Decode(err.to_string()),
+        other if is_connection_refused(&other) => SourceError::ConnectionRefused(other.to_string()),
         other => SourceError::Transport(other.to_string()),
     }
+}
+
+/// Whether an error was caused by a refused connection (an `io::Error` of kind
+/// `ConnectionRefused` anywhere in its source chain), as client-go's
+/// `utilnet.IsConnectionRefused`.
+fn is_connection_refused(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(err);
+    while let Some(e) = cause {
+        if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// The events of a watch response body: split into frames, each decoded once. A malformed
@@ -561,6 +577,22 @@ mod tests {
         assert!(is_probable_eof(&eof));
         let other = Outer(std::io::Error::other("disk on fire"));
         assert!(!is_probable_eof(&other));
+    }
+
+    /// client-go's `utilnet.IsConnectionRefused` (used by `isWatchErrorRetriable`): a refused
+    /// connection is found anywhere in the error chain and becomes
+    /// [`SourceError::ConnectionRefused`], which the reflector re-watches after.
+    #[test]
+    fn connection_refused_is_recognised_through_the_error_chain() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] std::io::Error);
+        let refused = Outer(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connect"));
+        assert!(is_connection_refused(&refused));
+        assert!(!is_connection_refused(&Outer(std::io::Error::other("reset"))));
+        let err = kube_error(kube::Error::Service(Box::new(refused)));
+        assert!(matches!(err, SourceError::ConnectionRefused(_)), "{err:?}");
+        assert!(err.rewatches());
     }
 
     #[tokio::test]

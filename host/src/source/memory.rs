@@ -4,7 +4,9 @@
 //!
 //! It keeps the semantics the reflector depends on: a global, increasing resourceVersion
 //! stamped into every object; LIST with `limit`/`continue` over a consistent snapshot
-//! (continue tokens expire on compaction, with 410); WATCH from a resourceVersion replaying
+//! (continue tokens expire on compaction, with 410) at a resourceVersion (a version newer
+//! than the source's is "Too large resource version"; a paged list asks for that exact
+//! version, 410 once compacted; otherwise the latest state, never older than asked); WATCH from a resourceVersion replaying
 //! the bounded event history then streaming live changes, or an ERROR 410 event when that
 //! version was compacted away, as the API server does; bookmarks; and streaming lists
 //! (`sendInitialEvents`). Faults: dropped watches, compaction, injected list/watch errors.
@@ -262,6 +264,27 @@ impl ListerWatcher for MemorySource {
         inner.list_requests.push(params.clone());
         if let Some(err) = inner.list_errors.pop_front() {
             return Err(err);
+        }
+        // A version newer than ours is "too large"; a paged list at a version (not "0") asks
+        // for that exact version, which is gone once compacted.
+        if let Some(rv) = params.resource_version.as_deref().filter(|rv| !rv.is_empty() && *rv != "0") {
+            let requested: u64 = rv.parse().map_err(|_| {
+                SourceError::Api(Status {
+                    code: 400,
+                    reason: "BadRequest".into(),
+                    message: format!("invalid resourceVersion {rv}"),
+                })
+            })?;
+            if requested > inner.resource_version {
+                return Err(SourceError::Api(Status {
+                    code: 504,
+                    reason: "Timeout".into(),
+                    message: format!("Too large resource version: {requested}, current: {}", inner.resource_version),
+                }));
+            }
+            if params.limit.is_some() && params.continue_token.is_none() && requested < inner.oldest_watchable {
+                return Err(gone(rv).into());
+            }
         }
         let (id, offset) = match &params.continue_token {
             Some(token) => {
