@@ -37,6 +37,10 @@ use super::listener::{Listener, ListenerOptions};
 use super::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 use super::reflector::{Reflector, ReflectorConfig, Transform};
 
+/// Registration ids, unique in the process: a [`Registration`] of one informer can never
+/// name a handler of another (client-go compares the handle itself, a pointer).
+static NEXT_REGISTRATION_ID: AtomicU64 = AtomicU64::new(1);
+
 /// Errors of informer operations.
 #[derive(Debug, thiserror::Error)]
 pub enum InformerError {
@@ -96,7 +100,6 @@ struct Inner {
     last_sync_resource_version: Arc<RwLock<String>>,
     /// Panics survived by the reflector, the transform and delta processing.
     panics: PanicCounter,
-    next_id: AtomicU64,
     /// Listener tasks by registration id (`None` handle: not started yet).
     tasks: Mutex<HashMap<u64, ListenerTask>>,
     cancel: Mutex<Option<CancellationToken>>,
@@ -165,7 +168,6 @@ impl SharedIndexInformer {
                 block_deltas: Mutex::new(()),
                 last_sync_resource_version: Arc::default(),
                 panics: PanicCounter::default(),
-                next_id: AtomicU64::new(1),
                 tasks: Mutex::default(),
                 cancel: Mutex::default(),
             }),
@@ -263,7 +265,7 @@ impl SharedIndexInformer {
         options.resync_period = period;
         let resolved = determine_resync_period(period, *check);
         drop(check);
-        let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let id = NEXT_REGISTRATION_ID.fetch_add(1, Ordering::Relaxed);
         let fifo = inner.fifo.clone();
         let listener = Arc::new(Listener::new(id, options, resolved, Arc::new(move || fifo.has_synced())));
         let registration = Registration { listener: listener.clone() };

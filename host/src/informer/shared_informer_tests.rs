@@ -453,3 +453,24 @@ async fn namespace_filtered_listeners_see_only_their_namespaces_and_label_transi
     assert!(matches!(&events[0], Notification::Add { initial: false, obj } if obj.namespace() == Some("a")));
     assert!(matches!(&events[1], Notification::Delete { final_state_unknown: false, .. }));
 }
+
+/// client-go's `RemoveEventHandler` finds the handle among its own listeners (by identity)
+/// and answers "not registered" for any other: a handle of another informer removes nothing.
+#[tokio::test(start_paused = true)]
+async fn a_registration_of_another_informer_is_not_registered_and_removes_nothing() {
+    let src = MemorySource::default();
+    let ours = informer(&src);
+    let theirs = informer(&src);
+    let rec = Arc::new(Recorder::default());
+    let our_reg = ours.add_event_handler(rec.clone()).unwrap();
+    let their_reg = theirs.add_event_handler(Arc::new(Recorder::default())).unwrap();
+    assert_ne!(our_reg.id(), their_reg.id());
+    assert!(matches!(ours.remove_event_handler(&their_reg), Err(InformerError::NotRegistered(_))));
+    let _cancel = start(&ours);
+    settle().await;
+    src.apply(cm("a", "x", "1")).unwrap();
+    settle().await;
+    assert_eq!(rec.view(), source_view(&src), "our handler is still registered");
+    theirs.remove_event_handler(&their_reg).unwrap();
+    ours.remove_event_handler(&our_reg).unwrap();
+}
