@@ -149,12 +149,14 @@ impl std::fmt::Debug for SharedIndexInformer {
 }
 
 impl SharedIndexInformer {
-    /// An informer over `lw`.
-    pub fn new(lw: Arc<dyn ListerWatcher>, config: InformerConfig) -> Self {
+    /// An informer over `lw`. Fails if `config.indexers` repeats a name or uses a reserved
+    /// one ([`NAMESPACE_INDEX`](super::indexer::NAMESPACE_INDEX)), as client-go's
+    /// `AddIndexers` refuses an index that already exists.
+    pub fn new(lw: Arc<dyn ListerWatcher>, config: InformerConfig) -> Result<Self, InformerError> {
         let indexer = Arc::new(Indexer::new());
-        indexer.add_indexers(config.indexers.clone()).expect("informer indexers have distinct names");
+        indexer.add_indexers(config.indexers.clone())?;
         let fifo = Arc::new(DeltaFifo::new(Some(indexer.clone()), true));
-        Self {
+        Ok(Self {
             inner: Arc::new(Inner {
                 resync_check_period: Mutex::new(config.default_resync),
                 resync_updates: tokio::sync::watch::Sender::new(config.default_resync),
@@ -171,7 +173,7 @@ impl SharedIndexInformer {
                 tasks: Mutex::default(),
                 cancel: Mutex::default(),
             }),
-        }
+        })
     }
 
     /// The informer's name.

@@ -80,7 +80,7 @@ fn source_view(src: &MemorySource) -> BTreeMap<String, String> {
 fn informer(src: &MemorySource) -> SharedIndexInformer {
     let mut config = InformerConfig { name: "v1/ConfigMap".into(), ..InformerConfig::default() };
     config.reflector.backoff.jitter = 0.0;
-    SharedIndexInformer::new(Arc::new(src.clone()), config)
+    SharedIndexInformer::new(Arc::new(src.clone()), config).unwrap()
 }
 
 async fn settle() {
@@ -473,4 +473,27 @@ async fn a_registration_of_another_informer_is_not_registered_and_removes_nothin
     assert_eq!(rec.view(), source_view(&src), "our handler is still registered");
     theirs.remove_event_handler(&their_reg).unwrap();
     ours.remove_event_handler(&our_reg).unwrap();
+}
+
+/// client-go's `threadSafeMap.AddIndexers` refuses a name that already exists ("indexer
+/// conflict"), the built-in `namespace` index included: the informer reports it as an error.
+#[tokio::test(start_paused = true)]
+async fn duplicate_or_reserved_indexer_names_are_errors_not_panics() {
+    let src = MemorySource::default();
+    let func: IndexFunc = Arc::new(|_: &Object| Vec::new());
+    for indexers in [
+        vec![(crate::informer::NAMESPACE_INDEX.to_owned(), func.clone())],
+        vec![("app".to_owned(), func.clone()), ("app".to_owned(), func.clone())],
+    ] {
+        let config = InformerConfig { indexers, ..InformerConfig::default() };
+        let err = SharedIndexInformer::new(Arc::new(src.clone()), config).unwrap_err();
+        assert!(matches!(err, InformerError::Index(IndexerError::IndexExists(_))), "{err}");
+    }
+    let inf = informer(&src);
+    inf.add_indexers(vec![("app".to_owned(), func.clone())]).unwrap();
+    assert!(matches!(
+        inf.add_indexers(vec![("app".to_owned(), func.clone())]),
+        Err(InformerError::Index(IndexerError::IndexExists(_)))
+    ));
+    assert!(inf.add_indexers(vec![(crate::informer::NAMESPACE_INDEX.to_owned(), func)]).is_err());
 }
