@@ -323,8 +323,14 @@ impl SharedIndexInformer {
                     match inner.indexer.get(&obj) {
                         Some(old) => {
                             inner.indexer.update(obj.clone());
-                            // An unchanged resourceVersion is a resync, for syncing listeners only.
-                            let is_sync = old.resource_version() == obj.resource_version();
+                            // As client-go's `processDeltas`: a `Sync` is a resync, and so is a
+                            // `Replaced` (relist) that left the resourceVersion unchanged; both go
+                            // to syncing listeners only. Watch events go to every listener.
+                            let is_sync = match delta.kind {
+                                DeltaType::Sync => true,
+                                DeltaType::Replaced => old.resource_version() == obj.resource_version(),
+                                _ => false,
+                            };
                             inner.processor.distribute(&Notification::Update { old, new: obj }, is_sync);
                         }
                         None => {
