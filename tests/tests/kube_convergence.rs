@@ -131,7 +131,7 @@ async fn run_seed(seed: u64) -> Result<String, String> {
     widget_config.reflector.use_watch_list = true;
     let widget_lw =
         source.lister_watcher_for(&ResourceKey::new("example.com/v1", "Widget")).map_err(|e| e.to_string())?;
-    let widgets = SharedIndexInformer::new(Arc::new(widget_lw), widget_config);
+    let widgets = SharedIndexInformer::new(Arc::new(widget_lw), widget_config).unwrap();
 
     let retry = RetryConfig { initial: Duration::from_millis(10), max: Duration::from_millis(200) };
     let expect = |name, selection| Expectation { name, recorder: Recorder::default(), selection };

@@ -38,7 +38,7 @@ async fn run(server: &ApiServer, key: ResourceKey, config: InformerConfig) -> Ru
     print_logs();
     let source = kube_source(server).await;
     let lw = source.lister_watcher_for(&key).expect("valid resource");
-    let informer = SharedIndexInformer::new(Arc::new(lw), config);
+    let informer = SharedIndexInformer::new(Arc::new(lw), config).unwrap();
     let recorder = Recorder::default();
     informer.add_event_handler(recorder.handler()).unwrap();
     let cancel = CancellationToken::new();

@@ -105,7 +105,7 @@ async fn a_source_that_panics_is_relisted_and_every_handler_keeps_receiving() {
     let src = MemorySource::default();
     src.apply(cm("x", "1")).unwrap();
     let lw = PanickingWatch { inner: src.clone(), armed: Arc::new(AtomicBool::new(true)) };
-    let inf = SharedIndexInformer::new(Arc::new(lw), config());
+    let inf = SharedIndexInformer::new(Arc::new(lw), config()).unwrap();
     let (first, second) = (View::default(), View::default());
     inf.add_event_handler(first.handler()).unwrap();
     inf.add_event_handler(second.handler()).unwrap();
@@ -130,7 +130,7 @@ async fn a_native_handler_that_panics_keeps_receiving_and_its_neighbour_is_untou
     let src = MemorySource::default();
     src.apply(cm("bad", "1")).unwrap();
     src.apply(cm("good", "1")).unwrap();
-    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config());
+    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config()).unwrap();
     let (panicky, neighbour) = (View::default(), View::default());
     let panics_left = Arc::new(AtomicU32::new(1));
     let handler = {
@@ -185,7 +185,7 @@ async fn a_batch_that_panics_as_a_whole_is_delivered_again() {
     for name in ["a", "b", "c"] {
         src.apply(cm(name, "1")).unwrap();
     }
-    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config());
+    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config()).unwrap();
     let handler = Arc::new(PanicsOnce { view: View::default(), armed: AtomicBool::new(true) });
     let reg = inf.add_event_handler(handler.clone()).unwrap();
     let _cancel = start(&inf);
@@ -208,7 +208,7 @@ async fn a_panic_on_one_objects_path_does_not_stop_the_others() {
         assert_ne!(obj.name(), "odd", "the transform cannot handle this object");
         obj
     }));
-    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config);
+    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config).unwrap();
     inf.add_indexers(vec![(
         "by-data".into(),
         Arc::new(|obj: &Object| {

@@ -16,8 +16,9 @@
 //! - `has_synced` becomes true once the items of the first `replace` have been popped.
 //!   (client-go also counts an `add`/`update`/`delete` that arrives before any replace as the
 //!   initial population; wink counts it too, and waits until it has been popped.)
-//! - A process function that returns [`ProcessError::Requeue`] puts the deltas back unless
-//!   newer deltas for the key arrived meanwhile.
+//! - A pop hands the key's delta list to the process function by value; a process function
+//!   that fails reports its error and the deltas are dropped (client-go's `Pop` re-adds them
+//!   only on `ErrRequeue`, which nothing in wink returns).
 //! - `close` wakes every popper, which then returns [`FifoClosed`].
 //!
 //! The process function runs with the queue's lock held (as in client-go), so `has_synced`
@@ -93,10 +94,7 @@ pub struct FifoClosed;
 /// Failure of a process function.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
-    /// Put the deltas back (unless newer ones arrived) and report this error.
-    #[error("requeued: {0}")]
-    Requeue(String),
-    /// Drop the deltas and report this error.
+    /// The deltas are dropped and this error reported.
     #[error("{0}")]
     Failed(String),
 }
@@ -315,14 +313,7 @@ impl DeltaFifo {
                     if state.initial_population_count > 0 {
                         state.initial_population_count -= 1;
                     }
-                    let result = process(deltas.clone(), is_in_initial_list);
-                    if let Err(ProcessError::Requeue(_)) = &result
-                        && !state.items.contains_key(&key)
-                    {
-                        state.queue.push_back(key.clone());
-                        state.items.insert(key, deltas);
-                    }
-                    return Ok(result);
+                    return Ok(process(deltas, is_in_initial_list));
                 }
             }
             notified.await;

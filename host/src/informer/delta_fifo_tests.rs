@@ -161,16 +161,24 @@ async fn has_synced_after_a_first_event_before_any_replace_is_popped() {
     assert!(fifo.has_synced());
 }
 
+/// client-go's `DeltaFIFO.Pop`: the item is removed before `process` runs and handed to it;
+/// an error other than `ErrRequeue` is returned and the item is not re-added.
 #[tokio::test]
-async fn requeue_puts_deltas_back_unless_newer_ones_arrived() {
+async fn a_failed_process_reports_its_error_and_drops_the_deltas() {
     let fifo = DeltaFifo::new(None, true);
     fifo.add(pod("ns", "a", 1));
-    let result = fifo.pop(|_, _| Err(ProcessError::Requeue("busy".into()))).await.unwrap();
-    assert!(matches!(result, Err(ProcessError::Requeue(_))));
-    assert_eq!(kinds(&fifo.deltas("ns/a").unwrap()), [DeltaType::Added], "requeued");
-    let result = fifo.pop(|_, _| Err(ProcessError::Failed("broken".into()))).await.unwrap();
-    assert!(result.is_err());
-    assert!(fifo.is_empty(), "a failed (non-requeue) process drops the deltas");
+    fifo.update(pod("ns", "a", 2));
+    let mut seen = Vec::new();
+    let result = fifo
+        .pop(|deltas, _| {
+            seen = deltas;
+            Err(ProcessError::Failed("broken".into()))
+        })
+        .await
+        .unwrap();
+    assert!(matches!(result, Err(ProcessError::Failed(_))));
+    assert_eq!(kinds(&seen), [DeltaType::Added, DeltaType::Updated]);
+    assert!(fifo.is_empty() && fifo.deltas("ns/a").is_none(), "nothing is put back");
 }
 
 #[tokio::test]

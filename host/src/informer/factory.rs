@@ -256,9 +256,11 @@ impl InformerFactory {
                 if let Some(period) = self.custom_resync.get(resource) {
                     config.default_resync = *period;
                 }
+                let informer = SharedIndexInformer::new(lw, config)
+                    .map_err(|err| SourceError::Unsupported(format!("informer {resource}: {err}")))?;
                 informers.next_generation += 1;
                 Ok(vacant.insert(Entry {
-                    informer: SharedIndexInformer::new(lw, config),
+                    informer,
                     task: None,
                     cancel: self.cancel.child_token(),
                     leases: Some(0),

@@ -198,11 +198,27 @@ impl Listener {
     }
 
     /// Queues a notification (never blocks on the handler).
+    ///
+    /// A key that the notification cancels out of the queue (an add waiting for its retry,
+    /// then its delete) leaves it for good: its retry count goes with it, so the counts
+    /// never outnumber the keys pending or in delivery.
     pub fn add(&self, n: Notification) {
-        if let Some(n) = self.admit(n) {
-            self.queue.lock().push(n);
-            self.notify.notify_one();
+        let Some(n) = self.admit(n) else { return };
+        let retried = (!self.attempts.lock().is_empty()).then(|| n.key().to_owned());
+        let mut queue = self.queue.lock();
+        queue.push(n);
+        let gone = retried.filter(|key| !queue.contains(key));
+        drop(queue);
+        if let Some(key) = gone {
+            self.attempts.lock().remove(&key);
         }
+        self.notify.notify_one();
+    }
+
+    /// Keys with a retry count (bounded by the keys pending or in delivery).
+    #[cfg(test)]
+    pub(crate) fn retry_attempts_len(&self) -> usize {
+        self.attempts.lock().len()
     }
 
     /// Whether the informer has synced and every initial-list add queued to this listener
@@ -390,6 +406,42 @@ mod tests {
         task.await.unwrap();
         assert_eq!(listener.stats().delivered.load(Ordering::Relaxed), 5);
         handler.seen.lock().clone()
+    }
+
+    /// Fails every add with `Retry`; counts deletes.
+    struct RetryAdds;
+
+    #[async_trait]
+    impl EventHandler for RetryAdds {
+        async fn on_add(&self, _: &Object, _: bool) -> HandlerResult {
+            Err(HandlerError::Retry("not yet".into()))
+        }
+    }
+
+    /// client-go's `processorListener` keeps no per-key state; wink's retry counts must not
+    /// outlive their keys: an add waiting for its retry and then deleted (coalesced away,
+    /// `Pending::coalesce`) takes its count with it, so churn cannot grow the map.
+    #[tokio::test(start_paused = true)]
+    async fn retry_counts_of_keys_deleted_while_waiting_for_their_retry_are_dropped() {
+        const KEYS: u64 = 10_000;
+        let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(listener.clone().run(Arc::new(RetryAdds), cancel.clone()));
+        let names: Vec<String> = (0..KEYS).map(|i| format!("o{i}")).collect();
+        for name in &names {
+            listener.add(Notification::Add { obj: pod("ns", name, 1), initial: false });
+        }
+        while listener.stats().retries.load(Ordering::Relaxed) < KEYS {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(listener.retry_attempts_len(), KEYS as usize, "each key waits for its retry");
+        for name in &names {
+            listener.add(Notification::Delete { obj: pod("ns", name, 1), final_state_unknown: false });
+        }
+        assert_eq!(listener.queue_len(), 0, "each add was cancelled by its delete");
+        assert_eq!(listener.retry_attempts_len(), 0);
+        cancel.cancel();
+        task.await.unwrap();
     }
 
     #[tokio::test]

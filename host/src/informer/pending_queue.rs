@@ -246,6 +246,11 @@ impl PendingQueue {
         self.ready.to_front(&key);
     }
 
+    /// Whether an entry for `key` is pending (ready or waiting for a retry).
+    pub fn contains(&self, key: &str) -> bool {
+        self.ready.contains_key(key) || self.delayed.contains_key(key)
+    }
+
     /// When the earliest delayed entry becomes ready.
     pub fn next_retry(&self) -> Option<Instant> {
         self.timers.first().map(|(at, _, _)| *at)

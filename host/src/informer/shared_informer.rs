@@ -37,6 +37,10 @@ use super::listener::{Listener, ListenerOptions};
 use super::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 use super::reflector::{Reflector, ReflectorConfig, Transform};
 
+/// Registration ids, unique in the process: a [`Registration`] of one informer can never
+/// name a handler of another (client-go compares the handle itself, a pointer).
+static NEXT_REGISTRATION_ID: AtomicU64 = AtomicU64::new(1);
+
 /// Errors of informer operations.
 #[derive(Debug, thiserror::Error)]
 pub enum InformerError {
@@ -96,7 +100,6 @@ struct Inner {
     last_sync_resource_version: Arc<RwLock<String>>,
     /// Panics survived by the reflector, the transform and delta processing.
     panics: PanicCounter,
-    next_id: AtomicU64,
     /// Listener tasks by registration id (`None` handle: not started yet).
     tasks: Mutex<HashMap<u64, ListenerTask>>,
     cancel: Mutex<Option<CancellationToken>>,
@@ -146,12 +149,14 @@ impl std::fmt::Debug for SharedIndexInformer {
 }
 
 impl SharedIndexInformer {
-    /// An informer over `lw`.
-    pub fn new(lw: Arc<dyn ListerWatcher>, config: InformerConfig) -> Self {
+    /// An informer over `lw`. Fails if `config.indexers` repeats a name or uses a reserved
+    /// one ([`NAMESPACE_INDEX`](super::indexer::NAMESPACE_INDEX)), as client-go's
+    /// `AddIndexers` refuses an index that already exists.
+    pub fn new(lw: Arc<dyn ListerWatcher>, config: InformerConfig) -> Result<Self, InformerError> {
         let indexer = Arc::new(Indexer::new());
-        indexer.add_indexers(config.indexers.clone()).expect("informer indexers have distinct names");
+        indexer.add_indexers(config.indexers.clone())?;
         let fifo = Arc::new(DeltaFifo::new(Some(indexer.clone()), true));
-        Self {
+        Ok(Self {
             inner: Arc::new(Inner {
                 resync_check_period: Mutex::new(config.default_resync),
                 resync_updates: tokio::sync::watch::Sender::new(config.default_resync),
@@ -165,11 +170,10 @@ impl SharedIndexInformer {
                 block_deltas: Mutex::new(()),
                 last_sync_resource_version: Arc::default(),
                 panics: PanicCounter::default(),
-                next_id: AtomicU64::new(1),
                 tasks: Mutex::default(),
                 cancel: Mutex::default(),
             }),
-        }
+        })
     }
 
     /// The informer's name.
@@ -263,7 +267,7 @@ impl SharedIndexInformer {
         options.resync_period = period;
         let resolved = determine_resync_period(period, *check);
         drop(check);
-        let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let id = NEXT_REGISTRATION_ID.fetch_add(1, Ordering::Relaxed);
         let fifo = inner.fifo.clone();
         let listener = Arc::new(Listener::new(id, options, resolved, Arc::new(move || fifo.has_synced())));
         let registration = Registration { listener: listener.clone() };
@@ -319,8 +323,14 @@ impl SharedIndexInformer {
                     match inner.indexer.get(&obj) {
                         Some(old) => {
                             inner.indexer.update(obj.clone());
-                            // An unchanged resourceVersion is a resync, for syncing listeners only.
-                            let is_sync = old.resource_version() == obj.resource_version();
+                            // As client-go's `processDeltas`: a `Sync` is a resync, and so is a
+                            // `Replaced` (relist) that left the resourceVersion unchanged; both go
+                            // to syncing listeners only. Watch events go to every listener.
+                            let is_sync = match delta.kind {
+                                DeltaType::Sync => true,
+                                DeltaType::Replaced => old.resource_version() == obj.resource_version(),
+                                _ => false,
+                            };
                             inner.processor.distribute(&Notification::Update { old, new: obj }, is_sync);
                         }
                         None => {

@@ -80,7 +80,7 @@ fn source_view(src: &MemorySource) -> BTreeMap<String, String> {
 fn informer(src: &MemorySource) -> SharedIndexInformer {
     let mut config = InformerConfig { name: "v1/ConfigMap".into(), ..InformerConfig::default() };
     config.reflector.backoff.jitter = 0.0;
-    SharedIndexInformer::new(Arc::new(src.clone()), config)
+    SharedIndexInformer::new(Arc::new(src.clone()), config).unwrap()
 }
 
 async fn settle() {
@@ -454,4 +454,114 @@ async fn namespace_filtered_listeners_see_only_their_namespaces_and_label_transi
     assert_eq!(events.len(), 2, "{events:?}");
     assert!(matches!(&events[0], Notification::Add { initial: false, obj } if obj.namespace() == Some("a")));
     assert!(matches!(&events[1], Notification::Delete { final_state_unknown: false, .. }));
+}
+
+/// client-go's `RemoveEventHandler` finds the handle among its own listeners (by identity)
+/// and answers "not registered" for any other: a handle of another informer removes nothing.
+#[tokio::test(start_paused = true)]
+async fn a_registration_of_another_informer_is_not_registered_and_removes_nothing() {
+    let src = MemorySource::default();
+    let ours = informer(&src);
+    let theirs = informer(&src);
+    let rec = Arc::new(Recorder::default());
+    let our_reg = ours.add_event_handler(rec.clone()).unwrap();
+    let their_reg = theirs.add_event_handler(Arc::new(Recorder::default())).unwrap();
+    assert_ne!(our_reg.id(), their_reg.id());
+    assert!(matches!(ours.remove_event_handler(&their_reg), Err(InformerError::NotRegistered(_))));
+    let _cancel = start(&ours);
+    settle().await;
+    src.apply(cm("a", "x", "1")).unwrap();
+    settle().await;
+    assert_eq!(rec.view(), source_view(&src), "our handler is still registered");
+    theirs.remove_event_handler(&their_reg).unwrap();
+    ours.remove_event_handler(&our_reg).unwrap();
+}
+
+/// client-go's `threadSafeMap.AddIndexers` refuses a name that already exists ("indexer
+/// conflict"), the built-in `namespace` index included: the informer reports it as an error.
+#[tokio::test(start_paused = true)]
+async fn duplicate_or_reserved_indexer_names_are_errors_not_panics() {
+    let src = MemorySource::default();
+    let func: IndexFunc = Arc::new(|_: &Object| Vec::new());
+    for indexers in [
+        vec![(crate::informer::NAMESPACE_INDEX.to_owned(), func.clone())],
+        vec![("app".to_owned(), func.clone()), ("app".to_owned(), func.clone())],
+    ] {
+        let config = InformerConfig { indexers, ..InformerConfig::default() };
+        let err = SharedIndexInformer::new(Arc::new(src.clone()), config).unwrap_err();
+        assert!(matches!(err, InformerError::Index(IndexerError::IndexExists(_))), "{err}");
+    }
+    let inf = informer(&src);
+    inf.add_indexers(vec![("app".to_owned(), func.clone())]).unwrap();
+    assert!(matches!(
+        inf.add_indexers(vec![("app".to_owned(), func.clone())]),
+        Err(InformerError::Index(IndexerError::IndexExists(_)))
+    ));
+    assert!(inf.add_indexers(vec![(crate::informer::NAMESPACE_INDEX.to_owned(), func)]).is_err());
+}
+
+fn obj(ns: &str, name: &str, rv: &str) -> Object {
+    let mut value = cm(ns, name, "1");
+    value["metadata"]["resourceVersion"] = json!(rv);
+    Object::from_string(value.to_string()).unwrap()
+}
+
+fn delta(kind: DeltaType, obj: Object) -> Vec<Delta> {
+    vec![Delta { kind, obj: DeltaObject::Object(obj) }]
+}
+
+/// client-go's `processDeltas`: a `Sync` delta is distributed with `isSync` (syncing
+/// listeners only), a `Replaced` delta only when the relist left the resourceVersion
+/// unchanged, and watch deltas (`Added`/`Updated`) to every listener whatever their
+/// resourceVersion.
+#[tokio::test(start_paused = true)]
+async fn relisted_unchanged_objects_and_syncs_reach_only_syncing_listeners_watch_updates_reach_all() {
+    let src = MemorySource::default();
+    let inf = informer(&src);
+    for name in ["sync", "same", "changed", "update"] {
+        inf.handle_deltas(delta(DeltaType::Added, obj("a", name, "1")), true).unwrap();
+    }
+    let syncing = inf
+        .add_event_handler_with_options(
+            Arc::new(Recorder::default()),
+            ListenerOptions::new("s", Duration::from_secs(1)),
+        )
+        .unwrap();
+    let other = inf.add_event_handler(Arc::new(Recorder::default())).unwrap();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(inf.inner.processor.should_resync(), "the 1 s listener is due");
+    let lens = || (syncing.listener().queue_len(), other.listener().queue_len());
+    inf.handle_deltas(delta(DeltaType::Sync, obj("a", "sync", "1")), false).unwrap();
+    assert_eq!(lens(), (1, 0), "a sync goes to syncing listeners only");
+    inf.handle_deltas(delta(DeltaType::Replaced, obj("a", "same", "1")), false).unwrap();
+    assert_eq!(lens(), (2, 0), "a relisted, unchanged object is a sync");
+    inf.handle_deltas(delta(DeltaType::Replaced, obj("a", "changed", "2")), false).unwrap();
+    assert_eq!(lens(), (3, 1), "a relisted, changed object is an update for everyone");
+    inf.handle_deltas(delta(DeltaType::Updated, obj("a", "update", "1")), false).unwrap();
+    assert_eq!(lens(), (4, 2), "a watch update is never a sync");
+}
+
+/// client-go's `AddEventHandlerWithResyncPeriod` after start adds the listener to those
+/// `shouldResync` considers: a late handler is resynced at its period from then on, and an
+/// unchanged object of a relist reaches it as a sync (`processDeltas`) when it is due.
+#[tokio::test(start_paused = true)]
+async fn a_handler_added_after_start_takes_part_in_every_later_resync() {
+    let src = MemorySource::default();
+    src.apply(cm("a", "x", "1")).unwrap();
+    let inf = informer(&src);
+    let early = Arc::new(Recorder::default());
+    inf.add_event_handler_with_options(early.clone(), ListenerOptions::new("early", Duration::from_secs(2))).unwrap();
+    let _cancel = start(&inf);
+    settle().await;
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let late = Arc::new(Recorder::default());
+    let reg =
+        inf.add_event_handler_with_options(late.clone(), ListenerOptions::new("late", Duration::from_secs(2))).unwrap();
+    settle().await;
+    assert!(reg.has_synced());
+    assert_eq!(late.take().len(), 1, "the current cache, as an initial add");
+    // Registered at ~3 s, first due at ~5 s: delivered at the 6, 8 and 10 s ticks.
+    tokio::time::sleep(Duration::from_millis(7_500)).await;
+    assert_eq!(resync_counts(&late.take()), 3);
+    assert_eq!(resync_counts(&early.take()), 5);
 }
