@@ -22,7 +22,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -130,6 +130,8 @@ pub struct Listener {
     resync: Mutex<Resync>,
     upstream_synced: Arc<dyn Fn() -> bool + Send + Sync>,
     stats: ListenerStats,
+    /// Removed from its informer, or the informer stopped: nothing more is delivered.
+    stopped: AtomicBool,
 }
 
 impl std::fmt::Debug for Listener {
@@ -158,6 +160,7 @@ impl Listener {
             resync: Mutex::new(resync),
             upstream_synced,
             stats: ListenerStats::default(),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -225,6 +228,17 @@ impl Listener {
     /// has been delivered.
     pub fn has_synced(&self) -> bool {
         (self.upstream_synced)() && self.queue.lock().initial_outstanding() == 0
+    }
+
+    /// Whether the listener was removed from its informer or the informer stopped
+    /// (the registration is then stopped, as client-go's informer reports `IsStopped`).
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Marks the listener stopped (removed, or its informer shut down).
+    pub(crate) fn mark_stopped(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
     }
 
     /// Entries pending (ready or waiting for a retry); at most one per key.

@@ -41,3 +41,5 @@ pub use shared_informer::{InformerConfig, InformerError, Registration, SharedInd
 
 #[cfg(test)]
 mod crash_tests;
+#[cfg(test)]
+mod options_tests;

@@ -35,7 +35,7 @@ use super::indexer::{IndexFunc, Indexer, IndexerError};
 use super::list_watch::ListerWatcher;
 use super::listener::{Listener, ListenerOptions};
 use super::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
-use super::reflector::{Reflector, ReflectorConfig, Transform};
+use super::reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
 
 /// Registration ids, unique in the process: a [`Registration`] of one informer can never
 /// name a handler of another (client-go compares the handle itself, a pointer).
@@ -47,6 +47,9 @@ pub enum InformerError {
     /// The informer has stopped; no handler can be added.
     #[error("informer {0} has stopped")]
     Stopped(String),
+    /// The setting can only be changed before the informer starts.
+    #[error("informer {0} has already started")]
+    AlreadyStarted(String),
     /// The registration does not belong to this informer (or was already removed).
     #[error("handler {0} is not registered")]
     NotRegistered(u64),
@@ -103,6 +106,10 @@ struct Inner {
     /// Listener tasks by registration id (`None` handle: not started yet).
     tasks: Mutex<HashMap<u64, ListenerTask>>,
     cancel: Mutex<Option<CancellationToken>>,
+    /// Set with [`SharedIndexInformer::set_transform`] before start.
+    transform: Mutex<Option<Transform>>,
+    /// Set with [`SharedIndexInformer::set_watch_error_handler`] before start.
+    watch_error_handler: Mutex<Option<WatchErrorHandler>>,
 }
 
 struct ListenerTask {
@@ -127,6 +134,11 @@ impl Registration {
     /// Whether the informer synced and this handler has received every initial add.
     pub fn has_synced(&self) -> bool {
         self.listener.has_synced()
+    }
+
+    /// Whether the handler was removed or its informer stopped: it receives nothing more.
+    pub fn is_stopped(&self) -> bool {
+        self.listener.is_stopped()
     }
 
     /// The handler's listener (queue length, counters, resolved resync period).
@@ -172,6 +184,8 @@ impl SharedIndexInformer {
                 panics: PanicCounter::default(),
                 tasks: Mutex::default(),
                 cancel: Mutex::default(),
+                transform: Mutex::default(),
+                watch_error_handler: Mutex::default(),
             }),
         })
     }
@@ -204,6 +218,29 @@ impl SharedIndexInformer {
     /// Whether `run` has returned.
     pub fn is_stopped(&self) -> bool {
         self.inner.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Sets the transform applied to every object before it is cached (client-go's
+    /// `SetTransform`; replaces `config.reflector.transform`). Only before start, as in
+    /// client-go.
+    pub fn set_transform(&self, transform: Transform) -> Result<(), InformerError> {
+        let _block = self.inner.block_deltas.lock();
+        if self.has_started() {
+            return Err(InformerError::AlreadyStarted(self.inner.config.name.clone()));
+        }
+        *self.inner.transform.lock() = Some(transform);
+        Ok(())
+    }
+
+    /// Sets the handler called with every list and watch error (client-go's
+    /// `SetWatchErrorHandler`; default: a warning in the log). Only before start.
+    pub fn set_watch_error_handler(&self, handler: WatchErrorHandler) -> Result<(), InformerError> {
+        let _block = self.inner.block_deltas.lock();
+        if self.has_started() {
+            return Err(InformerError::AlreadyStarted(self.inner.config.name.clone()));
+        }
+        *self.inner.watch_error_handler.lock() = Some(handler);
+        Ok(())
     }
 
     /// Panics this informer survived in its source, transform or delta processing (its
@@ -299,6 +336,7 @@ impl SharedIndexInformer {
         if let Some(task) = self.inner.tasks.lock().remove(&id) {
             task.cancel.cancel();
         }
+        registration.listener.mark_stopped();
         Ok(())
     }
 
@@ -361,15 +399,21 @@ impl SharedIndexInformer {
             return;
         }
         let mut reflector_config = inner.config.reflector.clone();
-        {
+        let watch_error_handler = {
             let _block = inner.block_deltas.lock();
+            // Read under the lock the setters take, after `started` is set: a setting made
+            // before start is seen here, one made after is refused.
+            if let Some(transform) = inner.transform.lock().clone() {
+                reflector_config.transform = Some(transform);
+            }
             reflector_config.resync_period = *inner.resync_check_period.lock();
             *inner.cancel.lock() = Some(cancel.clone());
             for task in inner.tasks.lock().values_mut() {
                 task.cancel = cancel.child_token();
                 task.join = Some(tokio::spawn(task.listener.clone().run(task.handler.clone(), task.cancel.clone())));
             }
-        }
+            inner.watch_error_handler.lock().clone()
+        };
         if inner.config.strip_managed_fields {
             let strip: Transform = Arc::new(super::object::Object::into_without_managed_fields);
             let user = reflector_config.transform.take();
@@ -379,7 +423,11 @@ impl SharedIndexInformer {
             });
         }
         let this = self.clone();
-        let reflector = Reflector::new(inner.lw.clone(), inner.fifo.clone(), reflector_config)
+        let mut reflector = Reflector::new(inner.lw.clone(), inner.fifo.clone(), reflector_config);
+        if let Some(handler) = watch_error_handler {
+            reflector = reflector.with_error_handler(handler);
+        }
+        let reflector = reflector
             .with_should_resync(Arc::new(move || this.inner.processor.should_resync()))
             .with_last_sync_cell(inner.last_sync_resource_version.clone())
             .with_panic_counter(inner.panics.clone())
@@ -409,6 +457,7 @@ impl SharedIndexInformer {
             .values_mut()
             .filter_map(|t| {
                 t.cancel.cancel();
+                t.listener.mark_stopped();
                 t.join.take()
             })
             .collect();
