@@ -436,15 +436,25 @@ impl PluginRegistry {
         Ok(name)
     }
 
-    /// Removes a plugin: its listeners are unregistered and their queues dropped.
+    /// Removes a plugin: its listeners are unregistered and their queues dropped; the
+    /// compile cache is pruned.
     pub async fn remove(&self, name: &str) -> bool {
+        let removed = self.remove_unpruned(name).await;
+        if removed {
+            self.prune_cache().await;
+        }
+        removed
+    }
+
+    /// [`PluginRegistry::remove`] without pruning the compile cache, for a folder scan that
+    /// prunes once at its end.
+    async fn remove_unpruned(&self, name: &str) -> bool {
         let Some(deployed) = self.plugins.lock().await.remove(name) else { return false };
         deployed.listening.into_iter().for_each(Listening::stop);
         // Dropping the grants (and the listeners' leases) stops informers no one needs.
         drop(deployed.grants);
         tracing::info!(plugin = %name, summary = %self.metrics.plugin(name).summary(), "plugin removed");
         self.metrics.remove(name);
-        self.prune_cache().await;
         true
     }
 

@@ -138,7 +138,7 @@ impl PluginRegistry {
             self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
         for (name, dir, _) in &deployed {
             if !dirs.contains(dir) {
-                self.remove(name).await;
+                self.remove_unpruned(name).await;
             }
         }
         self.scans.failed.lock().retain(|dir, _| dirs.contains(dir));
