@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wink::informer::Indexer;
+use wink::informer::Store;
 use wink::plugin::manifest::{FailurePolicy, OnError};
 use wink::plugin::{
     CacheResolver, CacheScope, EngineConfig, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine, PluginHandler,
@@ -96,10 +96,10 @@ pub fn load(dir: &Path, engine: &PluginEngine) -> LoadedPlugin {
 
 /// Serves cache reads from one indexer (or none).
 #[derive(Debug, Default)]
-pub struct OneCache(pub Option<Arc<Indexer>>);
+pub struct OneCache(pub Option<Store>);
 
 impl CacheResolver for OneCache {
-    fn indexer(&self, _api_version: &str, _kind: &str) -> Option<Arc<Indexer>> {
+    fn store(&self, _api_version: &str, _kind: &str) -> Option<Store> {
         self.0.clone()
     }
 }

@@ -122,7 +122,7 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
         let truth: BTreeMap<String, String> =
             src.objects().into_iter().map(|o| (o.key().to_owned(), o.resource_version().to_owned())).collect();
         let cache: BTreeMap<String, String> = informer
-            .indexer()
+            .store()
             .list()
             .into_iter()
             .map(|o| (o.key().to_owned(), o.resource_version().to_owned()))

@@ -182,10 +182,10 @@ fn owner_lookup_reads_the_scoped_cache() {
         serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-abc-1", "namespace": "shop", "uid": "uid-p", "ownerReferences": owner("ReplicaSet", "web-abc")}}),
     );
     let indexer = |objects: &[&Object]| {
-        let idx = Arc::new(Indexer::new());
+        let idx = Indexer::new();
         idx.add_indexers([(OWNER_UID_INDEX.to_owned(), owner_uid_index_func())]).unwrap();
         objects.iter().for_each(|o| idx.add((*o).clone()));
-        idx
+        idx.store()
     };
     let (pods, sets, deploys) = (indexer(&[&pod]), indexer(&[&rs]), indexer(&[&deploy]));
     let resolver = move |api_version: &str, kind: &str| match (api_version, kind) {

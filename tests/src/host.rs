@@ -87,7 +87,7 @@ impl TestHost {
     /// The resourceVersion of a Pod in the host's cache (what the plugins were last told).
     pub fn pod_rv(&self, key: &str) -> Option<String> {
         let informer = self.factory.existing(&ResourceKey::new("v1", "Pod"))?;
-        informer.indexer().get_by_key(key).map(|o| o.resource_version().to_owned())
+        informer.store().get_by_key(key).map(|o| o.resource_version().to_owned())
     }
 
     /// Stops the watchers and the informers, waiting for calls in flight.

@@ -284,7 +284,7 @@ async fn cluster_scoped_namespaced_and_grouped_resources() {
         cache_versions(&configmaps_a.informer) == truth
     })
     .await;
-    let mut keys = namespaces.informer.indexer().list_keys();
+    let mut keys = namespaces.informer.store().list_keys();
     keys.sort();
     assert_eq!(keys, ["a", "b"], "cluster-scoped keys are names");
     let paths: std::collections::BTreeSet<_> = server.requests_of(Verb::List).into_iter().map(|r| r.path).collect();
@@ -293,7 +293,7 @@ async fn cluster_scoped_namespaced_and_grouped_resources() {
         ["/api/v1/namespaces", "/api/v1/namespaces/a/configmaps", "/apis/apps/v1/deployments"]
     );
     // Built-in kinds' list items lack apiVersion/kind on the wire; the source adds them.
-    let deployment = deployments.informer.indexer().get_by_key("a/web").unwrap();
+    let deployment = deployments.informer.store().get_by_key("a/web").unwrap();
     assert_eq!((deployment.meta().api_version.as_str(), deployment.meta().kind.as_str()), ("apps/v1", "Deployment"));
     // A cluster-scoped kind cannot be watched in a namespace.
     let source = kube_source(&server).await;
@@ -317,7 +317,7 @@ async fn custom_resources_are_found_by_discovery_even_when_installed_late() {
     let gadgets =
         run(&server, ResourceKey::new("example.com/v1alpha1", "Gadget"), informer_config("gadgets", Some(10))).await;
     converged(&server, &widgets, "example.com/v1", "Widget").await;
-    let w1 = widgets.informer.indexer().get_by_key("ns/w1").unwrap();
+    let w1 = widgets.informer.store().get_by_key("ns/w1").unwrap();
     assert_eq!(w1.meta().kind, "Widget");
     assert_eq!(w1.meta().generation, Some(1));
     eventually("discovery of the missing kind to fail at least once", TIMEOUT, || {
@@ -334,7 +334,7 @@ async fn custom_resources_are_found_by_discovery_even_when_installed_late() {
         "metadata": {"namespace": "ns", "name": "w1"}, "spec": {"size": 4}}))
         .unwrap();
     converged(&server, &widgets, "example.com/v1", "Widget").await;
-    assert_eq!(widgets.informer.indexer().get_by_key("ns/w1").unwrap().meta().generation, Some(2));
+    assert_eq!(widgets.informer.store().get_by_key("ns/w1").unwrap().meta().generation, Some(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,13 +371,13 @@ async fn a_two_megabyte_object_arrives_whole_by_list_and_by_watch() {
     server.apply(cm("ns", "big", &blob)).unwrap();
     let running = run(&server, configmaps(), informer_config("cm", Some(500))).await;
     converged(&server, &running, "v1", "ConfigMap").await;
-    let listed = running.informer.indexer().get_by_key("ns/big").unwrap();
+    let listed = running.informer.store().get_by_key("ns/big").unwrap();
     assert!(listed.json().len() > 2 << 20);
     eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
     let bigger = format!("{blob}yy");
     server.apply(cm("ns", "big", &bigger)).unwrap();
     converged(&server, &running, "v1", "ConfigMap").await;
-    let watched = running.informer.indexer().get_by_key("ns/big").unwrap();
+    let watched = running.informer.store().get_by_key("ns/big").unwrap();
     assert_eq!(watched.pointer("/data/d").and_then(|v| v.as_str().map(str::len)), Some(bigger.len()));
     assert_eq!(server.requests_of(Verb::Watch).len(), 1);
 }
@@ -457,7 +457,7 @@ async fn label_and_field_selectors_are_applied_server_side() {
     key.field_selector = Some("metadata.name!=skip".into());
     let running = run(&server, key, informer_config("cm", Some(500))).await;
     synced(&running).await;
-    assert_eq!(running.informer.indexer().list_keys(), ["ns/web-1"]);
+    assert_eq!(running.informer.store().list_keys(), ["ns/web-1"]);
     for request in server.requests_of(Verb::List).iter().chain(&server.requests_of(Verb::Watch)) {
         assert_eq!(request.param("labelSelector"), Some("app=web,tier in (front)"));
         assert_eq!(request.param("fieldSelector"), Some("metadata.name!=skip"));
@@ -467,7 +467,7 @@ async fn label_and_field_selectors_are_applied_server_side() {
     server.apply(labelled("web-2", "web", "front")).unwrap();
     server.apply(labelled("web-1", "web", "back")).unwrap();
     eventually("the selection to follow", TIMEOUT, || running.recorder.view().keys().eq(["ns/web-2"])).await;
-    assert_eq!(running.informer.indexer().list_keys(), ["ns/web-2"]);
+    assert_eq!(running.informer.store().list_keys(), ["ns/web-2"]);
     assert!(matches!(running.recorder.seen_for("ns/web-1").last(), Some(Seen::Delete { unknown: false, .. })));
 }
 

@@ -25,13 +25,12 @@
 //! cannot turn true before the last initial item has been fully processed.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use super::indexer::Indexer;
 use super::object::Object;
+use super::store::Store;
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -173,7 +172,7 @@ fn dedup_deltas(deltas: &mut Vec<Delta>) {
 pub struct DeltaFifo {
     state: Mutex<State>,
     notify: Notify,
-    known: Option<Arc<Indexer>>,
+    known: Option<Store>,
     emit_replaced: bool,
 }
 
@@ -187,7 +186,7 @@ impl std::fmt::Debug for DeltaFifo {
 impl DeltaFifo {
     /// A queue whose deletion detection consults `known` (the informer's indexer).
     /// `emit_replaced` makes a relist queue `Replaced` rather than `Sync` deltas.
-    pub fn new(known: Option<Arc<Indexer>>, emit_replaced: bool) -> Self {
+    pub fn new(known: Option<Store>, emit_replaced: bool) -> Self {
         Self { state: Mutex::new(State::default()), notify: Notify::new(), known, emit_replaced }
     }
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::informer::indexer::Indexer;
 use crate::informer::test_support::pod;
 
 fn kinds(deltas: &[Delta]) -> Vec<DeltaType> {
@@ -39,10 +40,10 @@ async fn keys_pop_in_fifo_order_with_all_their_deltas() {
 
 #[tokio::test]
 async fn replace_queues_tombstones_for_known_keys_missing_from_the_list() {
-    let known = Arc::new(Indexer::new());
+    let known = Indexer::new();
     known.add(pod("ns", "kept", 1));
     known.add(pod("ns", "gone", 1));
-    let fifo = DeltaFifo::new(Some(known), true);
+    let fifo = DeltaFifo::new(Some(known.store()), true);
     fifo.replace(vec![pod("ns", "kept", 2)], "2");
     let kept = fifo.deltas("ns/kept").unwrap();
     assert_eq!(kinds(&kept), [DeltaType::Replaced]);
@@ -60,7 +61,7 @@ async fn replace_queues_tombstones_for_known_keys_missing_from_the_list() {
 
 #[tokio::test]
 async fn replace_queues_tombstones_for_queued_keys_missing_from_the_list() {
-    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), true);
+    let fifo = DeltaFifo::new(Some(Indexer::new().store()), true);
     fifo.add(pod("ns", "queued", 5));
     fifo.replace(vec![], "6");
     let deltas = fifo.deltas("ns/queued").unwrap();
@@ -71,16 +72,16 @@ async fn replace_queues_tombstones_for_queued_keys_missing_from_the_list() {
 
 #[tokio::test]
 async fn replace_emits_sync_when_replaced_is_not_requested() {
-    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), false);
+    let fifo = DeltaFifo::new(Some(Indexer::new().store()), false);
     fifo.replace(vec![pod("ns", "a", 1)], "1");
     assert_eq!(kinds(&fifo.deltas("ns/a").unwrap()), [DeltaType::Sync]);
 }
 
 #[tokio::test]
 async fn consecutive_deletes_dedupe_keeping_the_real_delete() {
-    let known = Arc::new(Indexer::new());
+    let known = Indexer::new();
     known.add(pod("ns", "a", 1));
-    let fifo = DeltaFifo::new(Some(known), true);
+    let fifo = DeltaFifo::new(Some(known.store()), true);
     // A real delete, then a relist that no longer lists the object (a tombstone).
     fifo.delete(pod("ns", "a", 2));
     fifo.replace(vec![], "3");
@@ -92,9 +93,9 @@ async fn consecutive_deletes_dedupe_keeping_the_real_delete() {
 
 #[tokio::test]
 async fn consecutive_real_deletes_keep_the_newest() {
-    let known = Arc::new(Indexer::new());
+    let known = Indexer::new();
     known.add(pod("ns", "a", 1));
-    let fifo = DeltaFifo::new(Some(known), true);
+    let fifo = DeltaFifo::new(Some(known.store()), true);
     fifo.delete(pod("ns", "a", 2));
     fifo.delete(pod("ns", "a", 3));
     let deltas = fifo.deltas("ns/a").unwrap();
@@ -104,17 +105,17 @@ async fn consecutive_real_deletes_keep_the_newest() {
 
 #[tokio::test]
 async fn delete_of_an_unknown_key_is_ignored() {
-    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), true);
+    let fifo = DeltaFifo::new(Some(Indexer::new().store()), true);
     fifo.delete(pod("ns", "never-seen", 1));
     assert!(fifo.is_empty());
 }
 
 #[tokio::test]
 async fn resync_skips_keys_with_queued_deltas() {
-    let known = Arc::new(Indexer::new());
+    let known = Indexer::new();
     known.add(pod("ns", "idle", 1));
     known.add(pod("ns", "busy", 1));
-    let fifo = DeltaFifo::new(Some(known), true);
+    let fifo = DeltaFifo::new(Some(known.store()), true);
     fifo.update(pod("ns", "busy", 2));
     fifo.resync();
     assert_eq!(kinds(&fifo.deltas("ns/busy").unwrap()), [DeltaType::Updated]);
@@ -123,9 +124,9 @@ async fn resync_skips_keys_with_queued_deltas() {
 
 #[tokio::test]
 async fn has_synced_counts_the_initial_replace_including_tombstones() {
-    let known = Arc::new(Indexer::new());
+    let known = Indexer::new();
     known.add(pod("ns", "stale", 1));
-    let fifo = DeltaFifo::new(Some(known), true);
+    let fifo = DeltaFifo::new(Some(known.store()), true);
     assert!(!fifo.has_synced(), "nothing populated yet");
     fifo.replace(vec![pod("ns", "a", 2), pod("ns", "b", 2)], "2");
     // Events after the replace do not extend the initial population.
@@ -154,7 +155,7 @@ async fn has_synced_counts_the_initial_replace_including_tombstones() {
 
 #[tokio::test]
 async fn has_synced_after_a_first_event_before_any_replace_is_popped() {
-    let fifo = DeltaFifo::new(Some(Arc::new(Indexer::new())), true);
+    let fifo = DeltaFifo::new(Some(Indexer::new().store()), true);
     fifo.add(pod("ns", "a", 1));
     assert!(!fifo.has_synced());
     pop_all(&fifo).await;

@@ -356,7 +356,7 @@ mod tests {
         let pod_key = ResourceKey::new("v1", "Pod");
         let a = factory.informer_for(&pod_key).unwrap();
         let b = factory.informer_for(&pod_key).unwrap();
-        assert!(Arc::ptr_eq(a.indexer(), b.indexer()), "same informer for the same resource");
+        assert!(a.store().same_cache(&b.store()), "same informer for the same resource");
         let rs_informer = factory.informer_for(&ResourceKey::new("apps/v1", "ReplicaSet")).unwrap();
         assert_eq!(rs_informer.resync_check_period(), Duration::from_secs(30));
         assert!(factory.informer_for(&ResourceKey::new("v1", "Secret")).is_err());
@@ -365,7 +365,7 @@ mod tests {
         let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
         assert_eq!(synced.len(), 2);
         assert!(synced.values().all(|s| *s));
-        let owned = a.indexer().by_index(OWNER_UID_INDEX, "rs-1").unwrap();
+        let owned = a.store().by_index(OWNER_UID_INDEX, "rs-1").unwrap();
         assert_eq!(owned.len(), 1, "the owner-uid index is built in");
         factory.shutdown().await;
         assert!(a.is_stopped() && rs_informer.is_stopped());

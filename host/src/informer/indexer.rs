@@ -3,7 +3,8 @@
 //!
 //! Many readers, one writer: every informer owns one [`Indexer`] and is the only code that
 //! writes to it (in client-go order: a delta updates the indexer *before* it is distributed
-//! to handlers); plugins and controllers read it through shared `Arc` handles.
+//! to handlers); plugins and controllers read it through cloneable, read-only [`Store`]s,
+//! as kube-rs splits its `reflector::store` into a `Writer` and `Store`s.
 //!
 //! Index functions map an object to zero or more index values. Buckets hold keys, are moved
 //! when an update changes an object's values, and are removed when they become empty.
@@ -13,9 +14,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
-
 use super::object::Object;
+pub use super::store::Store;
 
 /// Name of the built-in index from namespace to keys (client-go's `NamespaceIndex`).
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -48,14 +48,14 @@ pub fn owner_uid_index_func() -> IndexFunc {
 
 /// Keys are the objects' own shared key strings: the items map and every index bucket point
 /// at one copy.
-type Key = Arc<str>;
+pub(super) type Key = Arc<str>;
 
 #[derive(Default)]
-struct State {
-    items: HashMap<Key, Object>,
-    indexers: HashMap<String, IndexFunc>,
+pub(super) struct State {
+    pub(super) items: HashMap<Key, Object>,
+    pub(super) indexers: HashMap<String, IndexFunc>,
     /// index name → index value → keys.
-    indices: HashMap<String, HashMap<String, HashSet<Key>>>,
+    pub(super) indices: HashMap<String, HashMap<String, HashSet<Key>>>,
 }
 
 impl State {
@@ -94,10 +94,14 @@ impl State {
     }
 }
 
-/// A thread-safe store of objects by key, with named secondary indexes.
+/// The writing half of an indexed object cache (kube-rs's `reflector::store::Writer`).
+///
+/// An informer owns exactly one `Indexer` and is the only code that writes through it; it
+/// hands out [`Store`]s, read-only views of the same objects that any number of consumers
+/// may clone and keep. The writer reads through [`reader`](Self::reader).
 #[doc(alias = "ThreadSafeStore")]
 pub struct Indexer {
-    state: RwLock<State>,
+    store: Store,
 }
 
 impl Default for Indexer {
@@ -108,11 +112,7 @@ impl Default for Indexer {
 
 impl std::fmt::Debug for Indexer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.state.read();
-        f.debug_struct("Indexer")
-            .field("items", &state.items.len())
-            .field("indexes", &state.indexers.keys().collect::<Vec<_>>())
-            .finish()
+        f.debug_tuple("Indexer").field(&self.store).finish()
     }
 }
 
@@ -121,14 +121,28 @@ impl Indexer {
     pub fn new() -> Self {
         let mut state = State::default();
         state.indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
-        Self { state: RwLock::new(state) }
+        Self { store: Store::new(state) }
+    }
+
+    /// A read-only view of this cache; it sees every later write.
+    pub fn store(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// Reads, for the writer itself.
+    pub fn reader(&self) -> &Store {
+        &self.store
+    }
+
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, State> {
+        self.store.state.write()
     }
 
     /// Adds index functions. Indexes are built for the items already stored. Fails without
     /// changing anything if a name is already registered.
     pub fn add_indexers(&self, indexers: impl IntoIterator<Item = (String, IndexFunc)>) -> Result<(), IndexerError> {
         let indexers: Vec<_> = indexers.into_iter().collect();
-        let mut state = self.state.write();
+        let mut state = self.write();
         let mut seen = HashSet::new();
         for (name, _) in &indexers {
             if state.indexers.contains_key(name) || !seen.insert(name.clone()) {
@@ -150,27 +164,27 @@ impl Indexer {
 
     /// Adds (or replaces) an object.
     pub fn add(&self, obj: Object) {
-        self.state.write().put(obj);
+        self.write().put(obj);
     }
 
     /// Updates an object (same as [`add`](Self::add): the key decides).
     pub fn update(&self, obj: Object) {
-        self.state.write().put(obj);
+        self.write().put(obj);
     }
 
     /// Deletes the object with this object's key; returns what was stored.
     pub fn delete(&self, obj: &Object) -> Option<Object> {
-        self.state.write().remove(obj.key())
+        self.write().remove(obj.key())
     }
 
     /// Deletes the object stored under `key`; returns it.
     pub fn delete_key(&self, key: &str) -> Option<Object> {
-        self.state.write().remove(key)
+        self.write().remove(key)
     }
 
     /// Replaces the whole content with `items`, rebuilding every index.
     pub fn replace(&self, items: impl IntoIterator<Item = Object>) {
-        let mut state = self.state.write();
+        let mut state = self.write();
         state.items = items.into_iter().map(|o| (o.shared_key(), o)).collect();
         let mut indices = HashMap::new();
         for (name, func) in &state.indexers {
@@ -183,79 +197,6 @@ impl Indexer {
             indices.insert(name.clone(), index);
         }
         state.indices = indices;
-    }
-
-    /// The stored object with the same key as `obj`.
-    pub fn get(&self, obj: &Object) -> Option<Object> {
-        self.get_by_key(obj.key())
-    }
-
-    /// The stored object with this key.
-    pub fn get_by_key(&self, key: &str) -> Option<Object> {
-        self.state.read().items.get(key).cloned()
-    }
-
-    /// Every stored object, in no particular order.
-    pub fn list(&self) -> Vec<Object> {
-        self.state.read().items.values().cloned().collect()
-    }
-
-    /// Every stored key, in no particular order.
-    pub fn list_keys(&self) -> Vec<String> {
-        self.state.read().items.keys().map(|k| k.to_string()).collect()
-    }
-
-    /// Number of stored objects.
-    pub fn len(&self) -> usize {
-        self.state.read().items.len()
-    }
-
-    /// Whether the store is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The objects whose index `index` contains `value`.
-    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Object>, IndexerError> {
-        let state = self.state.read();
-        let bucket = Self::bucket(&state, index, value)?;
-        Ok(bucket.map(|keys| keys.iter().filter_map(|k| state.items.get(&**k).cloned()).collect()).unwrap_or_default())
-    }
-
-    /// The keys whose index `index` contains `value`.
-    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<String>, IndexerError> {
-        let state = self.state.read();
-        Ok(Self::bucket(&state, index, value)?
-            .map(|keys| keys.iter().map(|k| k.to_string()).collect())
-            .unwrap_or_default())
-    }
-
-    /// Every value of index `index` that has at least one object.
-    pub fn list_index_values(&self, index: &str) -> Result<Vec<String>, IndexerError> {
-        let state = self.state.read();
-        if !state.indexers.contains_key(index) {
-            return Err(IndexerError::UnknownIndex(index.to_owned()));
-        }
-        Ok(state.indices.get(index).map(|i| i.keys().cloned().collect()).unwrap_or_default())
-    }
-
-    /// The index values `index` yields for `obj` (client-go's `Index` helper input).
-    pub fn index_values(&self, index: &str, obj: &Object) -> Result<Vec<String>, IndexerError> {
-        let state = self.state.read();
-        let func = state.indexers.get(index).ok_or_else(|| IndexerError::UnknownIndex(index.to_owned()))?;
-        Ok(func(obj))
-    }
-
-    /// Whether an index with this name exists.
-    pub fn has_index(&self, index: &str) -> bool {
-        self.state.read().indexers.contains_key(index)
-    }
-
-    fn bucket<'s>(state: &'s State, index: &str, value: &str) -> Result<Option<&'s HashSet<Key>>, IndexerError> {
-        if !state.indexers.contains_key(index) {
-            return Err(IndexerError::UnknownIndex(index.to_owned()));
-        }
-        Ok(state.indices.get(index).and_then(|i| i.get(value)))
     }
 }
 
@@ -287,8 +228,8 @@ mod tests {
         idx.add(obj("a", "x", &[]));
         idx.add(obj("a", "y", &[]));
         idx.add(obj("b", "z", &[]));
-        assert_eq!(sorted(idx.index_keys(NAMESPACE_INDEX, "a").unwrap()), ["a/x", "a/y"]);
-        assert_eq!(sorted(idx.list_index_values(NAMESPACE_INDEX).unwrap()), ["a", "b"]);
+        assert_eq!(sorted(idx.reader().index_keys(NAMESPACE_INDEX, "a").unwrap()), ["a/x", "a/y"]);
+        assert_eq!(sorted(idx.reader().list_index_values(NAMESPACE_INDEX).unwrap()), ["a", "b"]);
     }
 
     #[test]
@@ -297,12 +238,12 @@ mod tests {
         idx.add_indexers([("app".to_owned(), by_app())]).unwrap();
         idx.add(obj("a", "x", &[("app", "web")]));
         idx.update(obj("a", "x", &[("app", "db")]));
-        assert_eq!(idx.by_index("app", "web").unwrap(), vec![]);
-        assert_eq!(idx.index_keys("app", "db").unwrap(), ["a/x"]);
-        assert_eq!(idx.list_index_values("app").unwrap(), ["db"]);
+        assert_eq!(idx.reader().by_index("app", "web").unwrap(), vec![]);
+        assert_eq!(idx.reader().index_keys("app", "db").unwrap(), ["a/x"]);
+        assert_eq!(idx.reader().list_index_values("app").unwrap(), ["db"]);
         idx.delete(&obj("a", "x", &[]));
-        assert!(idx.list_index_values("app").unwrap().is_empty());
-        assert!(idx.list_index_values(NAMESPACE_INDEX).unwrap().is_empty());
+        assert!(idx.reader().list_index_values("app").unwrap().is_empty());
+        assert!(idx.reader().list_index_values(NAMESPACE_INDEX).unwrap().is_empty());
     }
 
     #[test]
@@ -312,8 +253,8 @@ mod tests {
         idx.add_indexers([("label-keys".to_owned(), multi)]).unwrap();
         idx.add(obj("a", "x", &[("app", "1"), ("team", "2")]));
         idx.add(obj("a", "y", &[("team", "3")]));
-        assert_eq!(sorted(idx.index_keys("label-keys", "team").unwrap()), ["a/x", "a/y"]);
-        assert_eq!(idx.index_keys("label-keys", "app").unwrap(), ["a/x"]);
+        assert_eq!(sorted(idx.reader().index_keys("label-keys", "team").unwrap()), ["a/x", "a/y"]);
+        assert_eq!(idx.reader().index_keys("label-keys", "app").unwrap(), ["a/x"]);
     }
 
     #[test]
@@ -322,15 +263,15 @@ mod tests {
         idx.add(obj("a", "x", &[("app", "web")]));
         idx.add(obj("b", "y", &[("app", "web")]));
         idx.add_indexers([("app".to_owned(), by_app())]).unwrap();
-        assert_eq!(sorted(idx.index_keys("app", "web").unwrap()), ["a/x", "b/y"]);
+        assert_eq!(sorted(idx.reader().index_keys("app", "web").unwrap()), ["a/x", "b/y"]);
         assert_eq!(idx.add_indexers([("app".to_owned(), by_app())]), Err(IndexerError::IndexExists("app".into())));
     }
 
     #[test]
     fn unknown_index_is_an_error() {
         let idx = Indexer::new();
-        assert_eq!(idx.by_index("nope", "v").unwrap_err(), IndexerError::UnknownIndex("nope".into()));
-        assert!(idx.list_index_values("nope").is_err());
+        assert_eq!(idx.reader().by_index("nope", "v").unwrap_err(), IndexerError::UnknownIndex("nope".into()));
+        assert!(idx.reader().list_index_values("nope").is_err());
     }
 
     #[test]
@@ -339,10 +280,10 @@ mod tests {
         idx.add_indexers([("app".to_owned(), by_app())]).unwrap();
         idx.add(obj("a", "old", &[("app", "web")]));
         idx.replace([obj("b", "new", &[("app", "db")])]);
-        assert_eq!(idx.list_keys(), ["b/new"]);
-        assert!(idx.by_index("app", "web").unwrap().is_empty());
-        assert_eq!(idx.list_index_values(NAMESPACE_INDEX).unwrap(), ["b"]);
-        assert!(idx.get_by_key("a/old").is_none());
-        assert_eq!(idx.get(&obj("b", "new", &[])).unwrap().name(), "new");
+        assert_eq!(idx.reader().list_keys(), ["b/new"]);
+        assert!(idx.reader().by_index("app", "web").unwrap().is_empty());
+        assert_eq!(idx.reader().list_index_values(NAMESPACE_INDEX).unwrap(), ["b"]);
+        assert!(idx.reader().get_by_key("a/old").is_none());
+        assert_eq!(idx.reader().get(&obj("b", "new", &[])).unwrap().name(), "new");
     }
 }

@@ -18,6 +18,7 @@ pub mod pending_queue;
 pub mod processor;
 pub mod reflector;
 pub mod shared_informer;
+pub mod store;
 
 #[cfg(test)]
 mod test_support;
@@ -38,6 +39,7 @@ pub use pending_queue::{Pending, PendingQueue};
 pub use processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 pub use reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
 pub use shared_informer::{InformerConfig, InformerError, Registration, SharedIndexInformer};
+pub use store::Store;
 
 #[cfg(test)]
 mod crash_tests;

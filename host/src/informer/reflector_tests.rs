@@ -40,7 +40,7 @@ fn no_jitter() -> ReflectorConfig {
 
 struct Running {
     fifo: Arc<DeltaFifo>,
-    known: Arc<Indexer>,
+    known: Indexer,
     rv: Arc<RwLock<String>>,
     cancel: CancellationToken,
 }
@@ -52,8 +52,8 @@ impl Drop for Running {
 }
 
 fn start(lw: Arc<dyn ListerWatcher>, config: ReflectorConfig, f: impl FnOnce(Reflector) -> Reflector) -> Running {
-    let known = Arc::new(Indexer::new());
-    let fifo = Arc::new(DeltaFifo::new(Some(known.clone()), true));
+    let known = Indexer::new();
+    let fifo = Arc::new(DeltaFifo::new(Some(known.store()), true));
     let rv = Arc::new(RwLock::new(String::new()));
     let reflector = f(Reflector::new(lw, fifo.clone(), config).with_last_sync_cell(rv.clone()));
     let cancel = CancellationToken::new();

@@ -36,6 +36,7 @@ use super::list_watch::ListerWatcher;
 use super::listener::{Listener, ListenerOptions};
 use super::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 use super::reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
+use super::store::Store;
 
 /// Registration ids, unique in the process: a [`Registration`] of one informer can never
 /// name a handler of another (client-go compares the handle itself, a pointer).
@@ -90,7 +91,7 @@ impl Default for InformerConfig {
 struct Inner {
     config: InformerConfig,
     lw: Arc<dyn ListerWatcher>,
-    indexer: Arc<Indexer>,
+    indexer: Indexer,
     fifo: Arc<DeltaFifo>,
     processor: Processor,
     started: AtomicBool,
@@ -165,9 +166,9 @@ impl SharedIndexInformer {
     /// one ([`NAMESPACE_INDEX`](super::indexer::NAMESPACE_INDEX)), as client-go's
     /// `AddIndexers` refuses an index that already exists.
     pub fn new(lw: Arc<dyn ListerWatcher>, config: InformerConfig) -> Result<Self, InformerError> {
-        let indexer = Arc::new(Indexer::new());
+        let indexer = Indexer::new();
         indexer.add_indexers(config.indexers.clone())?;
-        let fifo = Arc::new(DeltaFifo::new(Some(indexer.clone()), true));
+        let fifo = Arc::new(DeltaFifo::new(Some(indexer.store()), true));
         Ok(Self {
             inner: Arc::new(Inner {
                 resync_check_period: Mutex::new(config.default_resync),
@@ -195,9 +196,10 @@ impl SharedIndexInformer {
         &self.inner.config.name
     }
 
-    /// The cache.
-    pub fn indexer(&self) -> &Arc<Indexer> {
-        &self.inner.indexer
+    /// A read-only view of the cache (client-go's `GetStore`/`GetIndexer`, without the
+    /// writes: the informer is the cache's only writer).
+    pub fn store(&self) -> Store {
+        self.inner.indexer.store()
     }
 
     /// Adds index functions (also after start: they are built for the cached items).
@@ -317,7 +319,7 @@ impl SharedIndexInformer {
         inner.processor.add_listener(listener.clone());
         let run_cancel = inner.cancel.lock().clone();
         if let Some(run_cancel) = run_cancel {
-            for obj in inner.indexer.list() {
+            for obj in inner.indexer.reader().list() {
                 listener.add(Notification::Add { obj, initial: true });
             }
             task.cancel = run_cancel.child_token();
@@ -358,7 +360,7 @@ impl SharedIndexInformer {
             match delta.kind {
                 DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
                     let obj = delta.obj.object().clone();
-                    match inner.indexer.get(&obj) {
+                    match inner.indexer.reader().get(&obj) {
                         Some(old) => {
                             inner.indexer.update(obj.clone());
                             // As client-go's `processDeltas`: a `Sync` is a resync, and so is a

@@ -131,7 +131,7 @@ async fn initial_list_arrives_as_initial_adds_then_live_events_in_order() {
 async fn indexer_is_updated_before_handlers_are_told() {
     let src = MemorySource::default();
     let inf = informer(&src);
-    let indexer = inf.indexer().clone();
+    let indexer = inf.store().clone();
     let seen_in_cache = Arc::new(Mutex::new(Vec::new()));
     let seen = seen_in_cache.clone();
     inf.add_event_handler(crate::informer::handler::handler_fn(move |n| {

@@ -49,8 +49,8 @@ use super::outcome::CallOutcome;
 use super::runner::{GuestPool, PluginHandler};
 use crate::informer::crash::panic_message;
 use crate::informer::{
-    EntryResults, EventHandler, HandlerResult, Indexer, InformerFactory, InformerLease, ListenerOptions, Notification,
-    Object, Registration, ResourceKey,
+    EntryResults, EventHandler, HandlerResult, InformerFactory, InformerLease, ListenerOptions, Notification, Object,
+    Registration, ResourceKey, Store,
 };
 
 #[path = "registry_scan.rs"]
@@ -157,8 +157,8 @@ impl EventHandler for SwappableHandler {
 struct FactoryCache(Arc<InformerFactory>);
 
 impl CacheResolver for FactoryCache {
-    fn indexer(&self, api_version: &str, kind: &str) -> Option<Arc<Indexer>> {
-        self.0.existing(&ResourceKey::new(api_version, kind)).map(|i| i.indexer().clone())
+    fn store(&self, api_version: &str, kind: &str) -> Option<Store> {
+        self.0.existing(&ResourceKey::new(api_version, kind)).map(|i| i.store())
     }
 }
 

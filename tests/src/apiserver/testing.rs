@@ -68,7 +68,7 @@ pub async fn kube_source(server: &ApiServer) -> KubeSource {
 
 /// Key → resourceVersion of every object in an informer's cache.
 pub fn cache_versions(informer: &SharedIndexInformer) -> BTreeMap<String, String> {
-    informer.indexer().list().into_iter().map(|o| (o.key().to_owned(), o.resource_version().to_owned())).collect()
+    informer.store().list().into_iter().map(|o| (o.key().to_owned(), o.resource_version().to_owned())).collect()
 }
 
 #[derive(Default)]

@@ -268,7 +268,7 @@ pub fn expected_view(server: &ApiServer, selections: &[Selection]) -> BTreeMap<S
 pub fn cache_difference(server: &ApiServer, kind: &str, informer: &SharedIndexInformer) -> Option<String> {
     let expected = truth(server, kind);
     let cache: BTreeMap<String, Value> =
-        informer.indexer().list().into_iter().map(|o| (o.key().to_owned(), o.to_value().unwrap_or_default())).collect();
+        informer.store().list().into_iter().map(|o| (o.key().to_owned(), o.to_value().unwrap_or_default())).collect();
     if versions(&cache) != versions(&expected) {
         Some(format!("{kind} cache: {}", diff(&versions(&cache), &versions(&expected))))
     } else if cache != expected {

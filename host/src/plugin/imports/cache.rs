@@ -5,21 +5,21 @@
 //! Everything else is answered with `not-permitted`, never with an empty result that would
 //! look like "nothing there". Results are sorted by key so a plugin sees a deterministic order.
 //!
-//! The host finds the [`Indexer`] of a resource through a [`CacheResolver`], which the wiring
+//! The host finds the read-only [`Store`] of a resource through a [`CacheResolver`], which the wiring
 //! layer implements over its informer factory.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::informer::{Indexer, IndexerError, NAMESPACE_INDEX, Object, split_key};
+use crate::informer::{IndexerError, NAMESPACE_INDEX, Object, Store, split_key};
 use crate::plugin::bindings::cache::{CacheError, Host, Resource};
 use crate::plugin::bindings::{WitObject, to_wit};
 use crate::plugin::manifest::{Manifest, ResourceRef};
 
 /// Finds the shared cache of a resource. Implemented by the layer that owns the informers.
 pub trait CacheResolver: Send + Sync {
-    /// The indexer holding the objects of `(api_version, kind)`, if this host caches it.
-    fn indexer(&self, api_version: &str, kind: &str) -> Option<Arc<Indexer>>;
+    /// The store holding the objects of `(api_version, kind)`, if this host caches it.
+    fn store(&self, api_version: &str, kind: &str) -> Option<Store>;
 }
 
 /// A resolver that knows no resource: every granted read reports that the resource is not
@@ -28,16 +28,16 @@ pub trait CacheResolver: Send + Sync {
 pub struct NoCache;
 
 impl CacheResolver for NoCache {
-    fn indexer(&self, _api_version: &str, _kind: &str) -> Option<Arc<Indexer>> {
+    fn store(&self, _api_version: &str, _kind: &str) -> Option<Store> {
         None
     }
 }
 
 impl<F> CacheResolver for F
 where
-    F: Fn(&str, &str) -> Option<Arc<Indexer>> + Send + Sync,
+    F: Fn(&str, &str) -> Option<Store> + Send + Sync,
 {
-    fn indexer(&self, api_version: &str, kind: &str) -> Option<Arc<Indexer>> {
+    fn store(&self, api_version: &str, kind: &str) -> Option<Store> {
         self(api_version, kind)
     }
 }
@@ -150,7 +150,7 @@ impl CacheAccess {
     }
 
     /// The grant and indexer for a resource, or why there is none.
-    fn open(&self, resource: &Resource) -> Result<(&NamespaceGrant, Arc<Indexer>), CacheError> {
+    fn open(&self, resource: &Resource) -> Result<(&NamespaceGrant, Store), CacheError> {
         let (api_version, kind) = (&resource.api_version, &resource.kind);
         let grant = self.scope.namespaces(api_version, kind).ok_or_else(|| {
             not_permitted(format!(
@@ -159,7 +159,7 @@ impl CacheAccess {
         })?;
         let indexer = self
             .resolver
-            .indexer(api_version, kind)
+            .store(api_version, kind)
             .ok_or_else(|| not_permitted(format!("{api_version} {kind} is granted but not cached by this host")))?;
         Ok((grant, indexer))
     }

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::*;
-use crate::informer::OWNER_UID_INDEX;
 use crate::informer::indexer::owner_uid_index_func;
+use crate::informer::{Indexer, OWNER_UID_INDEX};
 
 fn obj(kind: &str, ns: Option<&str>, name: &str, owner: Option<&str>) -> Object {
     let mut meta = serde_json::json!({ "name": name });
@@ -29,20 +29,20 @@ fn manifest(extra: &str) -> Manifest {
 
 /// A host caching Pods, ReplicaSets and Nodes in `shop` and `other`.
 fn access(extra: &str) -> CacheAccess {
-    let pods = Arc::new(Indexer::new());
+    let pods = Indexer::new();
     pods.add_indexers([(OWNER_UID_INDEX.to_owned(), owner_uid_index_func())]).unwrap();
     pods.add(obj("Pod", Some("shop"), "web-2", Some("rs1")));
     pods.add(obj("Pod", Some("shop"), "web-1", Some("rs1")));
     pods.add(obj("Pod", Some("other"), "web-3", Some("rs1")));
-    let replica_sets = Arc::new(Indexer::new());
+    let replica_sets = Indexer::new();
     replica_sets.add(obj("ReplicaSet", Some("shop"), "rs", None));
     replica_sets.add(obj("ReplicaSet", Some("other"), "rs", None));
-    let nodes = Arc::new(Indexer::new());
+    let nodes = Indexer::new();
     nodes.add(obj("Node", None, "n1", None));
     let resolver = move |api_version: &str, kind: &str| match (api_version, kind) {
-        ("v1", "Pod") => Some(pods.clone()),
-        ("apps/v1", "ReplicaSet") => Some(replica_sets.clone()),
-        ("v1", "Node") => Some(nodes.clone()),
+        ("v1", "Pod") => Some(pods.store()),
+        ("apps/v1", "ReplicaSet") => Some(replica_sets.store()),
+        ("v1", "Node") => Some(nodes.store()),
         _ => None,
     };
     CacheAccess::new(Arc::new(CacheScope::from_manifest(&manifest(extra))), Arc::new(resolver))
