@@ -203,12 +203,12 @@ async fn a_panic_on_one_objects_path_does_not_stop_the_others() {
     for name in ["before", "odd", "after"] {
         src.apply(cm(name, "1")).unwrap();
     }
-    let mut config = config();
-    config.reflector.transform = Some(Arc::new(|obj: Object| {
+    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config()).unwrap();
+    inf.set_transform(Arc::new(|obj: Object| {
         assert_ne!(obj.name(), "odd", "the transform cannot handle this object");
         obj
-    }));
-    let inf = SharedIndexInformer::new(Arc::new(src.clone()), config).unwrap();
+    }))
+    .unwrap();
     inf.add_indexers(vec![(
         "by-data".into(),
         Arc::new(|obj: &Object| {

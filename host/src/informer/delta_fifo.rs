@@ -20,16 +20,24 @@
 //!   that fails reports its error and the deltas are dropped (client-go's `Pop` re-adds them
 //!   only on `ErrRequeue`, which nothing in wink returns).
 //! - `close` wakes every popper, which then returns [`FifoClosed`].
+//! - The transformer ([`DeltaFifoOptions::transformer`], client-go's `Transformer`, which
+//!   `SetTransform` installs) is applied to every object entering the queue through `add`,
+//!   `update`, `delete` and `replace` — once per object, before it is queued — but not to
+//!   tombstones nor to a resync's `Sync` deltas, whose objects come from the cache and were
+//!   transformed already. A transformer that panics leaves that object as received
+//!   (logged, and counted in [`DeltaFifoOptions::panics`]).
 //!
 //! The process function runs with the queue's lock held (as in client-go), so `has_synced`
 //! cannot turn true before the last initial item has been fully processed.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
+use super::crash::{PanicCounter, catch};
 use super::object::Object;
+use super::reflector::Transform;
 use super::store::Store;
 
 /// What happened to an object.
@@ -116,10 +124,7 @@ impl State {
     }
 
     fn queue_action(&mut self, kind: DeltaType, obj: DeltaObject) {
-        let key = match &obj {
-            DeltaObject::Object(o) => o.key().to_owned(),
-            DeltaObject::DeletedFinalStateUnknown { key, .. } => key.clone(),
-        };
+        let key = DeltaFifo::key_of(&obj).to_owned();
         let deltas = match self.items.get_mut(&key) {
             Some(deltas) => deltas,
             None => {
@@ -167,6 +172,31 @@ fn dedup_deltas(deltas: &mut Vec<Delta>) {
     }
 }
 
+/// How a [`DeltaFifo`] is built (client-go's `DeltaFIFOOptions`).
+#[derive(Clone, Default)]
+pub struct DeltaFifoOptions {
+    /// The objects the consumer already knows (the informer's cache): deletion detection
+    /// on `replace` and `delete` consults them (client-go's `KnownObjects`).
+    pub known_objects: Option<Store>,
+    /// A relist queues `Replaced` rather than `Sync` deltas (client-go's
+    /// `EmitDeltaTypeReplaced`).
+    pub emit_delta_type_replaced: bool,
+    /// Applied to each object as it enters the queue (client-go's `Transformer`).
+    pub transformer: Option<Transform>,
+    /// Counts panics of the transformer.
+    pub panics: PanicCounter,
+}
+
+impl std::fmt::Debug for DeltaFifoOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeltaFifoOptions")
+            .field("known_objects", &self.known_objects)
+            .field("emit_delta_type_replaced", &self.emit_delta_type_replaced)
+            .field("transformer", &self.transformer.is_some())
+            .finish()
+    }
+}
+
 /// A queue of per-key delta lists, popped in FIFO order of keys.
 #[doc(alias = "DeltaFIFO")]
 pub struct DeltaFifo {
@@ -174,6 +204,8 @@ pub struct DeltaFifo {
     notify: Notify,
     known: Option<Store>,
     emit_replaced: bool,
+    transformer: RwLock<Option<Transform>>,
+    panics: PanicCounter,
 }
 
 impl std::fmt::Debug for DeltaFifo {
@@ -187,7 +219,51 @@ impl DeltaFifo {
     /// A queue whose deletion detection consults `known` (the informer's indexer).
     /// `emit_replaced` makes a relist queue `Replaced` rather than `Sync` deltas.
     pub fn new(known: Option<Store>, emit_replaced: bool) -> Self {
-        Self { state: Mutex::new(State::default()), notify: Notify::new(), known, emit_replaced }
+        Self::with_options(DeltaFifoOptions {
+            known_objects: known,
+            emit_delta_type_replaced: emit_replaced,
+            ..DeltaFifoOptions::default()
+        })
+    }
+
+    /// A queue built from `options` (client-go's `NewDeltaFIFOWithOptions`).
+    pub fn with_options(options: DeltaFifoOptions) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            notify: Notify::new(),
+            known: options.known_objects,
+            emit_replaced: options.emit_delta_type_replaced,
+            transformer: RwLock::new(options.transformer),
+            panics: options.panics,
+        }
+    }
+
+    /// Installs the transformer, before the queue is fed (the informer's `set_transform`).
+    pub(crate) fn set_transformer(&self, transformer: Option<Transform>) {
+        *self.transformer.write() = transformer;
+    }
+
+    /// The key an object or tombstone is queued under (client-go's `KeyOf`).
+    pub fn key_of(obj: &DeltaObject) -> &str {
+        match obj {
+            DeltaObject::Object(o) => o.key(),
+            DeltaObject::DeletedFinalStateUnknown { key, .. } => key,
+        }
+    }
+
+    /// Applies the transformer; a panicking one leaves the object as received.
+    fn transform(&self, obj: Object) -> Object {
+        let guard = self.transformer.read();
+        let Some(t) = guard.as_ref() else { return obj };
+        let received = obj.clone();
+        match catch(|| t(obj)) {
+            Ok(obj) => obj,
+            Err(panic) => {
+                self.panics.record();
+                tracing::error!(key = %received.key(), %panic, "transform panicked; object kept as received");
+                received
+            }
+        }
     }
 
     fn wake(&self) {
@@ -196,6 +272,7 @@ impl DeltaFifo {
 
     /// Queues an `Added` delta.
     pub fn add(&self, obj: Object) {
+        let obj = self.transform(obj);
         let mut state = self.state.lock();
         let key = obj.key().to_owned();
         state.queue_action(DeltaType::Added, DeltaObject::Object(obj));
@@ -206,6 +283,7 @@ impl DeltaFifo {
 
     /// Queues an `Updated` delta.
     pub fn update(&self, obj: Object) {
+        let obj = self.transform(obj);
         let mut state = self.state.lock();
         let key = obj.key().to_owned();
         state.queue_action(DeltaType::Updated, DeltaObject::Object(obj));
@@ -223,6 +301,7 @@ impl DeltaFifo {
         if !known && !state.items.contains_key(&key) {
             return;
         }
+        let obj = self.transform(obj);
         state.queue_action(DeltaType::Deleted, DeltaObject::Object(obj));
         state.populate_by_event(&key);
         drop(state);
@@ -237,6 +316,7 @@ impl DeltaFifo {
         let kind = if self.emit_replaced { DeltaType::Replaced } else { DeltaType::Sync };
         let mut keys = HashSet::with_capacity(list.len());
         for obj in list {
+            let obj = self.transform(obj);
             keys.insert(obj.key().to_owned());
             state.queue_action(kind, DeltaObject::Object(obj));
         }

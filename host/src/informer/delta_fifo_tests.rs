@@ -214,3 +214,51 @@ async fn pop_waits_for_an_item() {
     fifo.add(pod("ns", "late", 1));
     assert_eq!(popper.await.unwrap().unwrap(), "ns/late");
 }
+
+/// client-go's `DeltaFIFO.queueActionInternalLocked`: the transformer runs once for every
+/// object entering through Add/Update/Delete/Replace, never for tombstones nor for the
+/// `Sync` deltas of a resync (their objects come from the cache, transformed already).
+#[tokio::test]
+async fn the_transformer_runs_once_per_incoming_object_but_not_on_resync_or_tombstones() {
+    let known = Indexer::new();
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let fifo = DeltaFifo::with_options(DeltaFifoOptions {
+        known_objects: Some(known.store()),
+        emit_delta_type_replaced: true,
+        transformer: Some(Arc::new(move |obj: Object| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            obj.into_without_managed_fields()
+        })),
+        panics: Default::default(),
+    });
+    let calls = || calls.load(std::sync::atomic::Ordering::SeqCst);
+    fifo.add(pod("ns", "a", 1));
+    fifo.update(pod("ns", "a", 2));
+    assert_eq!(calls(), 2);
+    // A delete of a key nobody knows is dropped before it would be transformed.
+    fifo.delete(pod("ns", "nobody", 1));
+    assert_eq!(calls(), 2);
+    known.add(pod("ns", "old", 1));
+    fifo.replace(vec![pod("ns", "a", 3)], "3");
+    assert_eq!(calls(), 3, "the listed object, not the tombstone for ns/old");
+    let tombstone = fifo.deltas("ns/old").unwrap();
+    assert!(tombstone[0].obj.is_tombstone());
+    while !fifo.is_empty() {
+        fifo.pop(|deltas, _| {
+            for d in deltas {
+                if !d.obj.is_tombstone() {
+                    known.add(d.obj.object().clone());
+                }
+            }
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    }
+    fifo.resync();
+    assert!(!fifo.is_empty(), "resync queued the known objects");
+    assert_eq!(calls(), 3, "resync's Sync deltas are not transformed again");
+    assert_eq!(DeltaFifo::key_of(&tombstone[0].obj), "ns/old");
+}

@@ -25,7 +25,7 @@ mod test_support;
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use crash::PanicCounter;
-pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
+pub use delta_fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoClosed, ProcessError};
 pub use factory::{InformerFactory, InformerLease, ResourceKey, SourceProvider};
 pub use handler::{EntryResults, EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
 pub use indexer::{IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX, OWNER_UID_INDEX};

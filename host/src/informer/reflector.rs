@@ -41,12 +41,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::{Backoff, BackoffConfig};
-use super::crash::{PanicCounter, catch, panic_message};
+use super::crash::{PanicCounter, panic_message};
 use super::delta_fifo::DeltaFifo;
 use super::list_watch::{ListParams, ListerWatcher, SourceError, WatchEvent, WatchParams, WatchStream};
 use super::object::Object;
 
-/// A function applied to every object on the way in (e.g. stripping managedFields).
+/// A function applied to every object on its way into the queue (e.g. stripping
+/// managedFields); see [`DeltaFifoOptions::transformer`](super::delta_fifo::DeltaFifoOptions::transformer).
 pub type Transform = Arc<dyn Fn(Object) -> Object + Send + Sync>;
 /// Called with every list or watch failure.
 pub type WatchErrorHandler = Arc<dyn Fn(&SourceError) + Send + Sync>;
@@ -75,8 +76,6 @@ pub struct ReflectorConfig {
     /// The informer's resync check period; zero disables resync (until changed through
     /// [`Reflector::with_resync_period_updates`]).
     pub resync_period: Duration,
-    /// Applied to every object received.
-    pub transform: Option<Transform>,
     /// Use a streaming list (`sendInitialEvents`) instead of LIST; a streaming list that fails
     /// for any reason falls back to LIST/WATCH at once (for good when the source does not
     /// support it).
@@ -91,7 +90,6 @@ impl Default for ReflectorConfig {
             test_only_min_watch_timeout: None,
             backoff: BackoffConfig::default(),
             resync_period: Duration::ZERO,
-            transform: None,
             use_watch_list: false,
         }
     }
@@ -280,21 +278,6 @@ impl Reflector {
         }
     }
 
-    /// Applies the transform. A transform that panics keeps the object as received (logged
-    /// and counted), so one odd object cannot stop the others.
-    fn transform(&self, obj: Object) -> Object {
-        let Some(t) = &self.config.transform else { return obj };
-        let received = obj.clone();
-        match catch(|| t(obj)) {
-            Ok(obj) => obj,
-            Err(panic) => {
-                self.panics.record();
-                tracing::error!(key = %received.key(), %panic, "transform panicked; object kept as received");
-                received
-            }
-        }
-    }
-
     fn set_rv(&self, rv: &str) {
         if !rv.is_empty() {
             *self.last_sync_resource_version.write() = rv.to_owned();
@@ -342,7 +325,6 @@ impl Reflector {
                 self.fallback_to_list = false;
                 match self.list_all().await {
                     Ok((items, resource_version)) => {
-                        let items = items.into_iter().map(|o| self.transform(o)).collect();
                         self.fifo.replace(items, &resource_version);
                         self.set_rv(&resource_version);
                         State::Listed { resource_version }
@@ -352,7 +334,7 @@ impl Reflector {
             }
             State::InitialEvents { mut stream, mut items } => match stream.next().await {
                 Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
-                    items.push(self.transform(obj));
+                    items.push(obj);
                     State::InitialEvents { stream, items }
                 }
                 Some(Ok(WatchEvent::Deleted(obj))) => {
@@ -413,7 +395,6 @@ impl Reflector {
     }
 
     fn apply_object(&self, obj: Object, op: fn(&DeltaFifo, Object)) -> String {
-        let obj = self.transform(obj);
         let rv = obj.resource_version().to_owned();
         op(&self.fifo, obj);
         rv

@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::crash::{PanicCounter, catch};
-use super::delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, FifoClosed, ProcessError};
+use super::delta_fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoClosed, ProcessError};
 use super::handler::{EventHandler, Notification};
 use super::indexer::{IndexFunc, Indexer, IndexerError};
 use super::list_watch::ListerWatcher;
@@ -72,7 +72,7 @@ pub struct InformerConfig {
     pub strip_managed_fields: bool,
     /// Extra index functions.
     pub indexers: Vec<(String, IndexFunc)>,
-    /// List/watch settings (its `resync_period` and `transform` are set by the informer).
+    /// List/watch settings (its `resync_period` is set by the informer).
     pub reflector: ReflectorConfig,
 }
 
@@ -168,7 +168,13 @@ impl SharedIndexInformer {
     pub fn new(lw: Arc<dyn ListerWatcher>, config: InformerConfig) -> Result<Self, InformerError> {
         let indexer = Indexer::new();
         indexer.add_indexers(config.indexers.clone())?;
-        let fifo = Arc::new(DeltaFifo::new(Some(indexer.store()), true));
+        let panics = PanicCounter::default();
+        let fifo = Arc::new(DeltaFifo::with_options(DeltaFifoOptions {
+            known_objects: Some(indexer.store()),
+            emit_delta_type_replaced: true,
+            transformer: None,
+            panics: panics.clone(),
+        }));
         Ok(Self {
             inner: Arc::new(Inner {
                 resync_check_period: Mutex::new(config.default_resync),
@@ -182,7 +188,7 @@ impl SharedIndexInformer {
                 stopped: AtomicBool::new(false),
                 block_deltas: Mutex::new(()),
                 last_sync_resource_version: Arc::default(),
-                panics: PanicCounter::default(),
+                panics,
                 tasks: Mutex::default(),
                 cancel: Mutex::default(),
                 transform: Mutex::default(),
@@ -223,7 +229,7 @@ impl SharedIndexInformer {
     }
 
     /// Sets the transform applied to every object before it is cached (client-go's
-    /// `SetTransform`; replaces `config.reflector.transform`). Only before start, as in
+    /// `SetTransform`, installed as the DeltaFIFO's transformer). Only before start, as in
     /// client-go.
     pub fn set_transform(&self, transform: Transform) -> Result<(), InformerError> {
         let _block = self.inner.block_deltas.lock();
@@ -405,9 +411,15 @@ impl SharedIndexInformer {
             let _block = inner.block_deltas.lock();
             // Read under the lock the setters take, after `started` is set: a setting made
             // before start is seen here, one made after is refused.
-            if let Some(transform) = inner.transform.lock().clone() {
-                reflector_config.transform = Some(transform);
+            let mut transform = inner.transform.lock().clone();
+            if inner.config.strip_managed_fields {
+                let strip: Transform = Arc::new(super::object::Object::into_without_managed_fields);
+                transform = Some(match transform {
+                    Some(user) => Arc::new(move |obj| user(strip(obj))),
+                    None => strip,
+                });
             }
+            inner.fifo.set_transformer(transform);
             reflector_config.resync_period = *inner.resync_check_period.lock();
             *inner.cancel.lock() = Some(cancel.clone());
             for task in inner.tasks.lock().values_mut() {
@@ -416,14 +428,6 @@ impl SharedIndexInformer {
             }
             inner.watch_error_handler.lock().clone()
         };
-        if inner.config.strip_managed_fields {
-            let strip: Transform = Arc::new(super::object::Object::into_without_managed_fields);
-            let user = reflector_config.transform.take();
-            reflector_config.transform = Some(match user {
-                Some(user) => Arc::new(move |obj| user(strip(obj))),
-                None => strip,
-            });
-        }
         let this = self.clone();
         let mut reflector = Reflector::new(inner.lw.clone(), inner.fifo.clone(), reflector_config);
         if let Some(handler) = watch_error_handler {
