@@ -5,10 +5,13 @@
 //!   re-instantiating a plugin after a trap costs microseconds. Its limits are configurable
 //!   ([`PoolLimits`]); if the pool cannot be reserved (a low `ulimit -v`, an overcommit
 //!   policy), the engine falls back to on-demand allocation and says why ([`Allocation`]).
-//! - **Deadlines.** Epoch interruption is on; one task ticks `increment_epoch` every
-//!   [`EngineConfig::epoch_tick`] while guest code runs ([`PluginEngine::guest_running`]),
-//!   sleeps while none does (an idle host does not wake up 100 times a second), and stops
-//!   when the last handle to the engine is dropped.
+//! - **Deadlines.** Epoch interruption is on; one thread ticks `increment_epoch` every
+//!   [`EngineConfig::epoch_tick`] of real time while guest code runs
+//!   ([`PluginEngine::guest_running`]), is parked while none does (an idle host does not
+//!   wake up 100 times a second), and stops when the last handle to the engine is dropped.
+//!   Deadlines are real time, not the async runtime's clock: a runtime whose clock is
+//!   paused or skewed (tokio's test clock auto-advances while the runtime waits on a guest)
+//!   cannot make a guest's deadline pass early.
 //!   [`PluginEngine::deadline_ticks`] turns a manifest's `callTimeout` into a store deadline.
 //! - **Compile cache.** Compiling a component takes from tens of milliseconds (Rust) to
 //!   seconds (Python, JavaScript); loading a compiled one takes milliseconds. Compiled
@@ -76,6 +79,13 @@ pub enum EngineError {
         /// wasmtime's error.
         #[source]
         source: wasmtime::Error,
+    },
+    /// The epoch ticker thread could not be started.
+    #[error("cannot start the epoch ticker thread: {source}")]
+    Ticker {
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -216,7 +226,8 @@ struct Inner {
     temp_counter: AtomicU64,
     /// Recently used components by digest, most recent first.
     in_memory: parking_lot::Mutex<std::collections::VecDeque<(String, Component)>>,
-    ticker: Ticker,
+    /// Held for its `Drop`, which stops the ticker thread.
+    _ticker: Ticker,
     guests: Arc<GuestCalls>,
 }
 
@@ -224,8 +235,18 @@ struct Inner {
 #[derive(Debug, Default)]
 struct GuestCalls {
     running: AtomicUsize,
-    wake: tokio::sync::Notify,
     ticks: AtomicU64,
+    stop: AtomicBool,
+    /// The ticker thread, unparked by the first guard.
+    ticker: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl GuestCalls {
+    fn wake(&self) {
+        if let Some(thread) = self.ticker.get() {
+            thread.unpark();
+        }
+    }
 }
 
 /// Held while guest code may run (instantiation, a call): keeps the epoch ticker ticking, so
@@ -240,18 +261,13 @@ impl Drop for GuestRunning {
     }
 }
 
-/// The ticker stops when dropped with the engine's last handle.
-enum Ticker {
-    Task(tokio::task::AbortHandle),
-    Thread(Arc<AtomicBool>),
-}
+/// The ticker thread stops when this is dropped with the engine's last handle.
+struct Ticker(Arc<GuestCalls>);
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        match self {
-            Ticker::Task(handle) => handle.abort(),
-            Ticker::Thread(stop) => stop.store(true, Ordering::Relaxed),
-        }
+        self.0.stop.store(true, Ordering::SeqCst);
+        self.0.wake();
     }
 }
 
@@ -289,8 +305,7 @@ impl Hasher for Sha256Hasher {
 }
 
 impl PluginEngine {
-    /// Builds the engine and starts its epoch ticker: a tokio task when called inside a
-    /// runtime, otherwise a small thread.
+    /// Builds the engine and starts its epoch ticker thread.
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let (engine, allocation) = match &config.pool {
             Some(limits) => {
@@ -321,7 +336,7 @@ impl PluginEngine {
             hex::encode(&hasher.0.finalize()[..8])
         };
         let guests = Arc::new(GuestCalls::default());
-        let ticker = start_ticker(engine.clone(), config.epoch_tick.max(Duration::from_millis(1)), guests.clone());
+        let ticker = start_ticker(engine.clone(), config.epoch_tick.max(Duration::from_millis(1)), guests.clone())?;
         Ok(Self(Arc::new(Inner {
             engine,
             config,
@@ -331,7 +346,7 @@ impl PluginEngine {
             cache_hits: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
             in_memory: parking_lot::Mutex::default(),
-            ticker,
+            _ticker: ticker,
             guests,
         })))
     }
@@ -357,7 +372,7 @@ impl PluginEngine {
         let guests = &self.0.guests;
         // Only the first guard wakes the ticker; while it ticks, a guard costs one atomic add.
         if guests.running.fetch_add(1, Ordering::SeqCst) == 0 {
-            guests.wake.notify_one();
+            guests.wake();
         }
         GuestRunning(guests.clone())
     }
@@ -365,11 +380,6 @@ impl PluginEngine {
     /// How many times the epoch ticker has ticked.
     pub fn epoch_ticks(&self) -> u64 {
         self.0.guests.ticks.load(Ordering::Relaxed)
-    }
-
-    /// Whether the epoch ticker runs as a tokio task (rather than a thread).
-    pub fn ticks_on_tokio(&self) -> bool {
-        matches!(self.0.ticker, Ticker::Task(_))
     }
 
     /// The epoch deadline (in ticks) that interrupts a call after at least `timeout`
@@ -531,40 +541,28 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-/// Ticks every `tick` while guest code runs. Outside a tokio runtime (`wink check`, some
-/// tests) a thread ticks all the time instead.
-fn start_ticker(engine: wasmtime::Engine, tick: Duration, guests: Arc<GuestCalls>) -> Ticker {
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        let task = runtime.spawn(async move {
-            let mut interval = tokio::time::interval(tick);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                if guests.running.load(Ordering::SeqCst) == 0 {
-                    // notify_one keeps a permit if the guard came first: no wake-up is lost.
-                    guests.wake.notified().await;
-                    // A fresh deadline counts whole ticks from the start of the call.
-                    interval.reset();
-                }
-                interval.tick().await;
-                engine.increment_epoch();
-                guests.ticks.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        return Ticker::Task(task.abort_handle());
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    std::thread::Builder::new()
+/// Ticks every `tick` of real time while guest code runs; parked while none does.
+fn start_ticker(engine: wasmtime::Engine, tick: Duration, guests: Arc<GuestCalls>) -> Result<Ticker, EngineError> {
+    let calls = guests.clone();
+    let thread = std::thread::Builder::new()
         .name("wink-epoch".into())
         .spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
+            while !calls.stop.load(Ordering::SeqCst) {
+                if calls.running.load(Ordering::SeqCst) == 0 {
+                    // A guard that came between the check and here left its unpark token:
+                    // park returns at once and no wake-up is lost.
+                    std::thread::park();
+                    continue;
+                }
+                // A fresh deadline counts whole ticks from the start of the call.
                 std::thread::sleep(tick);
                 engine.increment_epoch();
-                guests.ticks.fetch_add(1, Ordering::Relaxed);
+                calls.ticks.fetch_add(1, Ordering::Relaxed);
             }
         })
-        .expect("spawning the epoch ticker thread");
-    Ticker::Thread(stop)
+        .map_err(|source| EngineError::Ticker { source })?;
+    let _ = guests.ticker.set(thread.thread().clone());
+    Ok(Ticker(guests))
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ fn component(tag: u32) -> Vec<u8> {
 async fn second_compile_hits_the_cache() {
     let dir = TempDir::new("cache");
     let engine = PluginEngine::new(small(Some(dir.0.join("nested/cache")))).unwrap();
-    assert!(engine.ticks_on_tokio());
     assert!(matches!(engine.allocation(), Allocation::Pooling(_)));
     let bytes = component(1);
     let first = engine.compile(&bytes).unwrap();
@@ -113,8 +112,6 @@ fn unreservable_pool_falls_back_to_on_demand() {
         "{:?}",
         engine.allocation()
     );
-    // Outside a tokio runtime the ticker is a thread.
-    assert!(!engine.ticks_on_tokio());
 }
 
 #[test]
@@ -163,17 +160,35 @@ async fn pruning_forgets_the_components_in_memory_that_no_plugin_uses() {
 }
 
 /// Regression: the ticker woke the host 100 times a second with no guest code to interrupt.
-#[tokio::test(start_paused = true)]
-async fn the_epoch_ticker_ticks_only_while_guest_code_runs() {
-    let engine =
-        PluginEngine::new(EngineConfig { pool: Some(PoolLimits::small()), ..EngineConfig::default() }).unwrap();
-    assert!(engine.ticks_on_tokio());
-    tokio::time::sleep(Duration::from_secs(10)).await;
+/// The ticker is a thread measuring real time, so this test waits real time, briefly.
+#[test]
+fn the_epoch_ticker_ticks_only_while_guest_code_runs() {
+    let tick = Duration::from_millis(1);
+    let engine = PluginEngine::new(EngineConfig { pool: None, epoch_tick: tick, ..EngineConfig::default() }).unwrap();
+    std::thread::sleep(tick * 20);
     assert_eq!(engine.epoch_ticks(), 0, "idle: no ticks");
     let running = engine.guest_running();
-    tokio::time::sleep(Duration::from_millis(105)).await;
-    assert_eq!(engine.epoch_ticks(), 10, "one tick per 10 ms while a guest runs");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while engine.epoch_ticks() < 5 {
+        assert!(std::time::Instant::now() < deadline, "the ticker ticks while a guest runs");
+        std::thread::yield_now();
+    }
     drop(running);
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    assert_eq!(engine.epoch_ticks(), 11, "at most the tick under way after the last call ended");
+    // At most the tick under way when the last call ended follows.
+    std::thread::sleep(tick * 5);
+    let after = engine.epoch_ticks();
+    std::thread::sleep(tick * 20);
+    assert_eq!(engine.epoch_ticks(), after, "parked again once no guest runs");
+}
+
+/// A paused runtime clock (tokio's test clock auto-advances while the runtime waits on the
+/// guest pool) cannot make a guest's deadline pass: deadlines are real time.
+#[tokio::test(start_paused = true)]
+async fn a_paused_runtime_clock_does_not_advance_deadlines() {
+    let engine =
+        PluginEngine::new(EngineConfig { pool: Some(PoolLimits::small()), ..EngineConfig::default() }).unwrap();
+    let running = engine.guest_running();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert!(engine.epoch_ticks() < 100, "an hour of paused time is not an hour of ticks: {}", engine.epoch_ticks());
+    drop(running);
 }
