@@ -12,7 +12,7 @@ use wink::informer::Store;
 use wink::plugin::manifest::{FailurePolicy, OnError};
 use wink::plugin::{
     CacheResolver, CacheScope, EngineConfig, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine, PluginHandler,
-    PoolLimits, RestartBackoff, Sandbox, SandboxSettings, load_plugin,
+    PoolLimits, Sandbox, SandboxSettings, load_plugin,
 };
 
 /// The folder of the built `bench-noop` plugin.
@@ -154,7 +154,7 @@ pub fn handler(
     PluginHandler::new(
         Arc::new(sandbox),
         policy,
-        RestartBackoff::default(),
+        wink::informer::BackoffConfig::PLUGIN_RESTART,
         metrics.plugin(&settings.name),
         pool.clone(),
     )

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use wink::informer::BackoffConfig;
 use wink::informer::indexer::owner_uid_index_func;
 use wink::informer::{EventHandler, HandlerError, Indexer, OWNER_UID_INDEX, Object};
 use wink::plugin::engine::{CacheOutcome, EngineConfig, PluginEngine, PoolLimits};
@@ -18,7 +19,7 @@ use wink::plugin::imports::cache::NoCache;
 use wink::plugin::loader::{LoadError, LoadedPlugin, load_plugin};
 use wink::plugin::metrics::PluginMetrics;
 use wink::plugin::outcome::{CallOutcome, TrapKind};
-use wink::plugin::runner::{GuestPool, PluginHandler, RestartBackoff};
+use wink::plugin::runner::{GuestPool, PluginHandler};
 
 /// The folder of built plugins, or `None` (after saying why) when there is none.
 fn plugins_dir() -> Option<PathBuf> {
@@ -46,7 +47,11 @@ fn load(engine: &PluginEngine, relative: &str) -> Option<LoadedPlugin> {
 
 fn handler(engine: &PluginEngine, plugin: &LoadedPlugin, resolver: Arc<dyn CacheResolver>) -> PluginHandler {
     let sandbox = Arc::new(plugin.sandbox(engine, resolver));
-    let backoff = RestartBackoff { initial: Duration::from_millis(5), max: Duration::from_millis(20) };
+    let backoff = BackoffConfig {
+        initial: Duration::from_millis(5),
+        max: Duration::from_millis(20),
+        ..BackoffConfig::PLUGIN_RESTART
+    };
     let metrics = PluginMetrics::detached(plugin.name());
     PluginHandler::new(sandbox, plugin.manifest.failure_policy.clone(), backoff, metrics, GuestPool::new(2))
 }
@@ -140,7 +145,7 @@ async fn trap_plugin_traps_only_on_marked_objects_and_recovers() {
     let h = PluginHandler::new(
         sandbox,
         policy,
-        RestartBackoff::default(),
+        BackoffConfig::PLUGIN_RESTART,
         PluginMetrics::detached("trap"),
         GuestPool::new(1),
     );

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use wink::informer::{
-    EventHandler, HandlerError, HandlerResult, InformerFactory, ListenerOptions, Notification, Object, ResourceKey,
-    RetryConfig, SharedIndexInformer,
+    BackoffConfig, EventHandler, HandlerError, HandlerResult, InformerFactory, ListenerOptions, Notification, Object,
+    ResourceKey, SharedIndexInformer,
 };
 use wink_tests::apiserver::ApiServer;
 use wink_tests::apiserver::testing::{Recorder, informer_config, kube_source, print_logs};
@@ -133,7 +133,11 @@ async fn run_seed(seed: u64) -> Result<String, String> {
         source.lister_watcher_for(&ResourceKey::new("example.com/v1", "Widget")).map_err(|e| e.to_string())?;
     let widgets = SharedIndexInformer::new(Arc::new(widget_lw), widget_config).unwrap();
 
-    let retry = RetryConfig { initial: Duration::from_millis(10), max: Duration::from_millis(200) };
+    let retry = BackoffConfig {
+        initial: Duration::from_millis(10),
+        max: Duration::from_millis(200),
+        ..BackoffConfig::HANDLER_RETRY
+    };
     let expect = |name, selection| Expectation { name, recorder: Recorder::default(), selection };
     let handlers = vec![
         expect("all", Selection::all("ConfigMap")),

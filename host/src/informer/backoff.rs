@@ -6,6 +6,12 @@
 //!
 //! It reads tokio's clock, so tests drive it with paused time; its random source is seeded
 //! per instance so a test can pin the jitter.
+//!
+//! One [`BackoffConfig`] shape serves every retry in wink, configured differently: the
+//! reflector's relists ([`BackoffConfig::default`], stateful [`Backoff`]), handler retries per
+//! key ([`BackoffConfig::HANDLER_RETRY`], by attempt number: client-go's workqueue
+//! `ItemExponentialFailureRateLimiter`), plugin restarts ([`BackoffConfig::PLUGIN_RESTART`])
+//! and failed deploys (`plugin::DEPLOY_RETRY`).
 
 use std::time::Duration;
 
@@ -27,6 +33,36 @@ pub struct BackoffConfig {
     pub jitter: f64,
     /// A failure more than this long after the previous one starts over at `initial`.
     pub reset_after: Duration,
+}
+
+impl BackoffConfig {
+    /// Handler retries of one key: 100 ms doubling to 60 s, without jitter.
+    pub const HANDLER_RETRY: BackoffConfig = BackoffConfig {
+        initial: Duration::from_millis(100),
+        factor: 2.0,
+        max: Duration::from_secs(60),
+        jitter: 0.0,
+        reset_after: Duration::MAX,
+    };
+
+    /// Re-instantiating a plugin after consecutive failures: 100 ms doubling to 30 s,
+    /// without jitter (the first restart is immediate: see the runner).
+    pub const PLUGIN_RESTART: BackoffConfig = BackoffConfig {
+        initial: Duration::from_millis(100),
+        factor: 2.0,
+        max: Duration::from_secs(30),
+        jitter: 0.0,
+        reset_after: Duration::MAX,
+    };
+
+    /// The un-jittered delay before attempt `attempt` (1-based) of a schedule kept by
+    /// attempt number rather than by a [`Backoff`]: `initial * factor^(attempt - 1)`, capped
+    /// at `max` (attempt 0 counts as 1).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let exponent = attempt.saturating_sub(1).min(1024) as i32;
+        let secs = self.initial.as_secs_f64() * self.factor.powi(exponent);
+        Duration::try_from_secs_f64(secs).map_or(self.max, |d| d.min(self.max))
+    }
 }
 
 impl Default for BackoffConfig {
@@ -93,6 +129,22 @@ mod tests {
 
     fn no_jitter() -> BackoffConfig {
         BackoffConfig { jitter: 0.0, ..BackoffConfig::default() }
+    }
+
+    /// client-go's `ItemExponentialFailureRateLimiter.When`: `base * 2^failures`, capped.
+    #[test]
+    fn delays_by_attempt_double_to_the_cap_without_overflow() {
+        let retry = BackoffConfig::HANDLER_RETRY;
+        let delays: Vec<u128> = (1..=11).map(|n| retry.delay(n).as_millis()).collect();
+        assert_eq!(delays, [100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 60000]);
+        assert_eq!(retry.delay(0), retry.delay(1));
+        assert_eq!(retry.delay(u32::MAX), Duration::from_secs(60));
+        let stateful: Vec<_> = {
+            let mut b = Backoff::new(no_jitter());
+            (0..8).map(|_| b.next_delay()).collect()
+        };
+        let by_attempt: Vec<_> = (1..=8).map(|n| no_jitter().delay(n)).collect();
+        assert_eq!(stateful, by_attempt, "one schedule, kept either way");
     }
 
     #[tokio::test(start_paused = true)]

@@ -31,6 +31,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::backoff::BackoffConfig;
 use super::crash::panic_message;
 use super::handler::{EntryResults, EventHandler, HandlerError, Notification};
 use super::object::Object;
@@ -42,31 +43,8 @@ pub const MAX_BATCH: usize = 256;
 /// A predicate selecting the objects a listener wants.
 pub type ObjectFilter = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
 
-/// Backoff of handler retries, per key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RetryConfig {
-    /// Delay before the first retry of a key.
-    pub initial: Duration,
-    /// Cap of the delay (it doubles per consecutive failure of the key).
-    pub max: Duration,
-}
-
-impl Default for RetryConfig {
-    fn default() -> Self {
-        Self { initial: Duration::from_millis(100), max: Duration::from_secs(60) }
-    }
-}
-
-impl RetryConfig {
-    /// The delay before retry number `attempt` (1-based).
-    pub fn delay(&self, attempt: u32) -> Duration {
-        let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(30));
-        self.initial.saturating_mul(factor).min(self.max)
-    }
-}
-
 /// How a handler is registered.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ListenerOptions {
     /// A name for logs and metrics.
     pub name: String,
@@ -77,8 +55,21 @@ pub struct ListenerOptions {
     pub namespaces: Option<BTreeSet<String>>,
     /// Only objects for which this returns true.
     pub filter: Option<ObjectFilter>,
-    /// Backoff of retried keys.
-    pub retry: RetryConfig,
+    /// Backoff of retried keys, by attempt number (default
+    /// [`BackoffConfig::HANDLER_RETRY`]).
+    pub retry: BackoffConfig,
+}
+
+impl Default for ListenerOptions {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            resync_period: Duration::ZERO,
+            namespaces: None,
+            filter: None,
+            retry: BackoffConfig::HANDLER_RETRY,
+        }
+    }
 }
 
 impl std::fmt::Debug for ListenerOptions {
@@ -88,6 +79,7 @@ impl std::fmt::Debug for ListenerOptions {
             .field("resync_period", &self.resync_period)
             .field("namespaces", &self.namespaces)
             .field("filter", &self.filter.is_some())
+            .field("retry", &self.retry)
             .finish()
     }
 }

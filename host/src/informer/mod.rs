@@ -33,7 +33,7 @@ pub use labels::Labels;
 pub use list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
-pub use listener::{Listener, ListenerOptions, MAX_BATCH, ObjectFilter, RetryConfig};
+pub use listener::{Listener, ListenerOptions, MAX_BATCH, ObjectFilter};
 pub use object::{Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
 pub use pending_queue::{Pending, PendingQueue};
 pub use processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};

@@ -62,5 +62,5 @@ pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use outcome::{CallOutcome, TrapKind};
 pub use pool::{GuestPool, GuestPoolError};
 pub use registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats, SwappableHandler};
-pub use runner::{PluginHandler, RestartBackoff};
+pub use runner::PluginHandler;
 pub use selector::{LabelSelector, LabelSet, SelectorError};

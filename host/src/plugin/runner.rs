@@ -18,7 +18,7 @@
 //!   backoff); `fatal` → [`HandlerError::Fatal`];
 //! - a trap (or an `init` refusal) discards the instance; the next call starts a new one,
 //!   immediately after the first failure and then after an exponential backoff
-//!   ([`RestartBackoff`]) while failures continue. The event is retried (`onError: retry`)
+//!   ([`BackoffConfig::PLUGIN_RESTART`]) while failures continue. The event is retried (`onError: retry`)
 //!   or logged and skipped (`skip`);
 //! - after `quarantineAfter` consecutive failures the plugin is quarantined: logged at
 //!   error level, flagged in its metrics, and from then on its events are dropped (counted)
@@ -37,7 +37,7 @@ use async_trait::async_trait;
 use tokio::sync::Mutex;
 use tracing::Instrument;
 
-use crate::informer::{EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object};
+use crate::informer::{BackoffConfig, EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object};
 use crate::plugin::engine::PluginEngine;
 use crate::plugin::imports::CacheResolver;
 use crate::plugin::instance::{PluginInstance, Sandbox};
@@ -52,31 +52,10 @@ use crate::plugin::pool::GuestPoolError;
 /// listener's queue (a call already started always completes, within its deadline).
 pub const BATCH_BUDGET: Duration = Duration::from_millis(1);
 
-/// The delay before re-instantiating a plugin after consecutive failures.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RestartBackoff {
-    /// Delay before the restart that follows the second consecutive failure; it doubles
-    /// with each further one. The first restart is immediate. Default 100 ms.
-    pub initial: Duration,
-    /// Cap of the delay. Default 30 s.
-    pub max: Duration,
-}
-
-impl Default for RestartBackoff {
-    fn default() -> Self {
-        Self { initial: Duration::from_millis(100), max: Duration::from_secs(30) }
-    }
-}
-
-impl RestartBackoff {
-    /// The delay before restarting after `failures` consecutive failures.
-    pub fn delay(&self, failures: u32) -> Duration {
-        if failures <= 1 {
-            return Duration::ZERO;
-        }
-        let factor = 2u32.saturating_pow((failures - 2).min(30));
-        self.initial.saturating_mul(factor).min(self.max)
-    }
+/// The delay before re-instantiating a plugin after `failures` consecutive failures: the
+/// first restart is immediate, later ones follow `backoff` from its initial delay.
+fn restart_delay(backoff: &BackoffConfig, failures: u32) -> Duration {
+    if failures <= 1 { Duration::ZERO } else { backoff.delay(failures - 1) }
 }
 
 /// The instance slot, guarded by the plugin's async mutex.
@@ -92,7 +71,7 @@ struct Shared {
     name: Arc<str>,
     sandbox: Arc<Sandbox>,
     policy: FailurePolicy,
-    backoff: RestartBackoff,
+    backoff: BackoffConfig,
     metrics: PluginMetrics,
     consecutive_failures: AtomicU32,
     quarantined: AtomicBool,
@@ -124,7 +103,7 @@ impl PluginHandler {
     pub fn new(
         sandbox: Arc<Sandbox>,
         policy: FailurePolicy,
-        backoff: RestartBackoff,
+        backoff: BackoffConfig,
         metrics: PluginMetrics,
         pool: GuestPool,
     ) -> Self {
@@ -161,7 +140,7 @@ impl PluginHandler {
         pool: GuestPool,
     ) -> Self {
         let sandbox = Arc::new(plugin.sandbox(engine, resolver));
-        Self::new(sandbox, plugin.manifest.failure_policy.clone(), RestartBackoff::default(), metrics, pool)
+        Self::new(sandbox, plugin.manifest.failure_policy.clone(), BackoffConfig::PLUGIN_RESTART, metrics, pool)
     }
 
     /// The plugin's name.
@@ -387,7 +366,7 @@ fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> Hand
     shared.metrics.trap(kind);
     if let CallOutcome::Trap(TrapKind::Instantiation(why)) = outcome {
         let failures = shared.consecutive_failures.load(Ordering::Acquire).saturating_add(1);
-        slot.restart_at = Some(tokio::time::Instant::now() + shared.backoff.delay(failures));
+        slot.restart_at = Some(tokio::time::Instant::now() + restart_delay(&shared.backoff, failures));
         tracing::error!(plugin = name, trap = kind, error = %why, "cannot instantiate plugin; will retry");
         return Err(HandlerError::Retry(format!("plugin {name}: {outcome}")));
     }
@@ -407,7 +386,7 @@ fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> Hand
         );
         return Ok(());
     }
-    slot.restart_at = Some(tokio::time::Instant::now() + shared.backoff.delay(failures));
+    slot.restart_at = Some(tokio::time::Instant::now() + restart_delay(&shared.backoff, failures));
     match shared.policy.on_error {
         OnError::Retry => Err(HandlerError::Retry(format!("plugin {name}: {outcome}"))),
         OnError::Skip => {

@@ -15,7 +15,11 @@ fn policy(on_error: OnError, quarantine_after: u32) -> FailurePolicy {
 
 fn handler_on(engine: &PluginEngine, guest: Guest, policy: FailurePolicy, pool: GuestPool) -> PluginHandler {
     let sandbox = Arc::new(sandbox_with(engine, guest, 4 << 20, TIMEOUT));
-    let backoff = RestartBackoff { initial: Duration::from_millis(10), max: Duration::from_millis(100) };
+    let backoff = BackoffConfig {
+        initial: Duration::from_millis(10),
+        max: Duration::from_millis(100),
+        ..BackoffConfig::PLUGIN_RESTART
+    };
     PluginHandler::new(sandbox, policy, backoff, PluginMetrics::detached("test-guest"), pool)
 }
 
@@ -25,10 +29,14 @@ fn handler(guest: Guest, policy: FailurePolicy) -> PluginHandler {
 
 #[test]
 fn restart_backoff_is_immediate_then_doubles_to_the_cap() {
-    let b = RestartBackoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
-    let delays: Vec<_> = (0..7).map(|n| b.delay(n).as_millis()).collect();
+    let b = BackoffConfig {
+        initial: Duration::from_millis(100),
+        max: Duration::from_secs(1),
+        ..BackoffConfig::PLUGIN_RESTART
+    };
+    let delays: Vec<_> = (0..7).map(|n| restart_delay(&b, n).as_millis()).collect();
     assert_eq!(delays, [0, 0, 100, 200, 400, 800, 1000]);
-    assert_eq!(b.delay(u32::MAX), Duration::from_secs(1));
+    assert_eq!(restart_delay(&b, u32::MAX), Duration::from_secs(1));
 }
 
 #[tokio::test]
@@ -96,7 +104,11 @@ async fn init_refusals_count_towards_quarantine() {
 #[tokio::test]
 async fn repeated_traps_back_off_before_restarting() {
     let sandbox = Arc::new(sandbox_with(&engine(), Guest::on_add(Behaviour::Unreachable), 4 << 20, TIMEOUT));
-    let backoff = RestartBackoff { initial: Duration::from_millis(200), max: Duration::from_secs(1) };
+    let backoff = BackoffConfig {
+        initial: Duration::from_millis(200),
+        max: Duration::from_secs(1),
+        ..BackoffConfig::PLUGIN_RESTART
+    };
     let h = PluginHandler::new(
         sandbox,
         policy(OnError::Retry, 0),
@@ -235,7 +247,7 @@ async fn a_stuck_call_leaves_the_pool_and_its_neighbours_keep_running() {
     let stuck = PluginHandler::new(
         stuck_sandbox,
         policy(OnError::Skip, 0),
-        RestartBackoff::default(),
+        BackoffConfig::PLUGIN_RESTART,
         PluginMetrics::detached("stuck"),
         pool.clone(),
     );
