@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tracing::Level;
 use wink::informer::{InformerFactory, ListerWatcher, Object, ResourceKey, SourceError};
-use wink::plugin::{GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError};
+use wink::plugin::{CallOutcome, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError};
 use wink::source::MemorySource;
 use wink_tests::compile_cache::cached_engine;
 use wink_tests::conformance::{built_guest, guest_name, guest_sources, manifest_tail};
@@ -203,8 +203,8 @@ async fn run(language: &'static str) {
     for (i, config) in [Some("{lookupKey: 7}"), None].into_iter().enumerate() {
         let (result, took, cached) = s.deploy(plugins.path(), &format!("{name}-bad{i}"), config).await;
         match result {
-            Err(RegistryError::Start { outcome, .. }) => assert!(
-                outcome.contains("init rejected") && outcome.contains("lookupKey"),
+            Err(RegistryError::Start { outcome: outcome @ CallOutcome::InitRejected(_), .. }) => assert!(
+                outcome.to_string().contains("lookupKey"),
                 "[{language}] config {config:?}: the error must say init rejected it and name lookupKey: {outcome}"
             ),
             other => panic!("[{language}] config {config:?} must be refused by init, got {other:?}"),

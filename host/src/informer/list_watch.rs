@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 
 use super::object::Object;
+use crate::errors::Cause;
 
 /// Parameters of one LIST request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -106,14 +107,14 @@ pub enum SourceError {
     #[error("API error {}: {}", .0.code, .0.message)]
     Api(Status),
     /// A response or event could not be decoded.
-    #[error("decode error: {0}")]
-    Decode(String),
+    #[error("decode error")]
+    Decode(#[source] Cause),
     /// The connection failed.
-    #[error("transport error: {0}")]
-    Transport(String),
+    #[error("transport error")]
+    Transport(#[source] Cause),
     /// The server refused the connection (most likely it is down or restarting).
-    #[error("connection refused: {0}")]
-    ConnectionRefused(String),
+    #[error("connection refused")]
+    ConnectionRefused(#[source] Cause),
     /// The source does not support this request (e.g. streaming lists).
     #[error("unsupported: {0}")]
     Unsupported(String),

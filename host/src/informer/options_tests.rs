@@ -13,6 +13,7 @@ use super::handler::handler_fn;
 use super::list_watch::SourceError;
 use super::object::Object;
 use super::shared_informer::{InformerConfig, InformerError, SharedIndexInformer};
+use crate::errors::Chain;
 use crate::source::MemorySource;
 
 fn informer(src: &MemorySource) -> SharedIndexInformer {
@@ -66,7 +67,8 @@ async fn set_watch_error_handler_sees_list_errors_and_is_refused_after_start() {
     let inf = informer(&src);
     let errors = Arc::new(Mutex::new(Vec::new()));
     let recorded = errors.clone();
-    inf.set_watch_error_handler(Arc::new(move |err: &SourceError| recorded.lock().push(err.to_string()))).unwrap();
+    inf.set_watch_error_handler(Arc::new(move |err: &SourceError| recorded.lock().push(Chain(err).to_string())))
+        .unwrap();
     let _run = start(&inf);
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(inf.has_synced(), "the list is retried after backoff");

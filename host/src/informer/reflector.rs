@@ -45,6 +45,7 @@ use super::crash::{PanicCounter, panic_message};
 use super::delta_fifo::DeltaFifo;
 use super::list_watch::{ListParams, ListerWatcher, SourceError, WatchEvent, WatchParams, WatchStream};
 use super::object::Object;
+use crate::errors::Chain;
 
 /// A function applied to every object on its way into the queue (e.g. stripping
 /// managedFields); see [`DeltaFifoOptions::transformer`](super::delta_fifo::DeltaFifoOptions::transformer).
@@ -175,7 +176,7 @@ impl Reflector {
             backoff,
             last_sync_resource_version: Arc::default(),
             should_resync: None,
-            error_handler: Arc::new(|err| tracing::warn!(error = %err, "list/watch failed")),
+            error_handler: Arc::new(|err| tracing::warn!(error = %Chain(err), "list/watch failed")),
             watch_list_unsupported: false,
             fallback_to_list: false,
             last_sync_rv_unavailable: false,
@@ -236,7 +237,7 @@ impl Reflector {
                     Err(panic) => {
                         self.panics.record();
                         let err = SourceError::Panicked(panic_message(&*panic));
-                        tracing::error!(error = %err, "list/watch panicked; relisting after backoff");
+                        tracing::error!(error = %Chain(&err), "list/watch panicked; relisting after backoff");
                         self.fail(&err, State::Empty)
                     }
                 };
@@ -293,7 +294,7 @@ impl Reflector {
     /// progress beats waiting for the stream), as client-go's `ListAndWatch` does after
     /// `watchList` fails. The next attempt after a failure streams again.
     fn fall_back_to_list(&mut self, err: &SourceError) -> State {
-        tracing::warn!(error = %err, "streaming list failed; falling back to LIST/WATCH");
+        tracing::warn!(error = %Chain(err), "streaming list failed; falling back to LIST/WATCH");
         (self.error_handler)(err);
         self.fallback_to_list = true;
         State::Empty
@@ -425,7 +426,7 @@ impl Reflector {
         let limit = if specific && !self.paginated_result { None } else { self.config.page_size };
         let result = match self.list_pages(resource_version, limit).await {
             Err(err) if err.is_gone() || err.is_too_large_resource_version() => {
-                tracing::info!(error = %err, "resourceVersion unavailable; listing the most recent state");
+                tracing::info!(error = %Chain(&err), "resourceVersion unavailable; listing the most recent state");
                 self.last_sync_rv_unavailable = true;
                 self.list_pages(self.relist_resource_version(), limit).await
             }
@@ -463,7 +464,7 @@ impl Reflector {
                     }
                 }
                 Err(err) if err.is_gone() && params.continue_token.is_some() => {
-                    tracing::info!(error = %err, "continue token expired; falling back to a full list");
+                    tracing::info!(error = %Chain(&err), "continue token expired; falling back to a full list");
                     items.clear();
                     params = ListParams { limit: None, ..first.clone() };
                 }

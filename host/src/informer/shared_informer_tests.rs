@@ -8,7 +8,7 @@ use tokio::sync::Semaphore;
 
 use super::*;
 use crate::informer::handler::{HandlerError, HandlerResult};
-use crate::informer::list_watch::{SourceError, Status};
+use crate::informer::list_watch::Status;
 use crate::informer::object::Object;
 use crate::source::MemorySource;
 
@@ -431,7 +431,6 @@ async fn run_returns_after_cancel_and_a_stopped_informer_refuses_handlers() {
     run.await.unwrap();
     assert!(inf.is_stopped());
     assert!(matches!(inf.add_event_handler(Arc::new(Recorder::default())), Err(InformerError::Stopped(_))));
-    let _ = SourceError::Transport(String::new());
 }
 
 #[tokio::test(start_paused = true)]

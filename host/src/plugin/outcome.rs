@@ -111,6 +111,8 @@ impl CallOutcome {
     }
 }
 
+impl std::error::Error for CallOutcome {}
+
 impl fmt::Display for CallOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

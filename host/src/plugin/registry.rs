@@ -49,8 +49,8 @@ use super::outcome::CallOutcome;
 use super::runner::{GuestPool, PluginHandler};
 use crate::informer::crash::panic_message;
 use crate::informer::{
-    EntryResults, EventHandler, HandlerResult, InformerFactory, InformerLease, ListenerOptions, Notification, Object,
-    Registration, ResourceKey, Store,
+    EntryResults, EventHandler, HandlerResult, InformerError, InformerFactory, InformerLease, ListenerOptions,
+    Notification, Object, Registration, ResourceKey, SourceError, Store,
 };
 
 #[path = "registry_scan.rs"]
@@ -68,12 +68,13 @@ pub enum RegistryError {
     #[error(transparent)]
     Budget(#[from] BudgetExceeded),
     /// The plugin's instance could not start (`init` refused, or it trapped).
-    #[error("plugin {name} failed to start: {outcome}")]
+    #[error("plugin {name} failed to start")]
     Start {
         /// The plugin.
         name: String,
-        /// What happened.
-        outcome: String,
+        /// What happened (`init` refused, a trap, a deadline).
+        #[source]
+        outcome: CallOutcome,
     },
     /// Another folder already deploys a plugin with this name.
     #[error("plugin name {name} in {dir} is already used by {other}")]
@@ -86,14 +87,26 @@ pub enum RegistryError {
         other: PathBuf,
     },
     /// A watched resource has no source.
-    #[error("plugin {name}: cannot watch {resource}: {message}")]
+    #[error("plugin {name}: cannot watch {resource}")]
     Source {
         /// The plugin.
         name: String,
         /// The resource.
         resource: String,
         /// The source's error.
-        message: String,
+        #[source]
+        source: SourceError,
+    },
+    /// The plugin's handler could not be registered with a resource's informer.
+    #[error("plugin {name}: cannot register with the informer of {resource}")]
+    Register {
+        /// The plugin.
+        name: String,
+        /// The resource.
+        resource: String,
+        /// The informer's error.
+        #[source]
+        source: InformerError,
     },
     /// The folder cannot be read.
     #[error("cannot read {path}: {source}")]
@@ -314,10 +327,10 @@ impl PluginRegistry {
         for grant in &loaded.manifest.cache {
             // Granted reads need a cache: keep the resource's informer while the plugin lives.
             let key = ResourceKey::new(&grant.api_version, &grant.kind);
-            grants.push(self.factory.acquire(&key).map_err(|e| RegistryError::Source {
+            grants.push(self.factory.acquire(&key).map_err(|source| RegistryError::Source {
                 name: name.clone(),
                 resource: key.to_string(),
-                message: e.to_string(),
+                source,
             })?);
         }
         let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
@@ -325,7 +338,7 @@ impl PluginRegistry {
             PluginHandler::for_plugin(&loaded, &self.engine, resolver, self.metrics.plugin(&name), self.pool.clone());
         match handler.warm_up().await {
             CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
-            outcome => Err(RegistryError::Start { name, outcome: outcome.to_string() }),
+            outcome => Err(RegistryError::Start { name, outcome }),
         }
     }
 
@@ -336,13 +349,15 @@ impl PluginRegistry {
         handler: &Arc<SwappableHandler>,
     ) -> Result<Listening, RegistryError> {
         let key = ResourceKey::new(&spec.api_version, &spec.kind);
-        let source_error =
-            |message: String| RegistryError::Source { name: name.to_owned(), resource: key.to_string(), message };
-        let lease = self.factory.acquire(&key).map_err(|e| source_error(e.to_string()))?;
+        let lease = self.factory.acquire(&key).map_err(|source| RegistryError::Source {
+            name: name.to_owned(),
+            resource: key.to_string(),
+            source,
+        })?;
         let registration = lease
             .informer()
             .add_event_handler_with_options(handler.clone(), listener_options(name, spec))
-            .map_err(|e| source_error(e.to_string()))?;
+            .map_err(|source| RegistryError::Register { name: name.to_owned(), resource: key.to_string(), source })?;
         Ok(Listening { spec: spec.clone(), lease, registration })
     }
 

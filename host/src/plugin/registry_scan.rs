@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{PluginRegistry, RegistryError};
+use crate::errors::Chain;
 use crate::informer::{Backoff, BackoffConfig};
 use crate::plugin::manifest::MANIFEST_FILE;
 
@@ -162,7 +163,7 @@ impl PluginRegistry {
                 Ok(_) => self.scans.succeeded(&dir),
                 Err(err) => {
                     let retry_in = self.scans.failed(&dir, fingerprint);
-                    tracing::error!(dir = %dir.display(), error = %err, ?retry_in, "plugin not deployed");
+                    tracing::error!(dir = %dir.display(), error = %Chain(&err), ?retry_in, "plugin not deployed");
                     errors.push(err);
                 }
             }
@@ -205,7 +206,7 @@ impl PluginRegistry {
                     () = cancel.cancelled() => break,
                 }
                 if let Err(err) = this.sync_dir(&root).await {
-                    tracing::error!(error = %err, "cannot rescan plugins");
+                    tracing::error!(error = %Chain(&err), "cannot rescan plugins");
                 }
             }
             let _ = watcher.await;

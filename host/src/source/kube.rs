@@ -48,6 +48,7 @@ use kube::{Client, Config};
 use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 
+use crate::errors::Cause;
 use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
@@ -332,7 +333,7 @@ impl KubeListerWatcher {
         let request = http::Request::get(uri.as_str())
             .header(http::header::ACCEPT, "application/json")
             .body(Body::empty())
-            .map_err(|e| SourceError::Transport(format!("building request {uri}: {e}")))?;
+            .map_err(|e| SourceError::Transport(Cause::with_source(format!("building request {uri}"), e)))?;
         self.source.client.send(request).await.map_err(kube_error)
     }
 }
@@ -350,7 +351,7 @@ impl ListerWatcher for KubeListerWatcher {
             .into_body()
             .collect()
             .await
-            .map_err(|e| SourceError::Transport(format!("reading list of {}: {e}", self.resource)))?
+            .map_err(|e| SourceError::Transport(Cause::with_source(format!("reading list of {}", self.resource), e)))?
             .to_bytes();
         decode_list(&body, &resolved.api_version, &resolved.kind)
     }
@@ -400,9 +401,11 @@ fn kube_error(err: kube::Error) -> SourceError {
         kube::Error::Api(status) => {
             Status { code: status.code, reason: status.reason.clone(), message: status.message.clone() }.into()
         }
-        kube::Error::SerdeError(err) => SourceError::Decode(err.to_string()),
-        other if is_connection_refused(&other) => SourceError::ConnectionRefused(other.to_string()),
-        other => SourceError::Transport(other.to_string()),
+        kube::Error::SerdeError(err) => SourceError::Decode(Cause::with_source("decoding a response", err)),
+        other if is_connection_refused(&other) => {
+            SourceError::ConnectionRefused(Cause::with_source("sending a request", other))
+        }
+        other => SourceError::Transport(Cause::with_source("sending a request", other)),
     }
 }
 
@@ -452,7 +455,7 @@ fn event_stream(body: Body, deadline: Option<Duration>) -> WatchStream {
                 }
                 Some(Err(err)) => {
                     st.done = true;
-                    return Some((Err(SourceError::Transport(format!("reading watch: {err}"))), st));
+                    return Some((Err(SourceError::Transport(Cause::with_source("reading watch", err))), st));
                 }
                 None => {
                     // A clean end after a frame without its newline: decode it (a truncated

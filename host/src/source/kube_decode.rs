@@ -22,6 +22,7 @@ use bytes::{Bytes, BytesMut};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::errors::Cause;
 use crate::informer::list_watch::{ObjectList, SourceError, Status, WatchEvent};
 use crate::informer::object::Object;
 
@@ -48,12 +49,12 @@ struct ListMeta {
 /// Decodes a LIST response body. Items lacking `apiVersion`/`kind` get `api_version`/`kind`.
 pub(crate) fn decode_list(body: &[u8], api_version: &str, kind: &str) -> Result<ObjectList, SourceError> {
     let envelope: ListEnvelope<'_> =
-        serde_json::from_slice(body).map_err(|e| SourceError::Decode(format!("list response: {e}")))?;
+        serde_json::from_slice(body).map_err(|e| SourceError::Decode(Cause::with_source("list response", e)))?;
     let raw_items = envelope.items.unwrap_or_default();
     let mut items = Vec::with_capacity(raw_items.len());
     for (index, raw) in raw_items.into_iter().enumerate() {
         let obj = decode_list_item(raw.get(), api_version, kind)
-            .map_err(|e| SourceError::Decode(format!("list item {index}: {e}")))?;
+            .map_err(|e| SourceError::Decode(format!("list item {index}: {e}").into()))?;
         items.push(obj);
     }
     Ok(ObjectList {
@@ -221,7 +222,7 @@ fn malformed(line: &[u8], why: &str) -> SourceError {
     const SHOWN: usize = 120;
     let text = String::from_utf8_lossy(&line[..line.len().min(SHOWN)]);
     let more = if line.len() > SHOWN { "…" } else { "" };
-    SourceError::Decode(format!("malformed watch frame ({why}): {text}{more}"))
+    SourceError::Decode(format!("malformed watch frame ({why}): {text}{more}").into())
 }
 
 fn to_status(body: StatusBody, http_code: u16) -> Status {
