@@ -11,7 +11,9 @@
 //! is paid once per batch, not once per event. A batch stops early — the rest goes back to
 //! the front of the listener's queue — after a trap (so the restart backoff applies) or once
 //! it has run for [`BATCH_BUDGET`] (so one plugin's batch does not keep a guest thread long
-//! while other plugins wait).
+//! while other plugins wait). A single event ([`PluginHandler::deliver`], the
+//! `EventHandler` methods) is a batch of one: there is one delivery path, so what the
+//! failure-policy tests exercise is what production runs.
 //!
 //! Failure policy (the manifest's `failurePolicy`):
 //! - a guest `retry` error → [`HandlerError::Retry`] (the listener retries the key with
@@ -167,12 +169,29 @@ impl PluginHandler {
     /// plugin that cannot start is reported at load time. Applies the failure policy like
     /// any call.
     pub async fn warm_up(&self) -> CallOutcome {
-        self.run(None).await.1
+        let start = |shared: &Shared, slot: &mut Slot| {
+            let outcome = call_guest(shared, slot, None);
+            // The outcome says it all; the policy still counts it, backs off and quarantines.
+            let _ = apply_policy(shared, slot, &outcome);
+            outcome
+        };
+        match self.on_guest_thread(tracing::Span::current(), start).await {
+            Ok(outcome) => outcome,
+            Err(Skipped::Quarantined) => CallOutcome::Ok,
+            Err(Skipped::Failed(e)) => match &e {
+                GuestPoolError::Closed => CallOutcome::Ok,
+                GuestPoolError::Panicked(_) => CallOutcome::Trap(TrapKind::Other(format!("host panic: {e}"))),
+            },
+        }
     }
 
-    /// Delivers one notification, applying the failure policy.
+    /// Delivers one notification, applying the failure policy: a batch of one, through the
+    /// same path as every production delivery ([`deliver_many`](Self::deliver_many)).
     pub async fn deliver(&self, notification: Notification) -> HandlerResult {
-        self.run(Some(notification)).await.0
+        let mut results = self.deliver_many(&[vec![notification]]).await;
+        results.pop().and_then(|mut entry| entry.pop()).unwrap_or_else(|| {
+            Err(HandlerError::Retry(format!("plugin {}: the event was not delivered", self.shared.name)))
+        })
     }
 
     /// Delivers a listener's batch in one guest-thread job (see the module docs).
@@ -196,28 +215,6 @@ impl PluginHandler {
             Err(Skipped::Failed(e)) => {
                 let reason = e.retry_reason();
                 batch.iter().map(|_| vec![Err(HandlerError::Retry(reason.clone()))]).collect()
-            }
-        }
-    }
-
-    async fn run(&self, notification: Option<Notification>) -> (HandlerResult, CallOutcome) {
-        let call = move |shared: &Shared, slot: &mut Slot| {
-            let outcome = call_guest(shared, slot, notification.as_ref());
-            let result = apply_policy(shared, slot, &outcome);
-            (result, outcome)
-        };
-        match self.on_guest_thread(tracing::Span::current(), call).await {
-            Ok(done) => done,
-            Err(Skipped::Quarantined) => {
-                self.shared.metrics.dropped_event();
-                (Ok(()), CallOutcome::Ok)
-            }
-            Err(Skipped::Failed(e)) => {
-                let outcome = match &e {
-                    GuestPoolError::Closed => CallOutcome::Ok,
-                    GuestPoolError::Panicked(_) => CallOutcome::Trap(TrapKind::Other(format!("host panic: {e}"))),
-                };
-                (Err(HandlerError::Retry(e.retry_reason())), outcome)
             }
         }
     }
