@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod compile_cache;
 pub mod conformance;
 pub mod host;
+pub mod kubectl;
 pub mod logs;
 pub mod process;
 pub mod recorder;

@@ -14,6 +14,7 @@ mod component;
 mod demo;
 mod fsutil;
 mod guests;
+mod kubectl;
 mod package;
 mod report;
 mod run_tests;

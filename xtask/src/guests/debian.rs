@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 
 use super::tools;
 
-/// A package and the exact version to install.
+/// A package and the exact version to install (empty: the version apt's lists offer).
 pub type Pinned = (&'static str, &'static str);
 
 /// Unpacks `packages` (in order: a later one overwrites files of an earlier one) into
@@ -27,12 +27,15 @@ pub fn install(dir: &Path, packages: &[Pinned]) -> Result<PathBuf> {
     }
     for tool in ["apt-get", "dpkg"] {
         if Command::new(tool).arg("--version").output().is_err() {
-            bail!("`{tool}` is not available: the C toolchain comes from Debian's packages");
+            bail!("`{tool}` is not available: this tool comes from Debian's packages");
         }
     }
     let debs = dir.join("debs");
     tools::fresh_dir(&debs)?;
-    let specs: Vec<String> = packages.iter().map(|(name, version)| format!("{name}={version}")).collect();
+    let specs: Vec<String> = packages
+        .iter()
+        .map(|(name, version)| if version.is_empty() { name.to_string() } else { format!("{name}={version}") })
+        .collect();
     eprintln!("xtask: downloading {} with apt-get", specs.join(" "));
     let download = || tools::run(Command::new("apt-get").current_dir(&debs).arg("download").args(&specs));
     if let Err(first) = download() {

@@ -17,7 +17,7 @@
 //! `guest-sdk/`, `wit/`, and the toolchain's version and flags ([`tools::InputHash`]).
 
 mod c;
-mod debian;
+pub mod debian;
 mod javascript;
 mod python;
 pub mod tools;

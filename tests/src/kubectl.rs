@@ -1,0 +1,24 @@
+//! The real `kubectl` for end-to-end tests: `WINK_KUBECTL` (set by `cargo xtask test`, which
+//! installs Debian's package), else the one `cargo xtask test` installed into
+//! `.wink/toolchains`, else `kubectl` on the `PATH`.
+
+use std::path::{Path, PathBuf};
+
+/// The kubectl binary to run, or why there is none.
+pub fn kubectl() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("WINK_KUBECTL").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let installed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.wink/toolchains/kubectl/root/usr/bin/kubectl");
+    if installed.is_file() {
+        return Ok(installed);
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file());
+    on_path.ok_or_else(|| {
+        anyhow::anyhow!("no kubectl: run the tests with `cargo xtask test`, which installs Debian's kubectl")
+    })
+}
