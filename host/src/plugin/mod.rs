@@ -61,6 +61,6 @@ pub use manifest::{Manifest, ManifestError};
 pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use outcome::{CallOutcome, TrapKind};
 pub use pool::{GuestPool, GuestPoolError};
-pub use registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats, SwappableHandler};
+pub use registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use runner::{PluginHandler, RestartBackoff};
 pub use selector::{LabelSelector, LabelSet, SelectorError};

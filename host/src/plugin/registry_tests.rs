@@ -225,3 +225,36 @@ async fn an_informer_shared_by_two_plugins_outlives_the_first_removed() {
     wait_until("the watch to end", || pods.open_watches() == 0).await;
     registry.factory().shutdown().await;
 }
+
+/// A replaced plugin is a new registration: the new version is told the current objects
+/// (initial-list adds, as a handler added to a running informer is), so that it can rebuild
+/// its state; then it gets the live events. The old version gets nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_plugin_receives_the_current_objects_then_live_events() {
+    let pods = MemorySource::default();
+    let pod = |name: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": name}});
+    for name in ["a", "b"] {
+        pods.apply(pod(name)).unwrap();
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_plugin(root.path(), "swapped", Guest::default());
+    let registry = registry_over(&pods);
+    registry.deploy(&dir).await.unwrap();
+    let metrics = registry.metrics().plugin("swapped");
+    wait_until("init and two initial adds", || metrics.calls() == 3).await;
+    wait_until("the watch", || pods.open_watches() == 1).await;
+
+    // A new component: the new version starts (init) and replays the two pods.
+    std::fs::write(dir.join("swapped.wasm"), Guest { on_update: Behaviour::Log, ..Guest::default() }.component())
+        .unwrap();
+    registry.deploy(&dir).await.unwrap();
+    wait_until("init and two replayed adds", || metrics.calls() == 6).await;
+    let status = registry.status().await;
+    assert!(status[0].synced, "the new listeners have had their initial adds");
+    assert_eq!(pods.list_requests().len(), 1, "the informer was not restarted: the replay comes from its cache");
+
+    // Then live events.
+    pods.apply(pod("c")).unwrap();
+    wait_until("the live add", || metrics.calls() == 7).await;
+    registry.factory().shutdown().await;
+}
