@@ -278,4 +278,54 @@ mod tests {
         assert!(Cli::try_parse_from(["build-plugins"]).unwrap().args.only.is_empty(), "default: every plugin");
         assert!(Cli::try_parse_from(["build-plugins", "--only"]).is_err(), "--only needs a value");
     }
+
+    /// The out-of-tree route of the plugin guide (`docs/out-of-tree-plugins.md`), for real: a
+    /// crate in a temporary folder, depending on `wink-guest` by path, built with `--only PATH`
+    /// into a component that implements the contract. Reuses the plugins' build folder, so it
+    /// compiles only the new crate once the plugins have been built.
+    #[test]
+    fn builds_an_out_of_tree_rust_plugin_with_only_path() {
+        let repo = crate::repo_root();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("pod-gate");
+        fs::create_dir_all(dir.join("src")).unwrap();
+        let sdk = repo.join("guest-sdk");
+        let cargo_toml = format!(
+            "[package]\nname = \"pod-gate\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [lib]\ncrate-type = [\"cdylib\"]\n\n\
+             [dependencies]\nwink-guest = {{ path = {:?} }}\n\n\
+             [profile.release]\nopt-level = \"s\"\nlto = true\ncodegen-units = 1\npanic = \"abort\"\nstrip = true\n",
+            sdk.display().to_string()
+        );
+        fs::write(dir.join("Cargo.toml"), cargo_toml).unwrap();
+        // The plugins' lock file pins the versions already built (and needs no registry).
+        fs::copy(repo.join("plugins").join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        fs::write(
+            dir.join("src").join("lib.rs"),
+            "use wink_guest::{Handler, HandlerError, Object, info};\n\
+             #[derive(Default)]\nstruct PodGate;\n\
+             impl Handler for PodGate {\n\
+                 fn on_add(&mut self, obj: &Object, _initial: bool) -> Result<(), HandlerError> {\n\
+                     info!(\"{} appeared\", obj.key());\n        Ok(())\n    }\n}\n\
+             wink_guest::export_handler!(PodGate);\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("plugin.yaml"),
+            "name: pod-gate\ncomponent: pod-gate.wasm\nresources:\n  - {apiVersion: v1, kind: Pod}\n",
+        )
+        .unwrap();
+
+        let out = root.path().join("out");
+        let args = Args { out: Some(out.clone()), only: vec![dir.display().to_string()] };
+        let report = run(&repo, &args).unwrap();
+        let built: Vec<(&str, &str)> = report.built.iter().map(|b| (b.name.as_str(), b.language)).collect();
+        assert_eq!(built, [("pod-gate", "rust")]);
+        report.into_result().unwrap();
+        let component = fs::read(out.join("pod-gate").join("pod-gate.wasm")).unwrap();
+        let surface = Surface::of_component(&component).unwrap();
+        surface.check_only_wink_imports().unwrap();
+        surface.check_implements(&Surface::of_contract(&repo.join("wit")).unwrap()).unwrap();
+        assert!(out.join("pod-gate").join("plugin.yaml").is_file());
+    }
 }
