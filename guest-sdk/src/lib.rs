@@ -25,6 +25,15 @@
 //! into a component (`cargo xtask build-plugins` does both for the plugins in this repository).
 //! The result imports only `wink:plugin/*` interfaces: no WASI.
 //!
+//! A plugin kept outside the wink repository depends on this crate by git or path and is
+//! built with `cargo xtask build-plugins --only PATH`, or with cargo and
+//! `wasm-tools component new`: see `docs/out-of-tree-plugins.md`.
+//!
+//! The handler's fields live as long as its WebAssembly instance. After a trap the host
+//! starts a new instance and calls `init` again; when the plugin is replaced (a new component
+//! or manifest deployed), the new version starts empty and receives every current object as
+//! `on_add(obj, initial_list = true)` before live events, so it can rebuild its state.
+//!
 //! The crate also compiles for the host's target, so a plugin's logic can be unit-tested
 //! natively: there [`log`](mod@log) writes to stderr and [`cache`] reads fail with
 //! [`CacheError::NotPermitted`].

@@ -3,7 +3,8 @@
 //!
 //! - [`run`]: load every plugin of a folder, start the informers they need from a source,
 //!   deliver events until shut down (Ctrl-C), then drain calls in flight and report.
-//! - [`check`]: validate one plugin (manifest, component, world) without running it.
+//! - [`check`]: do with one plugin what `run` does before its first event (manifest, component,
+//!   world, memory, `init` with its config), without a source.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -14,11 +15,13 @@ use tokio_util::sync::CancellationToken;
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
 use crate::plugin::engine::DEFAULT_CACHE_MAX_SIZE;
+use crate::plugin::imports::cache::NoCache;
+use crate::plugin::known_kinds;
 use crate::plugin::loader::{load_manifest, load_plugin_manifest};
 use crate::plugin::manifest::format_bytes;
 use crate::plugin::{
-    BudgetExceeded, CacheOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits, MemoryBudget,
-    MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
+    BudgetExceeded, CacheOutcome, CallOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits,
+    MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
 };
 use crate::source::{DirSource, DirSourceError, KubeSource, KubeSourceError};
 
@@ -46,6 +49,16 @@ pub enum AppError {
     /// A plugin's memory does not fit in the default budget.
     #[error(transparent)]
     Budget(#[from] BudgetExceeded),
+    /// The plugin's `init` refused its config, or trapped: `run` would not start it.
+    #[error("{}: plugin {plugin} does not start with this config: {outcome}", path.display())]
+    Init {
+        /// The manifest file.
+        path: PathBuf,
+        /// The plugin.
+        plugin: String,
+        /// What `init` came to (its reason, or the trap).
+        outcome: CallOutcome,
+    },
     /// The source specification is not understood.
     #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
     BadSource(String),
@@ -194,12 +207,19 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
 pub struct CheckReport {
     /// Human-readable lines describing the plugin.
     pub lines: Vec<String>,
+    /// What may not work although `run` would start the plugin: a watched or granted kind
+    /// that is not a built-in Kubernetes kind ([`known_kinds`]).
+    pub warnings: Vec<String>,
 }
 
-/// Loads one plugin (a folder or a manifest path) the way [`run`] would with `bounds`:
-/// parses the manifest, checks its memory against the budget (as if it were the only
-/// plugin) and the instance pool, checks the component's size and initial memory, compiles
-/// it, and checks it implements the plugin world with no imports beyond wink's.
+/// Does with one plugin (a folder or a manifest path) what [`run`] would with `bounds` before
+/// its first event: parses the manifest (each apiVersion `v1` or `group/version`), checks its
+/// memory against the budget (as if it were the only plugin) and the instance pool, checks
+/// the component's size and its initial memory against `limits.memory`, compiles it, checks
+/// it implements the plugin world with no imports beyond wink's, then starts an instance and
+/// calls `init` with the manifest's config (a refusal is an error carrying the guest's
+/// reason). The cache is empty during `init`. A kind that is not built into Kubernetes is a
+/// warning.
 pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<CheckReport, AppError> {
     let engine = engine(cache_dir, bounds)?;
     let manifest = load_plugin_manifest(path).map_err(LoadError::from)?;
@@ -239,5 +259,23 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
     for g in &m.cache {
         lines.push(format!("  may read {}/{} from the cache", g.api_version, g.kind));
     }
-    Ok(CheckReport { lines })
+    let kinds = m.resources.iter().map(|r| ("resources", &r.api_version, &r.kind));
+    let kinds = kinds.chain(m.cache.iter().map(|g| ("cache", &g.api_version, &g.kind)));
+    let warnings = kinds
+        .filter_map(|(at, api_version, kind)| {
+            known_kinds::unknown_kind(api_version, kind).map(|why| format!("{}: {at}: {why}", m.path().display()))
+        })
+        .collect();
+    // As `run` starts it: an instance, then `init` with the config.
+    let plugin_error =
+        |outcome| AppError::Init { path: m.path().to_owned(), plugin: plugin.name().to_owned(), outcome };
+    plugin.sandbox(&engine, Arc::new(NoCache)).instantiate().map_err(plugin_error)?;
+    lines.push(format!(
+        "  init: accepted its config ({})",
+        match &m.config {
+            Some(_) => "from the manifest",
+            None => "none given: null",
+        }
+    ));
+    Ok(CheckReport { lines, warnings })
 }

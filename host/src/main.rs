@@ -54,7 +54,8 @@ enum Command {
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
     },
-    /// Validate a plugin (folder or manifest): manifest, component, world, imports.
+    /// Validate a plugin (folder or manifest) as `run` would start it: manifest, component,
+    /// world, imports, memory, and `init` with its config.
     Check {
         /// The plugin's folder or its plugin.yaml.
         path: PathBuf,
@@ -162,6 +163,9 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 .with_context(|| format!("{} is not a valid wink plugin", path.display()))?;
             for line in report.lines {
                 println!("{line}");
+            }
+            for warning in report.warnings {
+                eprintln!("warning: {warning}");
             }
         }
     }

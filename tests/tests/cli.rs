@@ -4,9 +4,12 @@
 //! - `wink run` delivers the initial list, an edit and a removal of a file in the directory
 //!   source to a plugin (seen in the plugin's log lines on stderr, plain text when piped),
 //!   and on SIGTERM drains, prints one summary line per plugin on stdout and exits 0;
-//! - `wink check` accepts a good plugin and prints what it watches, and rejects — with a
+//! - `wink check` does what `run` does before the first event: it accepts a good plugin
+//!   (whose `init` accepts its config) and prints what it watches, and rejects — with a
 //!   non-zero exit and an error naming the problem and the file — a component of another
-//!   world, a component path that is not wasm, and a manifest with an unknown field.
+//!   world, a component path that is not wasm, a manifest with an unknown field or a
+//!   malformed apiVersion, and a config the plugin's `init` refuses (with the plugin's
+//!   reason); a kind Kubernetes does not build in is a warning, not an error.
 //!
 //! The binary comes from [`wink_tests::binary::wink_binary`] (built once with cargo), the
 //! plugins from [`wink_tests::plugins_dir`], and the child-process helpers from
@@ -104,6 +107,8 @@ fn check_accepts_a_good_plugin_and_prints_what_it_watches() {
     assert!(stdout.contains("plugin checked is valid"), "{stdout}");
     assert!(stdout.contains("implements wink:plugin/handler-plugin@0.1.0"), "{stdout}");
     assert!(stdout.contains("watches v1/Pod in shop, resync every 30s"), "{stdout}");
+    assert!(stdout.contains("init: accepted its config"), "{stdout}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn assert_rejected(out: &Output, expected: &[&str]) {
@@ -144,4 +149,47 @@ fn check_rejects_a_manifest_with_an_unknown_field() {
     drop(manifest);
     let out = check(&plugin, dir.path());
     assert_rejected(&out, &["plugin.yaml", "unknown field `colour`"]);
+}
+
+#[test]
+fn check_refuses_a_config_the_plugins_init_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = "resources:\n  - apiVersion: v1\n    kind: Pod\nconfig:\n  fail_init: true\n";
+    let plugin = install_plugin("event-recorder", dir.path(), "refuses", Some(manifest));
+    let out = check(&plugin, dir.path());
+    assert_rejected(
+        &out,
+        &[
+            "plugin.yaml",
+            "plugin refuses does not start with this config",
+            "init failed on purpose (config.fail_init is true)",
+        ],
+    );
+}
+
+#[test]
+fn check_refuses_a_malformed_api_version() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, bad) in ["deployments", "apps", "apps/v1/x", "''"].into_iter().enumerate() {
+        let manifest = format!("resources:\n  - apiVersion: {bad}\n    kind: Deployment\n");
+        let plugin = install_plugin("event-recorder", dir.path(), &format!("malformed-{i}"), Some(&manifest));
+        let out = check(&plugin, dir.path());
+        assert_rejected(&out, &["plugin.yaml", "resources[0].apiVersion", "is not an apiVersion"]);
+    }
+}
+
+#[test]
+fn check_warns_about_a_kind_kubernetes_does_not_build_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = "resources:\n  - apiVersion: apps/v1\n    kind: Deploymnet\n";
+    let plugin = install_plugin("event-recorder", dir.path(), "typo-kind", Some(manifest));
+    let out = check(&plugin, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "a warning only:\n{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("plugin typo-kind is valid"));
+    assert!(
+        stderr.contains("warning:")
+            && stderr.contains("resources: apps/v1 has no built-in kind Deploymnet (did you mean Deployment?)"),
+        "{stderr}"
+    );
 }

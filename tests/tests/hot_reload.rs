@@ -5,10 +5,11 @@
 //! - a plugin added to the folder receives the *current* objects as initial adds, then live
 //!   events;
 //! - a replaced plugin (here its manifest's `config.tag` changes, so the two versions log
-//!   differently) continues where the old version stopped: under a stream of edits, each
-//!   key's events form one unbroken chain of resourceVersions across the two versions — none
-//!   lost, none delivered twice — and once the new version has been called the old one
-//!   never is again;
+//!   differently) is a new registration: under a stream of edits, the new version first
+//!   receives every current object once as an initial-list add (so it can rebuild its
+//!   state), then live events; each version's events per key form one unbroken chain of
+//!   resourceVersions — none lost, none delivered twice — ending, for the new version, at the
+//!   cache's;
 //! - a replacement that fails to load is reported and leaves the old version running;
 //! - a removed plugin receives nothing more, while its neighbour carries on.
 //!
@@ -89,8 +90,31 @@ async fn a_plugin_added_while_running_gets_the_current_objects_then_live_events(
     host.stop().await;
 }
 
+/// Checks one version's events of `key`: an add, then updates each starting where the previous
+/// ended with a newer version; returns the last resourceVersion.
+fn chain(key: &str, events: &[&RecorderLine], dump: impl Fn() -> String) -> String {
+    let Seen::Add { rv: mut at, .. } = events[0].seen.clone() else {
+        panic!("{key}: first event is not an add\n{}", dump());
+    };
+    for line in &events[1..] {
+        match &line.seen {
+            Seen::Update { old_rv, new_rv, .. } => {
+                assert_eq!(old_rv, &at, "{key}: an update was lost or repeated\n{}", dump());
+                assert!(
+                    new_rv.parse::<u64>().unwrap() > at.parse::<u64>().unwrap(),
+                    "{key}: {new_rv} delivered again\n{}",
+                    dump()
+                );
+                at = new_rv.clone();
+            }
+            other => panic!("{key}: unexpected {other:?}\n{}", dump()),
+        }
+    }
+    at
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replaced_plugin_continues_where_the_old_version_stopped() {
+async fn a_replaced_plugin_gets_the_current_objects_as_initial_adds_then_live_events() {
     const SWAP: &str = "swap-recorder";
     const PODS: usize = 6;
     let cluster = Cluster::new();
@@ -102,8 +126,13 @@ async fn a_replaced_plugin_continues_where_the_old_version_stopped() {
 
     // A steady stream of edits; the new version is dropped in after a few, and the stream
     // goes on until the new version has handled a good number of them.
-    let v2_updates =
-        || logs().recorded(SWAP).iter().filter(|l| l.tag.as_deref() == Some("v2") && !l.seen.is_resync()).count();
+    let v2_updates = || {
+        logs()
+            .recorded(SWAP)
+            .iter()
+            .filter(|l| l.tag.as_deref() == Some("v2") && matches!(l.seen, Seen::Update { .. }))
+            .count()
+    };
     let started = Instant::now();
     let mut edits = 0;
     while edits < 10 || v2_updates() < 10 {
@@ -122,65 +151,57 @@ async fn a_replaced_plugin_continues_where_the_old_version_stopped() {
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
 
-    // Quiet: every key's last delivered version is the cache's.
-    let last_rv = |key: &str| {
-        logs().recorded(SWAP).iter().rev().find(|l| l.seen.key() == key).map(|l| match &l.seen {
-            Seen::Add { rv, .. } => rv.clone(),
-            Seen::Update { new_rv, .. } => new_rv.clone(),
-            Seen::Delete { rv, .. } => rv.clone(),
+    // Quiet: every key's last version delivered to v2 is the cache's.
+    let last_v2_rv = |key: &str| {
+        logs().recorded(SWAP).iter().rev().find(|l| l.tag.as_deref() == Some("v2") && l.seen.key() == key).map(|l| {
+            match &l.seen {
+                Seen::Add { rv, .. } => rv.clone(),
+                Seen::Update { new_rv, .. } => new_rv.clone(),
+                Seen::Delete { rv, .. } => rv.clone(),
+            }
         })
     };
     wait_for(
-        "the plugin to catch up with the cluster",
-        || keys.iter().all(|k| last_rv(k) == host.pod_rv(k)),
+        "the new version to catch up with the cluster",
+        || keys.iter().all(|k| last_v2_rv(k) == host.pod_rv(k)),
         || logs().dump(SWAP),
     )
     .await;
     settle().await;
 
     let lines = logs().recorded(SWAP);
-    // The old version handled events up to the swap, the new one every event after it.
-    let first_v2 = lines.iter().position(|l| l.tag.as_deref() == Some("v2")).expect("v2 was called");
-    assert!(lines[..first_v2].iter().all(|l| l.tag.as_deref() == Some("v1")), "{}", logs().dump(SWAP));
-    assert!(lines[first_v2..].iter().all(|l| l.tag.as_deref() == Some("v2")), "{}", logs().dump(SWAP));
-    let v1_updates = lines[..first_v2].iter().filter(|l| matches!(l.seen, Seen::Update { .. })).count();
-    assert!(v1_updates > 0, "the swap happened during the stream, not before it\n{}", logs().dump(SWAP));
+    let dump = || logs().dump(SWAP);
+    let version =
+        |tag: &str| -> Vec<&RecorderLine> { lines.iter().filter(|l| l.tag.as_deref() == Some(tag)).collect() };
+    let (v1, v2) = (version("v1"), version("v2"));
+    assert_eq!(v1.len() + v2.len(), lines.len(), "{}", dump());
     assert!(
-        lines[first_v2..].iter().all(|l| !matches!(l.seen, Seen::Add { .. })),
-        "the new version takes over the old one's listener: no initial adds again\n{}",
-        logs().dump(SWAP)
+        v1.iter().any(|l| matches!(l.seen, Seen::Update { .. })),
+        "the swap happened during the stream, not before it\n{}",
+        dump()
     );
-    // Per key: the initial add, then updates each starting where the previous ended, ending
-    // at the cache's version; no version delivered twice.
     for key in &keys {
-        let events: Vec<&RecorderLine> = lines.iter().filter(|l| l.seen.key() == key).collect();
-        let Seen::Add { rv: mut at, initial: true, .. } = events[0].seen.clone() else {
-            panic!("{key}: first event is not the initial add\n{}", logs().dump(SWAP));
-        };
-        for line in &events[1..] {
-            match &line.seen {
-                Seen::Update { old_rv, new_rv, .. } => {
-                    assert_eq!(old_rv, &at, "{key}: an update was lost or repeated\n{}", logs().dump(SWAP));
-                    assert!(
-                        new_rv.parse::<u64>().unwrap() > at.parse::<u64>().unwrap(),
-                        "{key}: {new_rv} delivered again\n{}",
-                        logs().dump(SWAP)
-                    );
-                    at = new_rv.clone();
-                }
-                other => panic!("{key}: unexpected {other:?}\n{}", logs().dump(SWAP)),
-            }
-        }
-        assert_eq!(Some(at), host.pod_rv(key), "{key}: the plugin ends at the cache's version");
+        // v1: the initial list, then live updates, until it was replaced.
+        let old: Vec<&RecorderLine> = v1.iter().copied().filter(|l| l.seen.key() == key).collect();
+        assert!(matches!(old[0].seen, Seen::Add { initial: true, .. }), "{key}\n{}", dump());
+        chain(key, &old, dump);
+        // v2: exactly one add per key, with initial-list = true (the replay of the cache),
+        // then live updates ending at the cache's version.
+        let new: Vec<&RecorderLine> = v2.iter().copied().filter(|l| l.seen.key() == key).collect();
+        let adds: Vec<&Seen> = new.iter().map(|l| &l.seen).filter(|s| matches!(s, Seen::Add { .. })).collect();
+        assert!(
+            matches!(adds.as_slice(), [Seen::Add { initial: true, .. }]),
+            "{key}: the new version gets the object once, as an initial-list add\n{}",
+            dump()
+        );
+        assert_eq!(
+            Some(chain(key, &new, dump)),
+            host.pod_rv(key),
+            "{key}: the new version ends at the cache's version"
+        );
     }
-    let delivered: Vec<&String> = lines
-        .iter()
-        .filter_map(|l| if let Seen::Update { new_rv, .. } = &l.seen { Some(new_rv) } else { None })
-        .collect();
-    let unique: std::collections::BTreeSet<&String> = delivered.iter().copied().collect();
-    assert_eq!(unique.len(), delivered.len(), "a version was delivered twice across the swap\n{}", logs().dump(SWAP));
     let replaced = logs().host_records(SWAP).iter().filter(|r| r.message == "plugin replaced").count();
-    assert_eq!(replaced, 1, "{}", logs().dump(SWAP));
+    assert_eq!(replaced, 1, "{}", dump());
     host.stop().await;
 }
 

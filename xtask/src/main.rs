@@ -1,9 +1,10 @@
 //! `cargo xtask`: wink's build tasks, as a Rust program so they need nothing but cargo.
 //!
 //! Run with `cargo xtask <command>` (an alias in `.cargo/config.toml`):
-//! - `cargo xtask build-plugins [--out DIR]`: builds the plugins under `plugins/` (Rust,
-//!   Python, JavaScript, C; installing each language's toolchain on first use) into
-//!   components under `.wink/plugins/`.
+//! - `cargo xtask build-plugins [--out DIR] [--only NAME|PATH]…`: builds the plugins under
+//!   `plugins/` (Rust, Python, JavaScript, C; installing each language's toolchain on first
+//!   use) into components under `.wink/plugins/`; with `--only`, just the named plugins, in
+//!   or out of the tree.
 //! - `cargo xtask test [-- CARGO TEST ARGS]`: builds the plugins, then runs every test.
 //! - `cargo xtask demo`: builds the plugins and runs them against `examples/cluster`.
 //! - `cargo xtask bench [-- CRITERION ARGS]`: runs the benchmarks and writes the results table.
@@ -18,6 +19,7 @@ mod kubectl;
 mod package;
 mod report;
 mod run_tests;
+mod select;
 mod toolchain;
 
 use std::path::PathBuf;

@@ -489,18 +489,27 @@ impl Manifest {
     }
 }
 
-/// `v1` or `group/version` where group is a DNS subdomain and version a DNS label.
-fn check_api_version(s: &str) -> Result<(), String> {
-    let bad = || format!("`{s}` is not an apiVersion (e.g. `v1`, `apps/v1`)");
-    let (group, version) = match s.split_once('/') {
-        Some((g, v)) => (Some(g), v),
-        None => (None, s),
+/// `v1` (the core group has no other version) or `group/version`, where group is a DNS
+/// subdomain and version a DNS-1035 label (`v1`, `v1beta2`, a custom resource's `stable`).
+/// So `deployments` or `apps` (a resource or a group, no version), `apps/v1/x` and an empty
+/// string are refused.
+pub fn check_api_version(s: &str) -> Result<(), String> {
+    let bad = |why: &str| format!("`{s}` is not an apiVersion: {why} (e.g. `v1`, `apps/v1`)");
+    let Some((group, version)) = s.split_once('/') else {
+        return match s {
+            "v1" => Ok(()),
+            "" => Err(bad("it is empty")),
+            _ => Err(bad("write `v1` for the core group, `group/version` for the others")),
+        };
     };
-    check_dns_label(version).map_err(|_| bad())?;
-    if let Some(group) = group
-        && (group.is_empty() || !group.split('.').all(|l| check_dns_label(l).is_ok()))
-    {
-        return Err(bad());
+    if group.is_empty() || !group.split('.').all(|l| check_dns_label(l).is_ok()) {
+        return Err(bad("the group before `/` is not a DNS name"));
+    }
+    if version.contains('/') {
+        return Err(bad("it has more than one `/`"));
+    }
+    if check_dns_label(version).is_err() || !version.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return Err(bad("the version after `/` is not a version name"));
     }
     Ok(())
 }

@@ -215,3 +215,26 @@ fn byte_sizes_parse_beyond_a_memory_cap_and_format_for_people() {
     assert_eq!(format_bytes(12_342_048 << 10), "11.8Gi");
     assert_eq!(format_bytes(1023), "1023");
 }
+
+#[test]
+fn an_api_version_is_v1_or_group_slash_version() {
+    for good in ["v1", "apps/v1", "batch/v1", "networking.k8s.io/v1", "example.com/v1alpha1", "example.com/stable"] {
+        assert_eq!(check_api_version(good), Ok(()), "{good}");
+    }
+    for (bad, why) in [
+        ("deployments", "core group"),
+        ("apps", "core group"),
+        ("v2", "core group"),
+        ("apps/v1/x", "more than one `/`"),
+        ("", "empty"),
+        ("apps/", "version after"),
+        ("/v1", "group before"),
+        ("Apps/v1", "group before"),
+        ("apps/1", "version after"),
+    ] {
+        let err = check_api_version(bad).unwrap_err();
+        assert!(err.contains(why) && err.contains(&format!("`{bad}`")), "{bad}: {err}");
+    }
+    let err = parse(&minimal("").replace("apiVersion: v1", "apiVersion: deployments")).unwrap_err();
+    assert!(matches!(&err, ManifestError::Invalid { field, .. } if field == "resources[0].apiVersion"), "{err}");
+}

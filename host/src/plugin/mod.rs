@@ -22,6 +22,7 @@
 //! - [`imports`]: the host side of `log` and `cache`.
 //! - [`guest_text`]: every string a guest hands the host, escaped onto one line and bounded.
 //! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
+//! - [`known_kinds`]: the kinds Kubernetes serves without a CRD (`wink check` warns about others).
 //! - [`loader`]: manifest + component → [`LoadedPlugin`] (what `wink check` runs).
 //! - [`fingerprint`]: plugin file digests remembered by (size, modification time).
 //! - [`registry`]: the deployed plugins; deploy, replace, remove, folder rescans.
@@ -38,6 +39,7 @@ pub mod footprint;
 pub mod guest_text;
 pub mod imports;
 pub mod instance;
+pub mod known_kinds;
 pub mod limits;
 pub mod loader;
 pub mod manifest;
@@ -61,6 +63,6 @@ pub use manifest::{Manifest, ManifestError};
 pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use outcome::{CallOutcome, TrapKind};
 pub use pool::{GuestPool, GuestPoolError};
-pub use registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats, SwappableHandler};
+pub use registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use runner::PluginHandler;
 pub use selector::{LabelSelector, LabelSet, SelectorError};

@@ -3,19 +3,23 @@
 //! Each plugin gets one listener per watched resource on the shared informer of that
 //! resource (created on first use by the [`InformerFactory`]), with the plugin's own resync
 //! period and its namespace and label filters applied before anything is queued. All of a
-//! plugin's listeners call one [`SwappableHandler`], which forwards to the plugin's current
-//! [`PluginHandler`].
+//! version's listeners call that version's [`PluginHandler`].
 //!
 //! - **Deploy**: load (manifest, compile through the cache, check the world), start the
 //!   instance (`init`), then register the listeners; the plugin receives the current objects
 //!   as initial-list adds, then live events.
 //! - **Replace** (the component or the manifest changed): the new version is loaded and
-//!   started first — if that fails, the old version keeps running. Then the handler is
-//!   swapped: a call in flight finishes on the old version, the next call goes to the new
-//!   one, and the listener queues are untouched, so no event is lost or delivered twice.
-//!   Resources whose watch settings (namespaces, selector, resync) changed are re-registered
-//!   (the new listener receives the current matching objects as initial adds); unchanged ones
-//!   keep their listener.
+//!   started first — if that fails, the old version keeps running, untouched. Then the new
+//!   version is registered as a new handler, as client-go's `AddEventHandler` registers one:
+//!   the old version's listeners are removed (events still queued for it are dropped; a call
+//!   in flight finishes on the old instance, which then goes), and the new version's
+//!   listeners receive the current state of every watched resource — each cached object
+//!   matching its filters once, as an add with `initial-list = true` — then live events. So
+//!   a replaced plugin rebuilds its in-memory state exactly as on its first deploy: no object
+//!   is missing from the replay, none is delivered twice, and a delete or update that was
+//!   still queued for the old version is covered by the replay (the object is absent, or
+//!   present in its newest state). The informers stay up throughout: the new listeners'
+//!   leases are taken before the old ones are released.
 //! - **Remove**: the listeners are unregistered; queued events are dropped.
 //!
 //! - **Memory**: each plugin reserves its memory from the host's [`MemoryBudget`] before its
@@ -36,8 +40,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
 use super::PluginEngine;
 use super::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 use super::fingerprint::FileDigests;
@@ -49,8 +51,8 @@ use super::outcome::CallOutcome;
 use super::runner::{GuestPool, PluginHandler};
 use crate::informer::crash::panic_message;
 use crate::informer::{
-    EntryResults, EventHandler, HandlerResult, InformerError, InformerFactory, InformerLease, ListenerOptions,
-    Notification, Object, Registration, ResourceKey, SourceError, Store,
+    InformerError, InformerFactory, InformerLease, ListenerOptions, Object, Registration, ResourceKey, SourceError,
+    Store,
 };
 
 #[path = "registry_scan.rs"]
@@ -127,45 +129,6 @@ pub enum RegistryError {
     },
 }
 
-/// The event handler all of a plugin's listeners share; forwards to the current version.
-pub struct SwappableHandler {
-    current: parking_lot::RwLock<Arc<PluginHandler>>,
-}
-
-impl SwappableHandler {
-    fn new(handler: Arc<PluginHandler>) -> Self {
-        Self { current: parking_lot::RwLock::new(handler) }
-    }
-
-    /// The version events go to now.
-    pub fn current(&self) -> Arc<PluginHandler> {
-        self.current.read().clone()
-    }
-
-    fn swap(&self, handler: Arc<PluginHandler>) -> Arc<PluginHandler> {
-        std::mem::replace(&mut *self.current.write(), handler)
-    }
-}
-
-#[async_trait]
-impl EventHandler for SwappableHandler {
-    async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
-        self.current().on_add(obj, is_initial_list).await
-    }
-
-    async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
-        self.current().on_update(old, new).await
-    }
-
-    async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
-        self.current().on_delete(obj, final_state_unknown).await
-    }
-
-    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
-        self.current().deliver_batch(batch).await
-    }
-}
-
 /// Cache reads served by the factory's informers (only those that exist).
 struct FactoryCache(Arc<InformerFactory>);
 
@@ -176,22 +139,28 @@ impl CacheResolver for FactoryCache {
 }
 
 struct Listening {
-    spec: WatchedResource,
     lease: InformerLease,
     registration: Registration,
 }
 
 impl Listening {
-    /// Unregisters the listener; dropping `self` then releases the informer.
-    fn stop(self) {
+    /// Unregisters the listener (its queued events are dropped); dropping `self` then
+    /// releases the informer.
+    fn unregister(&self) {
         let _ = self.lease.informer().remove_event_handler(&self.registration);
+    }
+
+    /// Unregisters the listener and releases the informer.
+    fn stop(self) {
+        self.unregister();
     }
 }
 
 struct Deployed {
     dir: PathBuf,
     fingerprint: Option<String>,
-    handler: Arc<SwappableHandler>,
+    /// The running version.
+    handler: Arc<PluginHandler>,
     listening: Vec<Listening>,
     /// The informers the plugin may read from (cache grants).
     grants: Vec<InformerLease>,
@@ -342,23 +311,54 @@ impl PluginRegistry {
         }
     }
 
-    fn listen(
-        &self,
-        name: &str,
-        spec: &WatchedResource,
-        handler: &Arc<SwappableHandler>,
-    ) -> Result<Listening, RegistryError> {
+    /// The lease on the informer of `spec`'s resource (created on first use).
+    fn lease(&self, name: &str, spec: &WatchedResource) -> Result<InformerLease, RegistryError> {
         let key = ResourceKey::new(&spec.api_version, &spec.kind);
-        let lease = self.factory.acquire(&key).map_err(|source| RegistryError::Source {
+        self.factory.acquire(&key).map_err(|source| RegistryError::Source {
             name: name.to_owned(),
             resource: key.to_string(),
             source,
-        })?;
+        })
+    }
+
+    /// Registers `handler` as a new listener on the leased informer: once the informer runs,
+    /// it receives the cached objects matching `spec` as initial-list adds, then live events.
+    fn listen(
+        name: &str,
+        spec: &WatchedResource,
+        lease: InformerLease,
+        handler: &Arc<PluginHandler>,
+    ) -> Result<Listening, RegistryError> {
         let registration = lease
             .informer()
             .add_event_handler_with_options(handler.clone(), listener_options(name, spec))
-            .map_err(|source| RegistryError::Register { name: name.to_owned(), resource: key.to_string(), source })?;
-        Ok(Listening { spec: spec.clone(), lease, registration })
+            .map_err(|source| RegistryError::Register {
+                name: name.to_owned(),
+                resource: format!("{}/{}", spec.api_version, spec.kind),
+                source,
+            })?;
+        Ok(Listening { lease, registration })
+    }
+
+    /// Registers `handler` for every resource of `specs`, each lease taken from `leases`;
+    /// on failure, the listeners registered so far are stopped.
+    fn listen_all(
+        name: &str,
+        specs: &[WatchedResource],
+        leases: Vec<InformerLease>,
+        handler: &Arc<PluginHandler>,
+    ) -> Result<Vec<Listening>, RegistryError> {
+        let mut listening = Vec::new();
+        for (spec, lease) in specs.iter().zip(leases) {
+            match Self::listen(name, spec, lease, handler) {
+                Ok(l) => listening.push(l),
+                Err(err) => {
+                    listening.into_iter().for_each(Listening::stop);
+                    return Err(err);
+                }
+            }
+        }
+        Ok(listening)
     }
 
     /// Deploys the plugin in `dir`, or replaces the deployed version if it changed, and
@@ -389,59 +389,37 @@ impl PluginRegistry {
             return Err(RegistryError::DuplicateName { name, dir: dir.to_owned(), other: existing.dir.clone() });
         }
         let specs = loaded.manifest.resources.clone();
+        // Taking the leases is what can fail (a resource without a source): done first, so
+        // that a failure leaves a running old version untouched.
+        let leases = specs.iter().map(|spec| self.lease(&name, spec)).collect::<Result<Vec<_>, _>>()?;
+        let (dir, digest) = (dir.to_owned(), loaded.digest.clone());
         match plugins.remove(&name) {
-            Some(mut deployed) => {
-                deployed.handler.swap(handler);
-                // The new grants are held before the old ones go: a shared informer stays up.
-                deployed.grants = grants;
-                // Keep the listeners whose settings did not change; re-register the others.
-                let mut kept = Vec::new();
-                let mut stale = Vec::new();
-                for listening in std::mem::take(&mut deployed.listening) {
-                    if specs.contains(&listening.spec) {
-                        kept.push(listening);
-                    } else {
-                        stale.push(listening);
+            Some(old) => {
+                // A replacement is a new registration (see the module docs): the old version's
+                // listeners go first, dropping what is queued for it, so no event reaches both
+                // versions; the new listeners then replay the cache. The old leases are
+                // released only after the new ones hold the informers.
+                old.listening.iter().for_each(Listening::unregister);
+                let listening = match Self::listen_all(&name, &specs, leases, &handler) {
+                    Ok(listening) => listening,
+                    Err(err) => {
+                        // Only a stopped informer refuses a handler: the host is shutting down.
+                        tracing::warn!(plugin = %name, error = %err, "plugin removed: its replacement could not listen");
+                        self.metrics.remove(&name);
+                        return Err(err);
                     }
-                }
-                for spec in &specs {
-                    if !kept.iter().any(|l| &l.spec == spec) {
-                        match self.listen(&name, spec, &deployed.handler) {
-                            Ok(listening) => kept.push(listening),
-                            Err(err) => {
-                                // The plugin keeps the listeners it had.
-                                deployed.listening = kept.into_iter().chain(stale).collect();
-                                plugins.insert(name.clone(), deployed);
-                                return Err(err);
-                            }
-                        }
-                    }
-                }
-                // Stopped after the new ones are registered: an informer they share stays up.
-                stale.into_iter().for_each(Listening::stop);
-                deployed.listening = kept;
-                deployed.fingerprint = fingerprint;
-                // The old version's memory reservation is released here.
-                (deployed.digest, deployed._memory) = (loaded.digest.clone(), memory);
+                };
                 tracing::info!(plugin = %name, dir = %dir.display(), "plugin replaced");
+                // The old version's listeners, grants and memory reservation are released here.
+                let deployed = Deployed { dir, fingerprint, handler, listening, grants, digest, _memory: memory };
                 plugins.insert(name.clone(), deployed);
+                drop(old);
             }
             None => {
-                let handler = Arc::new(SwappableHandler::new(handler));
-                let mut listening = Vec::new();
-                for spec in &specs {
-                    match self.listen(&name, spec, &handler) {
-                        Ok(l) => listening.push(l),
-                        Err(err) => {
-                            listening.into_iter().for_each(Listening::stop);
-                            return Err(err);
-                        }
-                    }
-                }
+                let listening = Self::listen_all(&name, &specs, leases, &handler)?;
                 tracing::info!(plugin = %name, dir = %dir.display(),
                     resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
                     "plugin deployed");
-                let (dir, digest) = (dir.to_owned(), loaded.digest.clone());
                 plugins.insert(
                     name.clone(),
                     Deployed { dir, fingerprint, handler, listening, grants, digest, _memory: memory },
@@ -482,7 +460,7 @@ impl PluginRegistry {
             .map(|(name, d)| PluginStatus {
                 name: name.clone(),
                 dir: d.dir.clone(),
-                quarantined: d.handler.current().is_quarantined(),
+                quarantined: d.handler.is_quarantined(),
                 synced: d.listening.iter().all(|l| l.registration.has_synced()),
                 queued: d.listening.iter().map(|l| l.registration.listener().queue_len()).sum(),
             })

@@ -225,3 +225,71 @@ async fn an_informer_shared_by_two_plugins_outlives_the_first_removed() {
     wait_until("the watch to end", || pods.open_watches() == 0).await;
     registry.factory().shutdown().await;
 }
+
+/// A replaced plugin is a new registration: the new version is told the current objects
+/// (initial-list adds, as a handler added to a running informer is), so that it can rebuild
+/// its state; then it gets the live events. The old version gets nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_plugin_receives_the_current_objects_then_live_events() {
+    let pods = MemorySource::default();
+    let pod = |name: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": name}});
+    for name in ["a", "b"] {
+        pods.apply(pod(name)).unwrap();
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_plugin(root.path(), "swapped", Guest::default());
+    let registry = registry_over(&pods);
+    registry.deploy(&dir).await.unwrap();
+    let metrics = registry.metrics().plugin("swapped");
+    wait_until("init and two initial adds", || metrics.calls() == 3).await;
+    wait_until("the watch", || pods.open_watches() == 1).await;
+
+    // A new component: the new version starts (init) and replays the two pods.
+    std::fs::write(dir.join("swapped.wasm"), Guest { on_update: Behaviour::Log, ..Guest::default() }.component())
+        .unwrap();
+    registry.deploy(&dir).await.unwrap();
+    wait_until("init and two replayed adds", || metrics.calls() == 6).await;
+    let status = registry.status().await;
+    assert!(status[0].synced, "the new listeners have had their initial adds");
+    assert_eq!(pods.list_requests().len(), 1, "the informer was not restarted: the replay comes from its cache");
+
+    // Then live events.
+    pods.apply(pod("c")).unwrap();
+    wait_until("the live add", || metrics.calls() == 7).await;
+    registry.factory().shutdown().await;
+}
+
+/// A replacement that cannot listen (a resource without a source) is refused before anything
+/// changes: the old version keeps its listeners and receives nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_watching_a_resource_without_a_source_leaves_the_old_version_running() {
+    let pods = MemorySource::default();
+    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "a"}})).unwrap();
+    let source = pods.clone();
+    let provider: Arc<dyn SourceProvider> = Arc::new(move |key: &ResourceKey| match key.kind.as_str() {
+        "Pod" => Ok(Arc::new(source.clone()) as Arc<dyn ListerWatcher>),
+        _ => Err(SourceError::Decode(format!("no source for {key}").into())),
+    });
+    let registry = PluginRegistry::new(
+        engine(),
+        Arc::new(InformerFactory::new(provider)),
+        MetricsRegistry::new(),
+        GuestPool::new(2),
+    );
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_plugin(root.path(), "keeper", Guest::default());
+    registry.deploy(&dir).await.unwrap();
+    let metrics = registry.metrics().plugin("keeper");
+    wait_until("init and the initial add", || metrics.calls() == 2).await;
+
+    let manifest = format!("{}  - {{apiVersion: v1, kind: Secret}}\n", pods_manifest("keeper"));
+    std::fs::write(dir.join(MANIFEST_FILE), manifest).unwrap();
+    let err = registry.deploy(&dir).await.unwrap_err();
+    assert!(matches!(&err, RegistryError::Source { resource, .. } if resource == "v1/Secret"), "{err}");
+    // The new version was started (its init counts as a call), then dropped.
+    assert_eq!(registry.status().await.len(), 1, "still deployed");
+    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "b"}})).unwrap();
+    wait_until("the live add, to the old version's listener", || metrics.calls() == 4).await;
+    assert_eq!(registry.factory().existing(&ResourceKey::new("v1", "Pod")).map(|i| i.is_stopped()), Some(false));
+    registry.factory().shutdown().await;
+}

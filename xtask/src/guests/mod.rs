@@ -72,7 +72,7 @@ impl Language {
     }
 
     /// The language of the plugin folder `dir`, from its entry file.
-    fn of_folder(dir: &Path) -> Option<Self> {
+    pub fn of_folder(dir: &Path) -> Option<Self> {
         if dir.join("app.py").is_file() {
             return Some(Language::Python);
         }
@@ -190,10 +190,15 @@ fn work_root(context: &Context<'_>, language: Language) -> PathBuf {
 
 /// Builds every guest plugin, language by language, recording each result in `report`.
 pub fn build_all(context: &Context<'_>, report: &mut Report) {
-    let plugins = match discover(context.plugins_dir) {
-        Ok(plugins) => plugins,
-        Err(e) => return report.failed("finding the Python, JavaScript and C plugins", e),
-    };
+    match discover(context.plugins_dir) {
+        Ok(plugins) => build(context, &plugins, report),
+        Err(e) => report.failed("finding the Python, JavaScript and C plugins", e),
+    }
+}
+
+/// Builds `plugins` (anywhere: in `plugins/` or out of the tree), language by language,
+/// recording each result in `report`.
+pub fn build(context: &Context<'_>, plugins: &[GuestPlugin], report: &mut Report) {
     for language in Language::ALL {
         let group: Vec<&GuestPlugin> = plugins.iter().filter(|p| p.language == language).collect();
         if group.is_empty() {

@@ -1,0 +1,109 @@
+//! The kinds a Kubernetes API server serves without any CustomResourceDefinition, for
+//! `wink check`'s warning about a watched kind no server may serve (a typo such as
+//! `Deploymnet`, or a group that has no such version).
+//!
+//! Deliberately small: the groups and kinds a handler plugin commonly watches or reads, at
+//! the versions current Kubernetes serves. A kind missing from it is only warned about, never
+//! refused: custom resources are legitimate, and the directory source serves any kind.
+
+/// Built-in API groups (`""` is the core group), their served versions and their kinds.
+const BUILT_IN: &[(&str, &[&str], &[&str])] = &[
+    (
+        "",
+        &["v1"],
+        &[
+            "ConfigMap",
+            "Endpoints",
+            "Event",
+            "LimitRange",
+            "Namespace",
+            "Node",
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+            "Pod",
+            "PodTemplate",
+            "ReplicationController",
+            "ResourceQuota",
+            "Secret",
+            "Service",
+            "ServiceAccount",
+        ],
+    ),
+    ("apps", &["v1"], &["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"]),
+    ("batch", &["v1"], &["CronJob", "Job"]),
+    ("autoscaling", &["v1", "v2"], &["HorizontalPodAutoscaler"]),
+    ("policy", &["v1"], &["PodDisruptionBudget"]),
+    ("networking.k8s.io", &["v1"], &["Ingress", "IngressClass", "NetworkPolicy"]),
+    ("discovery.k8s.io", &["v1"], &["EndpointSlice"]),
+    ("coordination.k8s.io", &["v1"], &["Lease"]),
+    ("events.k8s.io", &["v1"], &["Event"]),
+    ("rbac.authorization.k8s.io", &["v1"], &["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]),
+    ("storage.k8s.io", &["v1"], &["CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"]),
+    ("scheduling.k8s.io", &["v1"], &["PriorityClass"]),
+    ("node.k8s.io", &["v1"], &["RuntimeClass"]),
+    ("certificates.k8s.io", &["v1"], &["CertificateSigningRequest"]),
+    ("apiextensions.k8s.io", &["v1"], &["CustomResourceDefinition"]),
+    (
+        "admissionregistration.k8s.io",
+        &["v1"],
+        &["MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingWebhookConfiguration"],
+    ),
+];
+
+/// Why `kind` of a well-formed `api_version` may not be served, or `None` when it is a
+/// built-in kind. The reason is one sentence for a warning.
+pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let Some((_, versions, kinds)) = BUILT_IN.iter().find(|(g, ..)| *g == group) else {
+        return Some(format!(
+            "{api_version} {kind} is not a built-in Kubernetes kind: an API server serves it only once its \
+             CustomResourceDefinition is installed"
+        ));
+    };
+    if !versions.contains(&version) {
+        return Some(format!(
+            "{api_version} is not a version Kubernetes serves for {} (served: {})",
+            if group.is_empty() { "the core group" } else { group },
+            versions
+                .iter()
+                .map(|v| if group.is_empty() { v.to_string() } else { format!("{group}/{v}") })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if kinds.contains(&kind) {
+        return None;
+    }
+    let near: Vec<&str> = kinds.iter().copied().filter(|k| k.eq_ignore_ascii_case(kind) || similar(k, kind)).collect();
+    let hint = if near.is_empty() {
+        format!("its kinds: {}", kinds.join(", "))
+    } else {
+        format!("did you mean {}?", near.join(" or "))
+    };
+    Some(format!("{api_version} has no built-in kind {kind} ({hint})"))
+}
+
+/// Whether two names differ by at most two single-character edits (a typo).
+fn similar(a: &str, b: &str) -> bool {
+    strsim::levenshtein(a, b) <= 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_kinds_pass_and_others_are_explained() {
+        for (api_version, kind) in [("v1", "Pod"), ("apps/v1", "Deployment"), ("networking.k8s.io/v1", "Ingress")] {
+            assert_eq!(unknown_kind(api_version, kind), None, "{api_version} {kind}");
+        }
+        let typo = unknown_kind("apps/v1", "Deploymnet").unwrap();
+        assert!(typo.contains("did you mean Deployment?"), "{typo}");
+        let elsewhere = unknown_kind("v1", "Deployment").unwrap();
+        assert!(elsewhere.contains("no built-in kind Deployment") && elsewhere.contains("Pod"), "{elsewhere}");
+        let version = unknown_kind("apps/v1beta1", "Deployment").unwrap();
+        assert!(version.contains("served: apps/v1"), "{version}");
+        let custom = unknown_kind("example.com/v1", "Widget").unwrap();
+        assert!(custom.contains("CustomResourceDefinition"), "{custom}");
+    }
+}
