@@ -14,10 +14,10 @@ mod component;
 mod demo;
 mod fsutil;
 mod guests;
-mod kubectl;
 mod package;
 mod report;
 mod run_tests;
+mod test_tools;
 mod toolchain;
 
 use std::path::PathBuf;
