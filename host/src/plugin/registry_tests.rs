@@ -225,3 +225,21 @@ async fn an_informer_shared_by_two_plugins_outlives_the_first_removed() {
     wait_until("the watch to end", || pods.open_watches() == 0).await;
     registry.factory().shutdown().await;
 }
+
+/// A folder scan owns only the plugins deployed from that folder: a plugin deployed from
+/// elsewhere (another folder, an OCI reference's pull folder) survives it.
+#[tokio::test]
+async fn a_folder_scan_leaves_plugins_deployed_from_elsewhere() {
+    let (scanned, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let registry = registry_over(&MemorySource::default());
+    let outside = write_plugin(elsewhere.path(), "outside", Guest::default());
+    registry.deploy(&outside).await.unwrap();
+    write_plugin(scanned.path(), "inside", Guest::default());
+    assert!(registry.sync_dir(scanned.path()).await.unwrap().is_empty());
+    assert_eq!(registry.status().await.len(), 2, "both deployed");
+    std::fs::remove_dir_all(scanned.path().join("inside")).unwrap();
+    registry.sync_dir(scanned.path()).await.unwrap();
+    let names: Vec<_> = registry.status().await.into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["outside"], "the scan removed its own plugin only");
+    registry.factory().shutdown().await;
+}
