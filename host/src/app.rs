@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
+use crate::oci::{OciClient, OciError, OciOptions, OciPlugins, RefreshOptions};
 use crate::plugin::engine::DEFAULT_CACHE_MAX_SIZE;
 use crate::plugin::imports::cache::NoCache;
 use crate::plugin::known_kinds;
@@ -59,6 +60,9 @@ pub enum AppError {
         /// What `init` came to (its reason, or the trap).
         outcome: CallOutcome,
     },
+    /// A plugin reference could not be pushed, pulled or followed.
+    #[error(transparent)]
+    Oci(#[from] OciError),
     /// The source specification is not understood.
     #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
     BadSource(String),
@@ -96,7 +100,9 @@ impl FromStr for SourceSpec {
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     /// The plugins folder: each subfolder with a `plugin.yaml` is a plugin.
-    pub plugins: PathBuf,
+    pub plugins: Option<PathBuf>,
+    /// Plugins deployed from OCI references, and how they are followed.
+    pub plugin_refs: Option<(OciOptions, RefreshOptions)>,
     /// Where objects come from.
     pub source: SourceSpec,
     /// Where compiled components are cached (`None`: no cache).
@@ -142,6 +148,32 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("wink").join("components"))
 }
 
+/// Where fetched OCI manifests and blobs are cached: `~/.cache/wink/oci` (or under
+/// `$XDG_CACHE_HOME`), the temporary folder's `wink-oci` when there is no home.
+pub fn default_oci_dir() -> PathBuf {
+    default_cache_dir()
+        .and_then(|components| components.parent().map(|wink| wink.join("oci")))
+        .unwrap_or_else(|| std::env::temp_dir().join("wink-oci"))
+}
+
+/// Publishes the plugin in `dir` as `reference`; returns the manifest digest.
+pub async fn push(dir: &Path, reference: &str, oci: OciOptions) -> Result<String, AppError> {
+    Ok(OciClient::new(oci).push(dir, reference).await?)
+}
+
+/// Fetches the plugin `reference` names into `dir` (replacing it); returns the plugin's name
+/// and the manifest digest.
+pub async fn pull(reference: &str, dir: &Path, oci: OciOptions) -> Result<(String, String), AppError> {
+    let pulled = OciClient::new(oci).pull(reference).await?;
+    let (artifact, target) = (pulled.artifact, dir.to_owned());
+    let name = artifact.name.clone();
+    tokio::task::spawn_blocking(move || artifact.write_to(&target))
+        .await
+        .map_err(|e| OciError::Cache { dir: dir.to_owned(), source: std::io::Error::other(e) })?
+        .map_err(OciError::from)?;
+    Ok((name, pulled.digest))
+}
+
 fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, EngineError> {
     PluginEngine::new(EngineConfig { cache_dir, cache_max_size: bounds.cache_max_size, ..EngineConfig::default() })
 }
@@ -170,12 +202,21 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         .with_memory_budget(budget)
         .with_load_limits(options.bounds.load);
     let registry = Arc::new(registry);
-    let failed = registry.sync_dir(&options.plugins).await?;
-    if options.watch_plugins {
-        registry.watch_dir(&options.plugins, cancel.clone())?;
+    let mut failed = 0;
+    if let Some(plugins) = &options.plugins {
+        failed += registry.sync_dir(plugins).await?.len();
+        if options.watch_plugins {
+            registry.watch_dir(plugins, cancel.clone())?;
+        }
+    }
+    if let Some((oci, refresh)) = &options.plugin_refs {
+        let client = Arc::new(OciClient::new(oci.clone()));
+        let refs = Arc::new(OciPlugins::new(client, registry.clone(), refresh.clone())?);
+        failed += refs.refresh().await.len();
+        tokio::spawn(refs.run(cancel.clone()));
     }
     let deployed = registry.status().await;
-    tracing::info!(deployed = deployed.len(), failed = failed.len(), plugins = %options.plugins.display(), "plugins loaded");
+    tracing::info!(deployed = deployed.len(), failed, plugins = ?options.plugins, "plugins loaded");
     factory.start();
     let synced = factory.wait_for_cache_sync(&cancel).await;
     if !cancel.is_cancelled() {

@@ -12,5 +12,6 @@ pub mod errors;
 pub mod fswatch;
 pub mod informer;
 pub mod logging;
+pub mod oci;
 pub mod plugin;
 pub mod source;

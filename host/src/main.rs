@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use wink::app::{self, Bounds, RunOptions, SourceSpec};
 use wink::logging::LogFormat;
+use wink::oci::{OciOptions, RefreshOptions};
 use wink::plugin::LoadLimits;
 use wink::plugin::manifest::parse_byte_size;
 
@@ -27,8 +28,17 @@ enum Command {
     /// Deliver the events of the watched resources to every plugin of a folder.
     Run {
         /// The plugins folder: each subfolder holding a plugin.yaml is a plugin.
-        #[arg(long, value_name = "DIR")]
-        plugins: PathBuf,
+        #[arg(long, value_name = "DIR", required_unless_present = "plugin_refs")]
+        plugins: Option<PathBuf>,
+        /// Deploy the plugin published at this OCI reference (`registry/repo:tag` or
+        /// `…@sha256:…`); repeatable. Tags are resolved again every `--plugin-ref-refresh`.
+        #[arg(long = "plugin-ref", value_name = "REF")]
+        plugin_refs: Vec<String>,
+        /// How often plugin references' tags are resolved again.
+        #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+        plugin_ref_refresh: std::time::Duration,
+        #[command(flatten)]
+        oci: OciArgs,
         /// Where objects come from: `dir:PATH` (a folder of YAML/JSON manifests), `kube` (the
         /// default kubeconfig, or the in-cluster service account) or `kube:KUBECONFIG`.
         #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
@@ -54,6 +64,24 @@ enum Command {
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
     },
+    /// Publish a plugin folder (plugin.yaml and its component) as an OCI artifact.
+    Push {
+        /// The plugin's folder.
+        dir: PathBuf,
+        /// Where to publish it: `registry/repository:tag`.
+        reference: String,
+        #[command(flatten)]
+        oci: OciArgs,
+    },
+    /// Fetch a plugin published as an OCI artifact into a folder (replacing it).
+    Pull {
+        /// The plugin: `registry/repository:tag` or `…@sha256:…`.
+        reference: String,
+        /// The folder to write it into.
+        dir: PathBuf,
+        #[command(flatten)]
+        oci: OciArgs,
+    },
     /// Validate a plugin (folder or manifest) as `run` would start it: manifest, component,
     /// world, imports, memory, and `init` with its config.
     Check {
@@ -62,6 +90,27 @@ enum Command {
         #[command(flatten)]
         bounds: BoundsArgs,
     },
+}
+
+/// How OCI registries are reached.
+#[derive(clap::Args)]
+struct OciArgs {
+    /// Speak plain HTTP to this registry (`host:port`, e.g. a local test registry); repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
+    insecure_registries: Vec<String>,
+    /// Where fetched plugin artifacts are cached by digest [default: ~/.cache/wink/oci].
+    #[arg(long, value_name = "DIR")]
+    oci_cache_dir: Option<PathBuf>,
+}
+
+impl OciArgs {
+    fn options(self, max_component_size: u64) -> OciOptions {
+        OciOptions {
+            cache_dir: self.oci_cache_dir.unwrap_or_else(app::default_oci_dir),
+            insecure_registries: self.insecure_registries,
+            max_component_size,
+        }
+    }
 }
 
 /// What the host lets its plugins take.
@@ -122,7 +171,7 @@ fn report(err: &anyhow::Error) -> String {
 fn wink_main(cli: Cli) -> anyhow::Result<()> {
     let log_format = match &cli.command {
         Command::Run { log_format, .. } => *log_format,
-        Command::Check { .. } => LogFormat::Text,
+        Command::Check { .. } | Command::Push { .. } | Command::Pull { .. } => LogFormat::Text,
     };
     wink::logging::init(log_format).context("installing the log subscriber")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
@@ -136,19 +185,29 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             no_watch,
             metrics_interval,
             bounds,
+            plugin_refs,
+            plugin_ref_refresh,
+            oci,
             ..
         } => {
+            let bounds = bounds.bounds();
+            let plugin_refs = (!plugin_refs.is_empty()).then(|| {
+                let oci = oci.options(bounds.load.max_component_size);
+                let pull_dir = oci.cache_dir.join("plugins");
+                (oci, RefreshOptions { references: plugin_refs, interval: plugin_ref_refresh, pull_dir })
+            });
             let source = match kubeconfig {
                 Some(path) => SourceSpec::Kube { kubeconfig: Some(path) },
                 None => source,
             };
             let options = RunOptions {
                 plugins,
+                plugin_refs,
                 source,
                 cache_dir: cache_dir(dir, no_cache),
                 watch_plugins: !no_watch,
                 metrics_interval: Some(metrics_interval),
-                bounds: bounds.bounds(),
+                bounds,
             };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));
@@ -156,6 +215,15 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             for line in summaries {
                 println!("{line}");
             }
+        }
+        Command::Push { dir, reference, oci } => {
+            let digest = runtime.block_on(app::push(&dir, &reference, oci.options(u64::MAX)))?;
+            println!("pushed {} as {reference}@{digest}", dir.display());
+        }
+        Command::Pull { reference, dir, oci } => {
+            let limit = LoadLimits::default().max_component_size;
+            let (name, digest) = runtime.block_on(app::pull(&reference, &dir, oci.options(limit)))?;
+            println!("pulled plugin {name} ({digest}) into {}", dir.display());
         }
         Command::Check { path, bounds } => {
             let report = runtime

@@ -12,6 +12,7 @@ pub mod conformance;
 pub mod host;
 pub mod kubectl;
 pub mod logs;
+pub mod oci_registry;
 pub mod process;
 pub mod recorder;
 pub mod wait;

@@ -15,11 +15,11 @@ mod component;
 mod demo;
 mod fsutil;
 mod guests;
-mod kubectl;
 mod package;
 mod report;
 mod run_tests;
 mod select;
+mod test_tools;
 mod toolchain;
 
 use std::path::PathBuf;

@@ -3,8 +3,8 @@
 //! Builds the guest plugins from source (installing the wasm target and the Python,
 //! JavaScript and C toolchains if missing), then runs `cargo test --workspace` with
 //! `WINK_PLUGINS_DIR` pointing at the built components so the integration tests load real
-//! plugins, and `WINK_KUBECTL` at the real `kubectl` (Debian's, installed if missing) for
-//! the end-to-end tests. Extra arguments go to `cargo test`.
+//! plugins, and `WINK_KUBECTL` / `WINK_OCI_REGISTRY` at the real kubectl and OCI registry
+//! (Debian's, installed if missing, see `test_tools`) for the end-to-end tests. Extra arguments go to `cargo test`.
 //!
 //! When part of the plugin build fails (a toolchain that cannot be installed), the tests
 //! still run — those of the missing plugins fail, saying which plugin is missing — and the
@@ -32,18 +32,24 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
     if build.has_failures() {
         eprintln!("xtask: part of the plugin build failed; running the tests anyway (see the end)");
     }
-    let kubectl = crate::kubectl::install(repo);
+    let tools = crate::test_tools::install(repo);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut test = Command::new(cargo);
     test.current_dir(repo).args(["test", "--workspace"]).args(&args.cargo_args).env("WINK_PLUGINS_DIR", &plugins);
-    match &kubectl {
-        Ok(path) => {
-            test.env("WINK_KUBECTL", path);
+    let mut missing = Vec::new();
+    for (env, tool) in tools {
+        match tool {
+            Ok(path) => {
+                test.env(env, path);
+            }
+            Err(e) => {
+                eprintln!("xtask: {e:#}; running the tests anyway (those that need it fail)");
+                missing.push(e);
+            }
         }
-        Err(e) => eprintln!("xtask: {e:#}; running the tests anyway (those that drive kubectl fail)"),
     }
     let status = test.status().context("running `cargo test`")?;
-    let built = build.into_result().and(kubectl.map(drop));
+    let built = build.into_result().and(missing.into_iter().next().map_or(Ok(()), Err));
     if !status.success() {
         if let Err(e) = built {
             eprintln!("xtask: {e:#}");

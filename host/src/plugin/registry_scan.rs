@@ -138,7 +138,8 @@ impl PluginRegistry {
         let deployed: Vec<(String, PathBuf, Option<String>)> =
             self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
         for (name, dir, _) in &deployed {
-            if !dirs.contains(dir) {
+            // Plugins deployed from elsewhere (another folder, a registry) are not this scan's.
+            if dir.parent() == Some(root) && !dirs.contains(dir) {
                 self.remove_unpruned(name).await;
             }
         }

@@ -293,3 +293,21 @@ async fn a_replacement_watching_a_resource_without_a_source_leaves_the_old_versi
     assert_eq!(registry.factory().existing(&ResourceKey::new("v1", "Pod")).map(|i| i.is_stopped()), Some(false));
     registry.factory().shutdown().await;
 }
+
+/// A folder scan owns only the plugins deployed from that folder: a plugin deployed from
+/// elsewhere (another folder, an OCI reference's pull folder) survives it.
+#[tokio::test]
+async fn a_folder_scan_leaves_plugins_deployed_from_elsewhere() {
+    let (scanned, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let registry = registry_over(&MemorySource::default());
+    let outside = write_plugin(elsewhere.path(), "outside", Guest::default());
+    registry.deploy(&outside).await.unwrap();
+    write_plugin(scanned.path(), "inside", Guest::default());
+    assert!(registry.sync_dir(scanned.path()).await.unwrap().is_empty());
+    assert_eq!(registry.status().await.len(), 2, "both deployed");
+    std::fs::remove_dir_all(scanned.path().join("inside")).unwrap();
+    registry.sync_dir(scanned.path()).await.unwrap();
+    let names: Vec<_> = registry.status().await.into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["outside"], "the scan removed its own plugin only");
+    registry.factory().shutdown().await;
+}

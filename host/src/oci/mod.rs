@@ -1,0 +1,28 @@
+//! Plugins as OCI artifacts: `wink push DIR REF`, `wink pull REF DIR`, and `wink run
+//! --plugin-ref REF`, which deploys plugins straight from a registry.
+//!
+//! A plugin is published as an OCI image manifest (image-spec 1.1) whose `artifactType` is
+//! [`ARTIFACT_TYPE`]; its config blob is the plugin's `plugin.yaml`, verbatim
+//! ([`MANIFEST_MEDIA_TYPE`]), and its one layer is the component ([`COMPONENT_MEDIA_TYPE`],
+//! `application/wasm`, as the CNCF Wasm OCI artifact layout uses), titled with the component's
+//! file name (`org.opencontainers.image.title`, as ORAS does). Any OCI-conformant registry
+//! stores it; `oras` and `crane` can copy it.
+//!
+//! Everything fetched is verified against its digest — the manifest against the digest it
+//! was resolved to (or pinned at, `repo@sha256:…`), each blob against the manifest — and kept
+//! in a content-addressed cache ([`store`]), so a pinned plugin starts without the network
+//! once fetched, and a tag that still points at the same digest costs one `HEAD` request.
+//! Credentials come from the Docker config conventions (`$DOCKER_CONFIG/config.json` or
+//! `~/.docker/config.json`, `auths` entries and credential helpers), see [`auth`].
+//!
+//! The client is the well-kept `oci-client` crate (the ORAS project's Rust client).
+
+pub mod artifact;
+pub mod auth;
+pub mod client;
+pub mod refresh;
+pub mod store;
+
+pub use artifact::{ARTIFACT_TYPE, COMPONENT_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, PluginArtifact};
+pub use client::{OciClient, OciError, OciOptions, Pulled};
+pub use refresh::{OciPlugins, RefreshOptions};
