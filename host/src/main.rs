@@ -33,6 +33,10 @@ enum Command {
         /// default kubeconfig, or the in-cluster service account) or `kube:KUBECONFIG`.
         #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
         source: SourceSpec,
+        /// With a `dir:` source, the namespace of namespaced objects that name none, as
+        /// `kubectl apply -n`: objects naming another namespace are skipped [default: default].
+        #[arg(long, short = 'n', value_name = "NS", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+        namespace: Option<String>,
         /// Watch the API server of this kubeconfig (same as `--source kube:PATH`).
         #[arg(long, value_name = "PATH", conflicts_with = "source")]
         kubeconfig: Option<PathBuf>,
@@ -129,6 +133,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
         Command::Run {
             plugins,
             source,
+            namespace,
             kubeconfig,
             cache_dir: dir,
             no_cache,
@@ -144,6 +149,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             let options = RunOptions {
                 plugins,
                 source,
+                namespace,
                 cache_dir: cache_dir(dir, no_cache),
                 watch_plugins: !no_watch,
                 metrics_interval: Some(metrics_interval),

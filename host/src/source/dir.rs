@@ -358,3 +358,7 @@ mod tests {
 #[cfg(test)]
 #[path = "dir_hostile_tests.rs"]
 mod hostile_tests;
+
+#[cfg(test)]
+#[path = "dir_placement_tests.rs"]
+mod placement_tests;
