@@ -53,7 +53,11 @@ async fn served(src: &DirSource) -> BTreeMap<(String, String), BTreeMap<String, 
 fn expected() -> BTreeMap<(String, String), BTreeSet<String>> {
     let rows: &[(&str, &str, &[&str])] = &[
         // 00-cluster/crds.yaml: both definitions (cluster-scoped).
-        ("apiextensions.k8s.io/v1", "CustomResourceDefinition", &["backups.ops.example.io", "tenants.platform.example.io"]),
+        (
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            &["backups.ops.example.io", "tenants.platform.example.io"],
+        ),
         // 00-cluster/namespaces.yaml: a comment-only first part, then three Namespaces.
         ("v1", "Namespace", &["ledger", "shop", "telemetry"]),
         // 00-cluster/platform.json: a List of three cluster-scoped objects.

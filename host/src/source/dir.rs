@@ -198,7 +198,8 @@ impl DirSource {
             let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
             return Err(DirSourceError::Io { path: root, source });
         }
-        let state = State { files: HashMap::new(), kinds: HashMap::new(), placer: Placer::new(options.namespace.clone()) };
+        let state =
+            State { files: HashMap::new(), kinds: HashMap::new(), placer: Placer::new(options.namespace.clone()) };
         let this = Arc::new(Self { root, options, state: Mutex::new(state) });
         for err in this.rescan()? {
             tracing::warn!(error = %err, "skipping malformed manifest");

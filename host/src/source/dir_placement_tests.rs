@@ -49,11 +49,15 @@ fn namespaced_objects_without_a_namespace_are_in_default_or_the_namespace_given(
 fn a_cluster_scoped_objects_namespace_is_dropped_with_one_warning_per_change() {
     let dir = tempfile::tempdir().unwrap();
     let src = DirSource::open(dir.path()).unwrap();
-    let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader, namespace: shop}\n";
+    let role =
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader, namespace: shop}\n";
     write(dir.path(), "rbac.yaml", role);
     let errors = messages(&src.rescan().unwrap());
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("rbac.yaml: document 1 (ClusterRole shop/reader): ClusterRole is cluster-scoped"), "{errors:?}");
+    assert!(
+        errors[0].contains("rbac.yaml: document 1 (ClusterRole shop/reader): ClusterRole is cluster-scoped"),
+        "{errors:?}"
+    );
     assert_eq!(keys(&src, "rbac.authorization.k8s.io/v1", "ClusterRole"), ["reader"]);
     assert!(src.rescan().unwrap().is_empty(), "unchanged: no new warning");
 }
@@ -77,7 +81,10 @@ fn a_definition_added_or_removed_later_places_its_objects_again() {
     let errors = messages(&src.rescan().unwrap());
     assert_eq!(keys(&src, "example.com/v1", "Widget"), ["default/w"]);
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("widget.yaml: document 1 (Widget w): unknown kind Widget of example.com/v1"), "{errors:?}");
+    assert!(
+        errors[0].contains("widget.yaml: document 1 (Widget w): unknown kind Widget of example.com/v1"),
+        "{errors:?}"
+    );
 }
 
 #[test]
@@ -126,7 +133,10 @@ fn a_bad_document_is_skipped_and_the_files_other_documents_load() {
          apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
     );
     let errors = messages(&src.rescan().unwrap());
-    assert_eq!(errors, ["mixed.yaml: document 2 (ConfigMap): `metadata.name` is a number, not a string; skipped"]
-        .map(|m| format!("{}/{m}", dir.path().display())));
+    assert_eq!(
+        errors,
+        ["mixed.yaml: document 2 (ConfigMap): `metadata.name` is a number, not a string; skipped"]
+            .map(|m| format!("{}/{m}", dir.path().display()))
+    );
     assert_eq!(keys(&src, "v1", "ConfigMap"), ["default/a", "default/c"]);
 }

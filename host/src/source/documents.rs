@@ -187,8 +187,14 @@ fn parse_document(text: &str) -> Result<serde_json::Value, serde_norway::Error> 
     serde_json::Value::deserialize(value)
 }
 
-/// The documents of a YAML stream, with their numbers (from 1), and the refused ones.
-fn parse_yaml(path: &Path, text: &str) -> (Vec<(usize, serde_json::Value)>, Vec<(Location, DirSourceError)>) {
+/// Documents with their numbers in the file (from 1).
+type NumberedDocuments = Vec<(usize, serde_json::Value)>;
+
+/// Refused documents: where, and why.
+type Refusals = Vec<(Location, DirSourceError)>;
+
+/// The documents of a YAML stream, with their numbers, and the refused ones.
+fn parse_yaml(path: &Path, text: &str) -> (NumberedDocuments, Refusals) {
     let refuse = |number: usize, message: String| {
         let location = Location { document: number, item: None };
         let error = refusal(path, &location, None, &message);
@@ -246,7 +252,9 @@ pub fn parse_manifest_file(path: &Path, text: &str) -> Result<ParsedManifest, Di
     for (document, doc) in docs {
         let items: Vec<(Option<usize>, serde_json::Value)> = match doc {
             serde_json::Value::Object(mut map) if is_list(&map) => match map.remove("items") {
-                Some(serde_json::Value::Array(items)) => items.into_iter().enumerate().map(|(i, v)| (Some(i), v)).collect(),
+                Some(serde_json::Value::Array(items)) => {
+                    items.into_iter().enumerate().map(|(i, v)| (Some(i), v)).collect()
+                }
                 _ => Vec::new(),
             },
             other => vec![(None, other)],

@@ -76,7 +76,10 @@ fn invalid_list_items_are_named_by_index_and_the_others_load() {
     assert_eq!(parsed.objects.len(), 1);
     assert_eq!(parsed.objects[0].location, Location { document: 1, item: Some(1) });
     let refused: Vec<String> = parsed.refused.iter().map(ToString::to_string).collect();
-    assert_eq!(refused, ["list.json: document 1, item 0 (ConfigMap): `metadata.name` is a boolean, not a string; skipped"]);
+    assert_eq!(
+        refused,
+        ["list.json: document 1, item 0 (ConfigMap): `metadata.name` is a boolean, not a string; skipped"]
+    );
 }
 
 /// Regression: a file starting with a UTF-8 byte order mark read as two documents.
@@ -119,6 +122,9 @@ fn invalid_json_fails_the_file() {
 
 #[test]
 fn yaml_error_lines_are_lines_of_the_file() {
-    assert_eq!(shift_lines("did not find key at line 2 column 3, while parsing at line 1 column 1", 10), "did not find key at line 11 column 3, while parsing at line 10 column 1");
+    assert_eq!(
+        shift_lines("did not find key at line 2 column 3, while parsing at line 1 column 1", 10),
+        "did not find key at line 11 column 3, while parsing at line 10 column 1"
+    );
     assert_eq!(shift_lines("a line 2 without column", 10), "a line 2 without column");
 }

@@ -108,9 +108,9 @@ impl Placer {
             let namespace = match scope {
                 Scope::Cluster => {
                     if !namespace.is_empty() {
-                        placed.warnings.push(warn(format!(
-                            "{kind} is cluster-scoped; its namespace `{namespace}` is ignored"
-                        )));
+                        placed
+                            .warnings
+                            .push(warn(format!("{kind} is cluster-scoped; its namespace `{namespace}` is ignored")));
                     }
                     String::new()
                 }

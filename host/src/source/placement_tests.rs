@@ -57,7 +57,9 @@ fn a_given_namespace_is_the_default_and_refuses_objects_naming_another() {
     assert_eq!(keys(&placed), ["Namespace team-b", "Service team-a/api", "Service team-a/web"]);
     assert_eq!(
         messages(&placed.warnings),
-        ["a.yaml: document 3 (Service team-b/other): its namespace `team-b` does not match the namespace `team-a` given; skipped"]
+        [
+            "a.yaml: document 3 (Service team-b/other): its namespace `team-b` does not match the namespace `team-a` given; skipped"
+        ]
     );
 }
 
@@ -76,7 +78,9 @@ fn a_cluster_scoped_object_loses_its_namespace_with_a_warning() {
     assert!(role["metadata"].get("namespace").is_none(), "{role}");
     assert_eq!(
         messages(&placed.warnings),
-        ["rbac.yaml: document 1 (ClusterRole shop/reader): ClusterRole is cluster-scoped; its namespace `shop` is ignored"]
+        [
+            "rbac.yaml: document 1 (ClusterRole shop/reader): ClusterRole is cluster-scoped; its namespace `shop` is ignored"
+        ]
     );
 }
 
@@ -92,7 +96,10 @@ fn an_unknown_kind_is_namespaced_with_one_warning_per_kind() {
     assert_eq!(keys(&placed), ["Gadget default/c", "Widget default/a", "Widget shop/b"]);
     let warned = messages(&placed.unknown_kinds);
     assert_eq!(warned.len(), 2, "{warned:?}");
-    assert!(warned[0].starts_with("w.yaml: document 1 (Widget a): unknown kind Widget of example.com/v1"), "{warned:?}");
+    assert!(
+        warned[0].starts_with("w.yaml: document 1 (Widget a): unknown kind Widget of example.com/v1"),
+        "{warned:?}"
+    );
     assert!(warned[1].contains("document 3 (Gadget c): unknown kind Gadget"), "{warned:?}");
     assert!(placer.place(Path::new("again.yaml"), &widgets).unknown_kinds.is_empty(), "once per kind");
 }
