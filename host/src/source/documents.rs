@@ -14,8 +14,6 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
-
 use super::dir::DirSourceError;
 use super::nesting::{Estimate, estimated_depth, split_documents, value_depth};
 use crate::informer::object::{MAX_DEPTH, Object, ObjectError};
@@ -179,12 +177,67 @@ fn shift_lines(message: &str, first_line: usize) -> String {
     out
 }
 
+/// Why a YAML document could not be read.
+enum YamlError {
+    /// The parser's error.
+    Parse(serde_norway::Error),
+    /// The document is YAML, but not JSON: what is wrong.
+    NotJson(String),
+}
+
 /// Parses one YAML document (the text of one part of the stream) into JSON, applying merge
 /// keys.
-fn parse_document(text: &str) -> Result<serde_json::Value, serde_norway::Error> {
-    let mut value = serde_norway::from_str::<serde_norway::Value>(text)?;
-    value.apply_merge()?;
-    serde_json::Value::deserialize(value)
+fn parse_document(text: &str) -> Result<serde_json::Value, YamlError> {
+    let mut value = serde_norway::from_str::<serde_norway::Value>(text).map_err(YamlError::Parse)?;
+    value.apply_merge().map_err(YamlError::Parse)?;
+    to_json(value).map_err(YamlError::NotJson)
+}
+
+/// A YAML value as JSON, as kubectl converts it: scalar mapping keys become strings
+/// (`1: a` is `{"1": "a"}`), tags are dropped. Recursion is bounded by the YAML parser's
+/// recursion limit.
+fn to_json(value: serde_norway::Value) -> Result<serde_json::Value, String> {
+    use serde_norway::Value as Yaml;
+    Ok(match value {
+        Yaml::Null => serde_json::Value::Null,
+        Yaml::Bool(b) => serde_json::Value::Bool(b),
+        Yaml::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into()
+            } else if let Some(u) = n.as_u64() {
+                u.into()
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                serde_json::Number::from_f64(f)
+                    .map(serde_json::Value::Number)
+                    .ok_or(format!("{n} is not a JSON number"))?
+            }
+        }
+        Yaml::String(s) => serde_json::Value::String(s),
+        Yaml::Sequence(items) => serde_json::Value::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?),
+        Yaml::Mapping(mapping) => {
+            let mut map = serde_json::Map::with_capacity(mapping.len());
+            for (key, value) in mapping {
+                map.insert(key_string(key)?, to_json(value)?);
+            }
+            serde_json::Value::Object(map)
+        }
+        Yaml::Tagged(tagged) => to_json(tagged.value)?,
+    })
+}
+
+/// A scalar YAML mapping key as a JSON object key.
+fn key_string(key: serde_norway::Value) -> Result<String, String> {
+    use serde_norway::Value as Yaml;
+    match key {
+        Yaml::Null => Ok("null".to_owned()),
+        Yaml::Bool(b) => Ok(b.to_string()),
+        Yaml::Number(n) => Ok(n.to_string()),
+        Yaml::String(s) => Ok(s),
+        Yaml::Tagged(tagged) => key_string(tagged.value),
+        Yaml::Sequence(_) => Err("a mapping key is a list, which JSON cannot hold".to_owned()),
+        Yaml::Mapping(_) => Err("a mapping key is a mapping, which JSON cannot hold".to_owned()),
+    }
 }
 
 /// Documents with their numbers in the file (from 1).
@@ -227,8 +280,11 @@ fn parse_yaml(path: &Path, text: &str) -> (NumberedDocuments, Refusals) {
             Ok(value) => docs.push((number, value)),
             // The parser's own recursion limit ("recursion limit exceeded"): only possible
             // where the estimate is deep.
-            Err(e) if estimate.overall > MAX_DEPTH => refused.push(refuse(number, e.to_string())),
-            Err(e) => refused.push(refuse(number, format!("invalid YAML: {}", shift_lines(&e.to_string(), line)))),
+            Err(YamlError::Parse(e)) if estimate.overall > MAX_DEPTH => refused.push(refuse(number, e.to_string())),
+            Err(YamlError::Parse(e)) => {
+                refused.push(refuse(number, format!("invalid YAML: {}", shift_lines(&e.to_string(), line))));
+            }
+            Err(YamlError::NotJson(message)) => refused.push(refuse(number, message)),
         }
     }
     (docs, refused)

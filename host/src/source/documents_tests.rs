@@ -128,3 +128,16 @@ fn yaml_error_lines_are_lines_of_the_file() {
     );
     assert_eq!(shift_lines("a line 2 without column", 10), "a line 2 without column");
 }
+
+/// A number or boolean as a mapping key is read as a string, as kubectl reads it; a list as
+/// a key has no JSON form.
+#[test]
+fn scalar_mapping_keys_are_strings_and_tags_are_dropped() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  1: one\n  true: 'yes'\n  1.5: f\n  t: !custom v\n";
+    let parsed = parse_manifest_file(Path::new("k.yaml"), text).unwrap();
+    assert!(parsed.refused.is_empty(), "{:?}", parsed.refused);
+    assert_eq!(parsed.objects[0].value["data"], serde_json::json!({"1": "one", "true": "yes", "1.5": "f", "t": "v"}));
+    let (objects, refused) = parse("k.yaml", &format!("{}---\n{}data:\n  ? [a]\n  : seq\n", cm("ok"), cm("complex")));
+    assert_eq!(objects, ["ConfigMap ok"]);
+    assert_eq!(refused, ["k.yaml: document 2: a mapping key is a list, which JSON cannot hold; skipped"]);
+}
