@@ -14,6 +14,8 @@
 
 use std::path::Path;
 
+use serde::Deserialize;
+
 use super::dir::DirSourceError;
 use super::nesting::{Estimate, estimated_depth, split_documents, value_depth};
 use crate::informer::object::{MAX_DEPTH, Object, ObjectError};
@@ -185,10 +187,8 @@ enum YamlError {
     NotJson(String),
 }
 
-/// Parses one YAML document (the text of one part of the stream) into JSON, applying merge
-/// keys.
-fn parse_document(text: &str) -> Result<serde_json::Value, YamlError> {
-    let mut value = serde_norway::from_str::<serde_norway::Value>(text).map_err(YamlError::Parse)?;
+/// A YAML document as JSON, merge keys applied.
+fn to_json_merged(mut value: serde_norway::Value) -> Result<serde_json::Value, YamlError> {
     value.apply_merge().map_err(YamlError::Parse)?;
     to_json(value).map_err(YamlError::NotJson)
 }
@@ -247,6 +247,10 @@ type NumberedDocuments = Vec<(usize, serde_json::Value)>;
 type Refusals = Vec<(Location, DirSourceError)>;
 
 /// The documents of a YAML stream, with their numbers, and the refused ones.
+///
+/// The stream is parsed in one go (a parser per document would cost four times as much on
+/// a file of many small documents); where a document fails, parsing starts again from the
+/// next one, found at its `---` line.
 fn parse_yaml(path: &Path, text: &str) -> (NumberedDocuments, Refusals) {
     let refuse = |number: usize, message: String| {
         let location = Location { document: number, item: None };
@@ -254,38 +258,67 @@ fn parse_yaml(path: &Path, text: &str) -> (NumberedDocuments, Refusals) {
         (location, error)
     };
     let documents = split_documents(text);
+    let parts = &documents.parts;
     let skip = usize::from(documents.leading_empty);
-    let mut first_line = 1;
-    let mut docs = Vec::new();
     let mut refused = Vec::new();
-    for (i, part) in documents.parts.iter().enumerate() {
-        let line = first_line;
-        first_line += part.bytes().filter(|&b| b == b'\n').count();
-        if i < skip {
-            continue;
-        }
-        let number = i + 1 - skip;
-        // Documents far too deep are left out unparsed: the parser's work grows with the
-        // square of the depth.
-        let estimate: Estimate = estimated_depth(part);
+    // Documents far too deep are left out unparsed (an empty document of as many lines
+    // takes each one's place, keeping numbers and lines): the parser's work grows with the
+    // square of the depth.
+    let mut kept = String::with_capacity(text.len());
+    let mut starts = Vec::with_capacity(parts.len());
+    let mut estimates = Vec::with_capacity(parts.len());
+    let mut line = 1;
+    for (i, part) in parts.iter().enumerate() {
+        starts.push((kept.len(), line));
+        let newlines = part.bytes().filter(|&b| b == b'\n').count();
+        line += newlines;
+        let estimate = if i < skip { Estimate::default() } else { estimated_depth(part) };
         if estimate.too_deep_to_parse() {
-            refused.push(refuse(number, format!("nested deeper than {MAX_DEPTH} levels")));
-            continue;
+            refused.push(refuse(i + 1 - skip, format!("nested deeper than {MAX_DEPTH} levels")));
+            kept.push_str(if part.starts_with("---") { "--- null" } else { "null" });
+            kept.extend(std::iter::repeat_n('\n', newlines));
+        } else {
+            kept.push_str(part);
         }
-        match parse_document(part) {
-            Ok(value) if value_depth(&value) > MAX_DEPTH => {
-                refused.push(refuse(number, format!("nested deeper than {MAX_DEPTH} levels")));
+        estimates.push(estimate);
+    }
+    let mut docs = Vec::new();
+    // The stream parsed: from the start, then from the document after each failure.
+    let (mut first, mut offset, mut first_line) = (skip, 0, 1);
+    'stream: while first < parts.len() {
+        for (j, doc) in serde_norway::Deserializer::from_str(&kept[offset..]).enumerate() {
+            let i = first + j;
+            let number = i + 1 - skip;
+            let estimate = estimates.get(i).copied().unwrap_or_default();
+            if estimate.too_deep_to_parse() {
+                continue;
             }
-            Ok(serde_json::Value::Null) => {}
-            Ok(value) => docs.push((number, value)),
-            // The parser's own recursion limit ("recursion limit exceeded"): only possible
-            // where the estimate is deep.
-            Err(YamlError::Parse(e)) if estimate.overall > MAX_DEPTH => refused.push(refuse(number, e.to_string())),
-            Err(YamlError::Parse(e)) => {
-                refused.push(refuse(number, format!("invalid YAML: {}", shift_lines(&e.to_string(), line))));
+            let value = serde_norway::Value::deserialize(doc).map_err(YamlError::Parse).and_then(to_json_merged);
+            match value {
+                Ok(value) if value_depth(&value) > MAX_DEPTH => {
+                    refused.push(refuse(number, format!("nested deeper than {MAX_DEPTH} levels")));
+                }
+                Ok(serde_json::Value::Null) => {}
+                Ok(value) => docs.push((number, value)),
+                Err(YamlError::NotJson(message)) => refused.push(refuse(number, message)),
+                Err(YamlError::Parse(e)) => {
+                    // The parser's own recursion limit ("recursion limit exceeded") is only
+                    // possible where the estimate is deep.
+                    let message = if estimate.overall > MAX_DEPTH {
+                        e.to_string()
+                    } else {
+                        format!("invalid YAML: {}", shift_lines(&e.to_string(), first_line))
+                    };
+                    refused.push(refuse(number, message));
+                    first = i + 1;
+                    if let Some(&(next_offset, next_line)) = starts.get(first) {
+                        (offset, first_line) = (next_offset, next_line);
+                    }
+                    continue 'stream;
+                }
             }
-            Err(YamlError::NotJson(message)) => refused.push(refuse(number, message)),
         }
+        break;
     }
     (docs, refused)
 }

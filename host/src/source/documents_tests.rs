@@ -141,3 +141,30 @@ fn scalar_mapping_keys_are_strings_and_tags_are_dropped() {
     assert_eq!(objects, ["ConfigMap ok"]);
     assert_eq!(refused, ["k.yaml: document 2: a mapping key is a list, which JSON cannot hold; skipped"]);
 }
+
+/// After a document the parser fails on, the next ones are read, and each error's line is a
+/// line of the file.
+#[test]
+fn parsing_goes_on_after_each_bad_document() {
+    let bad = "apiVersion: v1\nkind: \"unclosed\nmetadata: {}\n";
+    let text = [cm("one"), bad.to_owned(), cm("three"), "a: [\n".to_owned(), cm("five")].join("---\n");
+    let (objects, refused) = parse("two-bad.yaml", &text);
+    assert_eq!(objects, ["ConfigMap one", "ConfigMap three", "ConfigMap five"]);
+    // The bad documents start at lines 6 and 15 of the file; each error names a line of the file.
+    assert_eq!(
+        refused,
+        [
+            "two-bad.yaml: document 2: invalid YAML: found unexpected document indicator at line 9 column 1, while \
+             scanning a quoted scalar at line 7 column 7; skipped",
+            "two-bad.yaml: document 4: invalid YAML: did not find expected node content at line 16 column 1, while \
+             parsing a flow node; skipped",
+        ]
+    );
+}
+
+#[test]
+fn a_directive_before_the_first_document_is_read() {
+    let (objects, refused) = parse("d.yaml", &format!("%YAML 1.1\n---\n{}", cm("directed")));
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(objects, ["ConfigMap directed"]);
+}
