@@ -1,16 +1,18 @@
 //! What one manifest file's text means: its documents, and the objects they hold.
 //!
-//! A YAML file is cut into documents at its `---` lines, as kubectl's reader cuts it, and
-//! each document is parsed on its own, so one bad document is skipped with an error naming
-//! the file and the document (its number, and its kind and name where readable) while the
-//! file's other documents still load. A `kind: List` (or any `*List` with `items`) stands
-//! for its items; an invalid item is skipped the same way, named by its index. A JSON file is
-//! one document. A UTF-8 byte order mark at the start of the file is ignored, and YAML merge
-//! keys (`<<: *anchor`) are applied, as kubectl does.
+//! A YAML file's documents are separated by `---` lines, as kubectl's reader separates them.
+//! One bad document is skipped with an error naming the file and the document (its number,
+//! and its kind and name where readable) while the file's other documents still load: where
+//! the parser fails, it starts again at the next `---` line. A `kind: List` (or any `*List`
+//! with `items`) stands for its items; an invalid item is skipped the same way, named by its
+//! index. A JSON file is one document. As kubectl reads them, a UTF-8 byte order mark at the
+//! start of the file is ignored, YAML merge keys (`<<: *anchor`) are applied, and mapping
+//! keys that are numbers or booleans become strings.
 //!
 //! Each object must have a string `apiVersion`, `kind` and `metadata.name`; the message says
 //! what is wrong (missing, empty, or not a string). Documents nested too deeply are refused
-//! before or after parsing (see [`nesting`](super::nesting)).
+//! before or after parsing (see [`nesting`](super::nesting)). A refused document keeps the
+//! objects it held in the file's previous version ([`ParsedManifest::keep_refused`]).
 
 use std::path::Path;
 
