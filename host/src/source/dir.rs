@@ -61,6 +61,16 @@ pub enum DirSourceError {
         /// What is wrong, and where in the file.
         message: String,
     },
+    /// An object is placed otherwise than written (a cluster-scoped object's namespace
+    /// ignored, an unknown kind taken as namespaced) or refused for naming another namespace
+    /// than the one given; see [`placement`](super::placement).
+    #[error("{path}: {message}")]
+    Placement {
+        /// The file.
+        path: PathBuf,
+        /// The document, the object, and what was done.
+        message: String,
+    },
     /// A manifest path resolves to something other than a regular file (a FIFO, a device…).
     #[error("{path}: {file_type}, not a regular file; skipped")]
     NotAFile {

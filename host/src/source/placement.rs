@@ -92,7 +92,7 @@ impl Placer {
             let text = |pointer: &str| value.pointer(pointer).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
             let (api_version, kind, name) = (text("/apiVersion"), text("/kind"), text("/metadata/name"));
             let namespace = text("/metadata/namespace");
-            let warn = |message: String| DirSourceError::Malformed {
+            let warn = |message: String| DirSourceError::Placement {
                 path: path.to_owned(),
                 message: format!("{} ({}): {message}", object.location, object.describe()),
             };

@@ -26,6 +26,7 @@ fn keys(placed: &Placed) -> Vec<String> {
 }
 
 fn messages(errors: &[DirSourceError]) -> Vec<String> {
+    assert!(errors.iter().all(|e| matches!(e, DirSourceError::Placement { .. })), "{errors:?}");
     errors.iter().map(ToString::to_string).collect()
 }
 
