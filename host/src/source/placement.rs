@@ -63,8 +63,9 @@ pub(super) struct Placer {
 }
 
 impl Placer {
-    /// A placer for `namespace` (`None`: `default`, any namespace allowed).
+    /// A placer for `namespace` (`None` or empty: `default`, any namespace allowed).
     pub fn new(namespace: Option<String>) -> Self {
+        let namespace = namespace.filter(|ns| !ns.is_empty());
         let given = namespace.is_some();
         let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
         Self { namespace, given, scopes: Scopes::default(), warned: BTreeSet::new() }
