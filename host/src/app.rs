@@ -24,7 +24,7 @@ use crate::plugin::{
     BudgetExceeded, CacheOutcome, CallOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits,
     MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
 };
-use crate::source::{DirSource, DirSourceError, KubeSource, KubeSourceError};
+use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError};
 
 /// Errors of the subcommands.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +105,9 @@ pub struct RunOptions {
     pub plugin_refs: Option<(OciOptions, RefreshOptions)>,
     /// Where objects come from.
     pub source: SourceSpec,
+    /// With a `dir:` source, the namespace of namespaced objects that name none, as
+    /// `kubectl apply -n` (objects naming another are refused); `None`: `default`.
+    pub namespace: Option<String>,
     /// Where compiled components are cached (`None`: no cache).
     pub cache_dir: Option<PathBuf>,
     /// Watch the plugins folder and deploy, replace and remove plugins as it changes.
@@ -184,7 +187,8 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
     let cancel = shutdown.child_token();
     let provider: Arc<dyn SourceProvider> = match &options.source {
         SourceSpec::Dir(path) => {
-            let dir = DirSource::open(path)?;
+            let dir_options = DirSourceOptions { namespace: options.namespace.clone(), ..DirSourceOptions::default() };
+            let dir = DirSource::open_with(path, dir_options)?;
             dir.watch(cancel.clone())?;
             tracing::info!(source = %path.display(), "watching manifests");
             dir

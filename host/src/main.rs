@@ -43,6 +43,10 @@ enum Command {
         /// default kubeconfig, or the in-cluster service account) or `kube:KUBECONFIG`.
         #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
         source: SourceSpec,
+        /// With a `dir:` source, the namespace of namespaced objects that name none, as
+        /// `kubectl apply -n`: objects naming another namespace are skipped [default: default].
+        #[arg(long, short = 'n', value_name = "NS", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+        namespace: Option<String>,
         /// Watch the API server of this kubeconfig (same as `--source kube:PATH`).
         #[arg(long, value_name = "PATH", conflicts_with = "source")]
         kubeconfig: Option<PathBuf>,
@@ -179,6 +183,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
         Command::Run {
             plugins,
             source,
+            namespace,
             kubeconfig,
             cache_dir: dir,
             no_cache,
@@ -204,6 +209,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 plugins,
                 plugin_refs,
                 source,
+                namespace,
                 cache_dir: cache_dir(dir, no_cache),
                 watch_plugins: !no_watch,
                 metrics_interval: Some(metrics_interval),

@@ -4,6 +4,7 @@
 //! - `wink run` delivers the initial list, an edit and a removal of a file in the directory
 //!   source to a plugin (seen in the plugin's log lines on stderr, plain text when piped),
 //!   and on SIGTERM drains, prints one summary line per plugin on stdout and exits 0;
+//! - `wink run --namespace` places objects written without a namespace in that namespace;
 //! - `wink check` does what `run` does before the first event: it accepts a good plugin
 //!   (whose `init` accepts its config) and prints what it watches, and rejects — with a
 //!   non-zero exit and an error naming the problem and the file — a component of another
@@ -93,6 +94,36 @@ async fn run_delivers_events_and_reports_on_sigterm() {
     assert!(stderr.iter().any(|l| l.contains("shutting down")), "{stderr:?}");
     // Regression: logs written to a pipe used to carry ANSI colour codes.
     assert!(stderr.iter().all(|l| !l.contains('\u{1b}')), "escape codes in piped logs: {stderr:?}");
+}
+
+/// `wink run --namespace NS` places namespaced objects written without a namespace in NS,
+/// as `kubectl apply -n NS` does.
+#[tokio::test]
+async fn run_with_a_namespace_places_objects_without_one_there() {
+    let cluster = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    install_recorder(plugins.path(), "cli-ns-recorder");
+    write_atomic(&cluster.path().join("web.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n");
+
+    let mut child = Running::spawn(
+        wink()
+            .args(["run", "--no-cache", "--namespace", "team-a", "--plugins"])
+            .arg(plugins.path())
+            .arg("--source")
+            .arg(format!("dir:{}", cluster.path().display()))
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR"),
+    );
+    let stderr = child.stderr.clone();
+    let add = stderr
+        .wait_for("the initial add", |l| {
+            (l.contains("cli-ns-recorder") && field(l, "event") == Some("add")).then(|| l.to_owned())
+        })
+        .await;
+    assert_eq!(field(&add, "key"), Some("team-a/web"), "{add}");
+    child.sigterm();
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
 }
 
 #[test]

@@ -5,13 +5,15 @@
 //! Specifies that the initial list reaches every plugin as adds flagged `initial`, with the
 //! resourceVersion of the cache; that editing a file is an update with the right old and new
 //! resourceVersion; that removing an object from a file, or the file, is a delete; that
-//! host-side namespace filters apply; and that nothing is delivered twice. (The same flow
+//! host-side namespace filters apply; that an object written without a namespace reaches a
+//! plugin watching `default`; and that nothing is delivered twice. (The same flow
 //! through the `wink` binary is in tests/cli.rs.)
 //!
 //! Run with `cargo xtask test`, or `cargo test -p wink-tests --test dir_source_e2e`.
 
 use std::collections::BTreeMap;
 
+use wink::informer::ResourceKey;
 use wink_tests::cluster::{Cluster, pod_yaml};
 use wink_tests::host::TestHost;
 use wink_tests::install_plugin;
@@ -22,6 +24,7 @@ use wink_tests::wait::{settle, wait_for};
 const ALL_A: &str = "e2e-recorder-a";
 const ALL_B: &str = "e2e-recorder-b";
 const SHOP_ONLY: &str = "e2e-recorder-shop";
+const DEFAULT_ONLY: &str = "e2e-recorder-default";
 
 fn recorded(plugin: &str) -> BTreeMap<String, Vec<Seen>> {
     by_key(&logs().recorded(plugin))
@@ -131,5 +134,31 @@ async fn adds_updates_and_deletes_reach_every_plugin_with_the_right_versions() {
 
     let summary = host.metrics(ALL_A).summary();
     assert!(summary.contains("traps=0") && summary.contains("quarantined=no"), "{summary}");
+    host.stop().await;
+}
+
+/// Regression: a Service written without a namespace got a cluster-scoped key, so a plugin
+/// watching `namespaces: [default]` never saw it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_watching_default_sees_a_service_written_without_a_namespace() {
+    let cluster = Cluster::new();
+    cluster.write("web.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports: [{port: 80}]\n");
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin(
+        "event-recorder",
+        plugins.path(),
+        DEFAULT_ONLY,
+        Some("resources:\n  - apiVersion: v1\n    kind: Service\n    namespaces: [default]"),
+    );
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    let informer = host.factory.existing(&ResourceKey::new("v1", "Service")).expect("the plugin's informer");
+    let service = informer.store().get_by_key("default/web").expect("in the cache as default/web");
+    assert_eq!(service.namespace(), Some("default"));
+    assert!(!service.uid().is_empty(), "a uid is given");
+    let rv = service.resource_version().to_owned();
+    wait_seen(DEFAULT_ONLY, &Seen::Add { key: "default/web".into(), rv, initial: true }).await;
+    host.wait_synced().await;
+    settle().await;
+    assert_eq!(recorded(DEFAULT_ONLY).keys().collect::<Vec<_>>(), ["default/web"], "{}", logs().dump(DEFAULT_ONLY));
     host.stop().await;
 }

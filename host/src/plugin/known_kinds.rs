@@ -2,59 +2,47 @@
 //! `wink check`'s warning about a watched kind no server may serve (a typo such as
 //! `Deploymnet`, or a group that has no such version).
 //!
-//! Deliberately small: the groups and kinds a handler plugin commonly watches or reads, at
-//! the versions current Kubernetes serves. A kind missing from it is only warned about, never
-//! refused: custom resources are legitimate, and the directory source serves any kind.
+//! The kinds are the directory source's table of built-in kinds
+//! ([`scope`]), one list for both; this module adds the versions
+//! each group serves. A kind missing from it is only warned about, never refused: custom
+//! resources are legitimate, and the directory source serves any kind.
 
-/// Built-in API groups (`""` is the core group), their served versions and their kinds.
-const BUILT_IN: &[(&str, &[&str], &[&str])] = &[
-    (
-        "",
-        &["v1"],
-        &[
-            "ConfigMap",
-            "Endpoints",
-            "Event",
-            "LimitRange",
-            "Namespace",
-            "Node",
-            "PersistentVolume",
-            "PersistentVolumeClaim",
-            "Pod",
-            "PodTemplate",
-            "ReplicationController",
-            "ResourceQuota",
-            "Secret",
-            "Service",
-            "ServiceAccount",
-        ],
-    ),
-    ("apps", &["v1"], &["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"]),
-    ("batch", &["v1"], &["CronJob", "Job"]),
-    ("autoscaling", &["v1", "v2"], &["HorizontalPodAutoscaler"]),
-    ("policy", &["v1"], &["PodDisruptionBudget"]),
-    ("networking.k8s.io", &["v1"], &["Ingress", "IngressClass", "NetworkPolicy"]),
-    ("discovery.k8s.io", &["v1"], &["EndpointSlice"]),
-    ("coordination.k8s.io", &["v1"], &["Lease"]),
-    ("events.k8s.io", &["v1"], &["Event"]),
-    ("rbac.authorization.k8s.io", &["v1"], &["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]),
-    ("storage.k8s.io", &["v1"], &["CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"]),
-    ("scheduling.k8s.io", &["v1"], &["PriorityClass"]),
-    ("node.k8s.io", &["v1"], &["RuntimeClass"]),
-    ("certificates.k8s.io", &["v1"], &["CertificateSigningRequest"]),
-    ("apiextensions.k8s.io", &["v1"], &["CustomResourceDefinition"]),
-    (
-        "admissionregistration.k8s.io",
-        &["v1"],
-        &["MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingWebhookConfiguration"],
-    ),
+use crate::source::scope;
+
+/// The versions current Kubernetes serves for each built-in API group (`""`: the core
+/// group); the groups' kinds are the directory source's table ([`scope`]).
+const SERVED_VERSIONS: &[(&str, &[&str])] = &[
+    ("", &["v1"]),
+    ("admissionregistration.k8s.io", &["v1", "v1beta1", "v1alpha1"]),
+    ("apiextensions.k8s.io", &["v1"]),
+    ("apiregistration.k8s.io", &["v1"]),
+    ("apps", &["v1"]),
+    ("authentication.k8s.io", &["v1"]),
+    ("authorization.k8s.io", &["v1"]),
+    ("autoscaling", &["v1", "v2"]),
+    ("batch", &["v1"]),
+    ("certificates.k8s.io", &["v1", "v1beta1", "v1alpha1"]),
+    ("coordination.k8s.io", &["v1", "v1beta1", "v1alpha2"]),
+    ("discovery.k8s.io", &["v1"]),
+    ("events.k8s.io", &["v1"]),
+    ("flowcontrol.apiserver.k8s.io", &["v1"]),
+    ("internal.apiserver.k8s.io", &["v1alpha1"]),
+    ("networking.k8s.io", &["v1", "v1beta1"]),
+    ("node.k8s.io", &["v1"]),
+    ("policy", &["v1"]),
+    ("rbac.authorization.k8s.io", &["v1"]),
+    ("resource.k8s.io", &["v1", "v1beta2", "v1beta1", "v1alpha3"]),
+    ("scheduling.k8s.io", &["v1"]),
+    ("storage.k8s.io", &["v1", "v1beta1", "v1alpha1"]),
+    ("storagemigration.k8s.io", &["v1alpha1"]),
 ];
 
 /// Why `kind` of a well-formed `api_version` may not be served, or `None` when it is a
 /// built-in kind. The reason is one sentence for a warning.
 pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let Some((_, versions, kinds)) = BUILT_IN.iter().find(|(g, ..)| *g == group) else {
+    let kinds: Vec<&str> = scope::built_in_kinds(group).collect();
+    let Some((_, versions)) = SERVED_VERSIONS.iter().find(|(g, _)| *g == group).filter(|_| !kinds.is_empty()) else {
         return Some(format!(
             "{api_version} {kind} is not a built-in Kubernetes kind: an API server serves it only once its \
              CustomResourceDefinition is installed"

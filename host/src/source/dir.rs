@@ -6,6 +6,12 @@
 //! increasing resourceVersions. Each kind is served by its own [`MemorySource`], which gives
 //! the watch-cache semantics (resourceVersions, history, bookmarks) for free.
 //!
+//! The cache holds what `kubectl apply -f FOLDER --recursive` into an empty cluster would
+//! hold: what a file's text means is [`documents`](super::documents)' concern (one bad
+//! document is skipped alone), and where each object goes (namespaces, uids) is
+//! [`placement`](super::placement)'s, a pass over every file's objects after reading, as the
+//! folder's CustomResourceDefinitions say which of their kinds are namespaced.
+//!
 //! A malformed file is reported with its path and skipped; the objects it held before stay
 //! as they were, and every other file keeps flowing. The files are not trusted (see
 //! `dir_read.rs`): only regular files of at most
@@ -17,20 +23,22 @@
 //! [`DirSource::rescan`], which [`DirSource::watch`] calls whenever the file watcher
 //! (`notify`, debounced) reports a change.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::dir_read::{manifest_files, read_manifest};
+pub use super::documents::{ManifestObject, ParsedManifest, parse_manifest_file};
 use super::memory::MemorySource;
-use super::nesting::{Estimate, estimated_depth, split_documents, value_depth};
+use super::placement::{ObjectId, Placer};
+use super::scope::Scopes;
 use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{ListerWatcher, SourceError};
+#[cfg(test)]
 use crate::informer::object::MAX_DEPTH;
 
 /// Errors of the directory source.
@@ -51,6 +59,16 @@ pub enum DirSourceError {
         /// The file.
         path: PathBuf,
         /// What is wrong, and where in the file.
+        message: String,
+    },
+    /// An object is placed otherwise than written (a cluster-scoped object's namespace
+    /// ignored, an unknown kind taken as namespaced) or refused for naming another namespace
+    /// than the one given; see [`placement`](super::placement).
+    #[error("{path}: {message}")]
+    Placement {
+        /// The file.
+        path: PathBuf,
+        /// The document, the object, and what was done.
         message: String,
     },
     /// A manifest path resolves to something other than a regular file (a FIFO, a device…).
@@ -87,24 +105,60 @@ pub enum DirSourceError {
     },
 }
 
-/// Identity of an object in the folder: (apiVersion, kind, key).
-type ObjectId = (String, String, String);
-
 #[derive(Default)]
 struct FileState {
     /// The file's text when last read successfully.
     text: String,
-    /// The objects it defined, with their JSON.
+    /// Its objects as written.
+    parsed: Vec<ManifestObject>,
+    /// Its objects as placed in the cache (see [`Placer`]), with their JSON.
     objects: BTreeMap<ObjectId, serde_json::Value>,
 }
 
-#[derive(Default)]
 struct State {
     files: HashMap<PathBuf, FileState>,
     kinds: HashMap<(String, String), MemorySource>,
+    placer: Placer,
 }
 
 impl State {
+    /// Places the objects of the files read anew (all files' objects, when the folder's
+    /// CustomResourceDefinitions changed) and applies what changed to the cache. Returns the
+    /// placement warnings of the files whose objects changed.
+    fn place(&mut self, changed: &BTreeSet<PathBuf>) -> Vec<DirSourceError> {
+        let mut errors = Vec::new();
+        let scopes = Scopes::from_objects(self.files.values().flat_map(|f| f.parsed.iter().map(|o| &o.value)));
+        let paths: Vec<PathBuf> = if self.placer.set_scopes(scopes) {
+            let mut all: Vec<PathBuf> = self.files.keys().cloned().collect();
+            all.sort();
+            all
+        } else {
+            changed.iter().cloned().collect()
+        };
+        for path in paths {
+            let Some(mut file) = self.files.remove(&path) else { continue };
+            let placed = self.placer.place(&path, &file.parsed);
+            errors.extend(placed.unknown_kinds);
+            if changed.contains(&path) || placed.objects != file.objects {
+                errors.extend(placed.warnings);
+            }
+            for id in file.objects.keys().filter(|id| !placed.objects.contains_key(*id)) {
+                self.source(&id.0, &id.1).delete(&id.2);
+            }
+            for (id, value) in &placed.objects {
+                if file.objects.get(id) == Some(value) {
+                    continue;
+                }
+                if let Err(err) = self.source(&id.0, &id.1).apply(value.clone()) {
+                    errors.push(DirSourceError::Malformed { path: path.clone(), message: format!("{}: {err}", id.2) });
+                }
+            }
+            file.objects = placed.objects;
+            self.files.insert(path, file);
+        }
+        errors
+    }
+
     fn source(&mut self, api_version: &str, kind: &str) -> MemorySource {
         self.kinds.entry((api_version.to_owned(), kind.to_owned())).or_default().clone()
     }
@@ -116,11 +170,15 @@ pub struct DirSourceOptions {
     /// The largest manifest file read, in bytes; larger files are skipped with an error.
     /// Default 16 MiB.
     pub max_file_bytes: u64,
+    /// The namespace of namespaced objects that name none, as `kubectl apply -n`: given,
+    /// objects naming another namespace are refused. `None`: `default`, and objects may
+    /// name any namespace.
+    pub namespace: Option<String>,
 }
 
 impl Default for DirSourceOptions {
     fn default() -> Self {
-        Self { max_file_bytes: 16 << 20 }
+        Self { max_file_bytes: 16 << 20, namespace: None }
     }
 }
 
@@ -137,100 +195,6 @@ impl std::fmt::Debug for DirSource {
     }
 }
 
-/// A manifest file's objects, and the documents refused for nesting too deep.
-#[derive(Debug, Default)]
-pub struct ParsedManifest {
-    /// The objects, in file order.
-    pub objects: Vec<serde_json::Value>,
-    /// One error per refused document, naming the file and the document.
-    pub refused: Vec<DirSourceError>,
-}
-
-/// Documents with their numbers in the file (from 1).
-type NumberedDocuments = Vec<(usize, serde_json::Value)>;
-
-/// Parses the documents of a YAML stream. A document nested deeper than [`MAX_DEPTH`] is
-/// refused on its own (an error in `refused`); any other invalid document fails the file.
-fn parse_yaml(path: &Path, text: &str) -> Result<(NumberedDocuments, Vec<DirSourceError>), DirSourceError> {
-    let malformed = |message: String| DirSourceError::Malformed { path: path.to_owned(), message };
-    let too_deep =
-        |number: usize| malformed(format!("document {number}: nested deeper than {MAX_DEPTH} levels; skipped"));
-    // Documents far too deep are left out unparsed (as empty documents, so that the others
-    // keep their numbers): the parser's work grows with the square of the depth.
-    let documents = split_documents(text);
-    let first_number = usize::from(!documents.leading_empty);
-    let mut estimates = Vec::with_capacity(documents.parts.len());
-    let mut refused = Vec::new();
-    let mut kept = String::with_capacity(text.len());
-    for (i, part) in documents.parts.iter().enumerate() {
-        let estimate = if i == 0 && documents.leading_empty { Estimate::default() } else { estimated_depth(part) };
-        if estimate.too_deep_to_parse() {
-            refused.push(too_deep(i + first_number));
-            kept.push_str(if part.starts_with("---") { "---\nnull\n" } else { "null\n" });
-        } else {
-            kept.push_str(part);
-        }
-        estimates.push(estimate);
-    }
-    let mut docs = Vec::new();
-    for (i, doc) in serde_norway::Deserializer::from_str(&kept).enumerate() {
-        let number = i + 1;
-        let estimate = estimates.get(i + usize::from(documents.leading_empty)).map_or(0, |e| e.overall);
-        match serde_json::Value::deserialize(doc) {
-            Ok(value) if value_depth(&value) > MAX_DEPTH => refused.push(too_deep(number)),
-            Ok(value) if value.is_null() => {}
-            Ok(value) => docs.push((number, value)),
-            // The parser's own recursion limit ("recursion limit exceeded"): only possible
-            // where the estimate is deep.
-            Err(e) if estimate > MAX_DEPTH => refused.push(malformed(format!("document {number}: {e}; skipped"))),
-            Err(e) => return Err(malformed(format!("document {number}: invalid YAML: {e}"))),
-        }
-    }
-    Ok((docs, refused))
-}
-
-/// Parses one manifest file into objects.
-pub fn parse_manifest_file(path: &Path, text: &str) -> Result<ParsedManifest, DirSourceError> {
-    let malformed = |message: String| DirSourceError::Malformed { path: path.to_owned(), message };
-    let (docs, refused) = if path.extension().is_some_and(|e| e == "json") {
-        // serde_json stops at its recursion limit, MAX_DEPTH, at once.
-        (vec![(1, serde_json::from_str(text).map_err(|e| malformed(format!("invalid JSON: {e}")))?)], Vec::new())
-    } else {
-        parse_yaml(path, text)?
-    };
-    let mut objects = Vec::new();
-    for (number, doc) in docs {
-        let where_ = format!("document {number}");
-        if doc.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List"))
-            && let Some(items) = doc.get("items").and_then(|i| i.as_array())
-        {
-            objects.extend(items.iter().cloned());
-            continue;
-        }
-        for field in ["apiVersion", "kind"] {
-            if doc.get(field).and_then(|v| v.as_str()).is_none_or(str::is_empty) {
-                return Err(malformed(format!("{where_}: missing `{field}`")));
-            }
-        }
-        if doc.pointer("/metadata/name").and_then(|v| v.as_str()).is_none_or(str::is_empty) {
-            return Err(malformed(format!("{where_}: missing `metadata.name`")));
-        }
-        objects.push(doc);
-    }
-    Ok(ParsedManifest { objects, refused })
-}
-
-fn object_id(value: &serde_json::Value) -> Option<ObjectId> {
-    let s = |p: &str| value.pointer(p).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-    let name = s("/metadata/name");
-    if name.is_empty() {
-        return None;
-    }
-    let ns = s("/metadata/namespace");
-    let key = if ns.is_empty() { name } else { format!("{ns}/{name}") };
-    Some((s("/apiVersion"), s("/kind"), key))
-}
-
 impl DirSource {
     /// Opens a folder and reads it once. Malformed files are logged and skipped.
     pub fn open(root: impl Into<PathBuf>) -> Result<Arc<Self>, DirSourceError> {
@@ -244,7 +208,9 @@ impl DirSource {
             let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
             return Err(DirSourceError::Io { path: root, source });
         }
-        let this = Arc::new(Self { root, options, state: Mutex::default() });
+        let state =
+            State { files: HashMap::new(), kinds: HashMap::new(), placer: Placer::new(options.namespace.clone()) };
+        let this = Arc::new(Self { root, options, state: Mutex::new(state) });
         for err in this.rescan()? {
             tracing::warn!(error = %err, "skipping malformed manifest");
         }
@@ -272,6 +238,7 @@ impl DirSource {
                 }
             }
         }
+        let mut changed = BTreeSet::new();
         for path in files {
             let text = match read_manifest(&path, self.options.max_file_bytes) {
                 Ok(text) => text,
@@ -286,36 +253,18 @@ impl DirSource {
             if state.files.get(&path).is_some_and(|f| f.text == text) {
                 continue;
             }
-            let objects = match parse_manifest_file(&path, &text) {
-                Ok(parsed) => {
-                    errors.extend(parsed.refused);
-                    parsed.objects
+            match parse_manifest_file(&path, &text) {
+                Ok(mut parsed) => {
+                    errors.append(&mut parsed.refused);
+                    let file = state.files.entry(path.clone()).or_default();
+                    parsed.keep_refused(&file.parsed);
+                    (file.text, file.parsed) = (text, parsed.objects);
+                    changed.insert(path);
                 }
-                Err(err) => {
-                    errors.push(err);
-                    continue;
-                }
-            };
-            let mut new: BTreeMap<ObjectId, serde_json::Value> = BTreeMap::new();
-            for obj in objects {
-                if let Some(id) = object_id(&obj) {
-                    new.insert(id, obj);
-                }
+                Err(err) => errors.push(err),
             }
-            let old = state.files.remove(&path).unwrap_or_default();
-            for id in old.objects.keys().filter(|id| !new.contains_key(*id)) {
-                state.source(&id.0, &id.1).delete(&id.2);
-            }
-            for (id, value) in &new {
-                if old.objects.get(id) == Some(value) {
-                    continue;
-                }
-                if let Err(err) = state.source(&id.0, &id.1).apply(value.clone()) {
-                    errors.push(DirSourceError::Malformed { path: path.clone(), message: format!("{}: {err}", id.2) });
-                }
-            }
-            state.files.insert(path, FileState { text, objects: new });
         }
+        errors.extend(state.place(&changed));
         Ok(errors)
     }
 
@@ -388,15 +337,15 @@ mod tests {
         write(dir.path(), "a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {v: '1'}\n");
         let src = DirSource::open(dir.path()).unwrap();
         let cms = src.state.lock().source("v1", "ConfigMap");
-        let rv1 = cms.get("one").unwrap().resource_version().to_owned();
+        let rv1 = cms.get("default/one").unwrap().resource_version().to_owned();
         write(dir.path(), "a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {v: '2'}\n");
         assert!(src.rescan().unwrap().is_empty());
-        let rv2 = cms.get("one").unwrap().resource_version().to_owned();
+        let rv2 = cms.get("default/one").unwrap().resource_version().to_owned();
         assert!(rv2.parse::<u64>().unwrap() > rv1.parse::<u64>().unwrap());
-        assert!(cms.get("one").unwrap().json().contains("\"2\""));
+        assert!(cms.get("default/one").unwrap().json().contains("\"2\""));
         std::fs::remove_file(dir.path().join("a.yaml")).unwrap();
         src.rescan().unwrap();
-        assert!(cms.get("one").is_none());
+        assert!(cms.get("default/one").is_none());
     }
 
     #[test]
@@ -413,10 +362,14 @@ mod tests {
         assert_eq!(errors.len(), 2, "{messages:?}");
         assert!(messages.iter().any(|m| m.contains("flaky.yaml") && m.contains("invalid YAML")), "{messages:?}");
         assert!(messages.iter().any(|m| m.contains("nameless.yaml") && m.contains("metadata.name")), "{messages:?}");
-        assert_eq!(keys(&src, "v1", "ConfigMap"), ["flaky", "good", "later"]);
+        assert_eq!(keys(&src, "v1", "ConfigMap"), ["default/flaky", "default/good", "default/later"]);
     }
 }
 
 #[cfg(test)]
 #[path = "dir_hostile_tests.rs"]
 mod hostile_tests;
+
+#[cfg(test)]
+#[path = "dir_placement_tests.rs"]
+mod placement_tests;

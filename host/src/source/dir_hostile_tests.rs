@@ -113,7 +113,9 @@ fn an_oversized_file_is_skipped() {
         messages(&errors)
     );
 
-    let small = DirSource::open_with(dir.path(), DirSourceOptions { max_file_bytes: 100 }).unwrap();
+    let small =
+        DirSource::open_with(dir.path(), DirSourceOptions { max_file_bytes: 100, ..DirSourceOptions::default() })
+            .unwrap();
     write(dir.path(), "long.yaml", &format!("{}# {}\n", pod("long"), "x".repeat(100)));
     let errors = small.rescan().unwrap();
     assert_eq!(errors.iter().filter(|e| matches!(e, DirSourceError::TooLarge { .. })).count(), 2);

@@ -1,0 +1,170 @@
+//! What a manifest file's text means: documents, lists, and what is wrong with a bad one.
+
+use super::*;
+
+fn parse(name: &str, text: &str) -> (Vec<String>, Vec<String>) {
+    let parsed = parse_manifest_file(Path::new(name), text).unwrap();
+    let names = parsed.objects.iter().map(ManifestObject::describe).collect();
+    (names, parsed.refused.iter().map(ToString::to_string).collect())
+}
+
+fn cm(name: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n")
+}
+
+/// Regression: one bad document refused the whole file.
+#[test]
+fn one_bad_document_is_skipped_alone_and_named_with_its_line_in_the_file() {
+    let text = [cm("first"), "apiVersion: v1\nkind: [unclosed\n".to_owned(), cm("last")].join("---\n");
+    let (objects, refused) = parse("a.yaml", &text);
+    assert_eq!(objects, ["ConfigMap first", "ConfigMap last"]);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    // The bad document starts on line 5 of the file; the error is on its third line.
+    assert!(refused[0].starts_with("a.yaml: document 2: invalid YAML: "), "{refused:?}");
+    assert!(refused[0].contains("line 7 column"), "{refused:?}");
+    assert!(refused[0].ends_with("; skipped"), "{refused:?}");
+}
+
+#[test]
+fn each_invalid_object_says_what_is_wrong_and_the_others_load() {
+    let docs = [
+        cm("good"),
+        "kind: ConfigMap\nmetadata: {name: no-version}\n".to_owned(),
+        "apiVersion: v1\nkind: ''\nmetadata: {name: empty-kind}\n".to_owned(),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 42}\n".to_owned(),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: shop}\n".to_owned(),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: [name]\n".to_owned(),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n, namespace: [a]}\n".to_owned(),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-labels, labels: {a: [1]}}\n".to_owned(),
+        "just a string\n".to_owned(),
+        cm("also-good"),
+    ];
+    let (objects, refused) = parse("m.yaml", &docs.join("---\n"));
+    assert_eq!(objects, ["ConfigMap good", "ConfigMap also-good"]);
+    assert_eq!(
+        refused,
+        [
+            "m.yaml: document 2 (ConfigMap no-version): missing `apiVersion`; skipped",
+            "m.yaml: document 3 (empty-kind): `kind` is empty; skipped",
+            "m.yaml: document 4 (ConfigMap): `metadata.name` is a number, not a string; skipped",
+            "m.yaml: document 5 (ConfigMap): missing `metadata.name`; skipped",
+            "m.yaml: document 6 (ConfigMap): `metadata` is a list, not a mapping; skipped",
+            "m.yaml: document 7 (ConfigMap n): `metadata.namespace` is a list, not a string; skipped",
+            "m.yaml: document 8 (ConfigMap bad-labels): `metadata.labels.a`: invalid type: sequence, \
+             expected a string; skipped",
+            "m.yaml: document 9: not an object: the document is a string; skipped",
+        ]
+    );
+}
+
+/// Regression: invalid items of a `kind: List` vanished without a word.
+#[test]
+fn invalid_list_items_are_named_by_index_and_the_others_load() {
+    let yaml = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n\
+                - apiVersion: v1\n  kind: ConfigMap\n  metadata: {}\n- 7\n";
+    let (objects, refused) = parse("list.yaml", yaml);
+    assert_eq!(objects, ["ConfigMap a"]);
+    assert_eq!(
+        refused,
+        [
+            "list.yaml: document 1, item 1 (ConfigMap): missing `metadata.name`; skipped",
+            "list.yaml: document 1, item 2: not an object: the document is a number; skipped",
+        ]
+    );
+    let json = r#"{"apiVersion":"v1","kind":"ConfigMapList","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":true}},{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}]}"#;
+    let parsed = parse_manifest_file(Path::new("list.json"), json).unwrap();
+    assert_eq!(parsed.objects.len(), 1);
+    assert_eq!(parsed.objects[0].location, Location { document: 1, item: Some(1) });
+    let refused: Vec<String> = parsed.refused.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        refused,
+        ["list.json: document 1, item 0 (ConfigMap): `metadata.name` is a boolean, not a string; skipped"]
+    );
+}
+
+/// Regression: a file starting with a UTF-8 byte order mark read as two documents.
+#[test]
+fn a_byte_order_mark_is_not_a_document() {
+    for text in [format!("\u{feff}{}", cm("bom")), format!("\u{feff}---\n{}", cm("bom"))] {
+        let parsed = parse_manifest_file(Path::new("bom.yaml"), &text).unwrap();
+        assert!(parsed.refused.is_empty(), "{:?}", parsed.refused);
+        assert_eq!(parsed.objects.len(), 1);
+        assert_eq!(parsed.objects[0].location, Location { document: 1, item: None });
+    }
+    let json = "\u{feff}{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"bom\"}}";
+    assert_eq!(parse("bom.json", json).0, ["ConfigMap bom"]);
+}
+
+#[test]
+fn yaml_merge_keys_are_applied() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: merged\n  labels:\n    <<: &common {app: shop, tier: web}\n    tier: api\n\
+                data:\n  <<: [*common, {extra: 'yes'}]\n";
+    let parsed = parse_manifest_file(Path::new("merge.yaml"), text).unwrap();
+    assert!(parsed.refused.is_empty(), "{:?}", parsed.refused);
+    let value = &parsed.objects[0].value;
+    assert_eq!(value["metadata"]["labels"], serde_json::json!({"app": "shop", "tier": "api"}));
+    assert_eq!(value["data"], serde_json::json!({"app": "shop", "tier": "web", "extra": "yes"}));
+}
+
+#[test]
+fn documents_keep_their_numbers_around_empty_ones_and_comments() {
+    let text = format!("# header\n---\n{}---\n---\n# only a comment\n---\n{}", cm("one"), cm("four"));
+    let parsed = parse_manifest_file(Path::new("n.yaml"), &text).unwrap();
+    let numbers: Vec<usize> = parsed.objects.iter().map(|o| o.location.document).collect();
+    assert_eq!(numbers, [1, 4]);
+}
+
+#[test]
+fn invalid_json_fails_the_file() {
+    let err = parse_manifest_file(Path::new("bad.json"), "{\"apiVersion\": ").unwrap_err();
+    assert!(err.to_string().starts_with("bad.json: invalid JSON"), "{err}");
+}
+
+#[test]
+fn yaml_error_lines_are_lines_of_the_file() {
+    assert_eq!(
+        shift_lines("did not find key at line 2 column 3, while parsing at line 1 column 1", 10),
+        "did not find key at line 11 column 3, while parsing at line 10 column 1"
+    );
+    assert_eq!(shift_lines("a line 2 without column", 10), "a line 2 without column");
+}
+
+/// A number or boolean as a mapping key is read as a string, as kubectl reads it; a list as
+/// a key has no JSON form.
+#[test]
+fn scalar_mapping_keys_are_strings_and_tags_are_dropped() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  1: one\n  true: 'yes'\n  1.5: f\n  t: !custom v\n";
+    let parsed = parse_manifest_file(Path::new("k.yaml"), text).unwrap();
+    assert!(parsed.refused.is_empty(), "{:?}", parsed.refused);
+    assert_eq!(parsed.objects[0].value["data"], serde_json::json!({"1": "one", "true": "yes", "1.5": "f", "t": "v"}));
+    let (objects, refused) = parse("k.yaml", &format!("{}---\n{}data:\n  ? [a]\n  : seq\n", cm("ok"), cm("complex")));
+    assert_eq!(objects, ["ConfigMap ok"]);
+    assert_eq!(refused, ["k.yaml: document 2: a mapping key is a list, which JSON cannot hold; skipped"]);
+}
+
+/// After a document the parser fails on, the next ones are read, and each error's line is a
+/// line of the file.
+#[test]
+fn parsing_goes_on_after_each_bad_document() {
+    let bad = "apiVersion: v1\nkind: \"unclosed\nmetadata: {}\n";
+    let text = [cm("one"), bad.to_owned(), cm("three"), "a: [\n".to_owned(), cm("five")].join("---\n");
+    let (objects, refused) = parse("two-bad.yaml", &text);
+    assert_eq!(objects, ["ConfigMap one", "ConfigMap three", "ConfigMap five"]);
+    // The bad documents start at lines 6 and 15 of the file; each error names a line of the file.
+    assert_eq!(
+        refused,
+        [
+            "two-bad.yaml: document 2: invalid YAML: found unexpected document indicator at line 9 column 1, while \
+             scanning a quoted scalar at line 7 column 7; skipped",
+            "two-bad.yaml: document 4: invalid YAML: did not find expected node content at line 16 column 1, while \
+             parsing a flow node; skipped",
+        ]
+    );
+}
+
+#[test]
+fn a_directive_before_the_first_document_is_read() {
+    let (objects, refused) = parse("d.yaml", &format!("%YAML 1.1\n---\n{}", cm("directed")));
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(objects, ["ConfigMap directed"]);
+}
