@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wink::informer::Store;
-use wink::plugin::manifest::{FailurePolicy, OnError};
+use wink::plugin::deploy::manifest::{FailurePolicy, OnError};
 use wink::plugin::{
     CacheResolver, CacheScope, EngineConfig, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine, PluginHandler,
     PoolLimits, Sandbox, SandboxSettings, load_plugin,

@@ -15,11 +15,11 @@ use tokio_util::sync::CancellationToken;
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
 use crate::oci::{OciClient, OciError, OciOptions, OciPlugins, RefreshOptions};
-use crate::plugin::engine::DEFAULT_CACHE_MAX_SIZE;
+use crate::plugin::deploy::known_kinds;
+use crate::plugin::deploy::loader::{load_manifest, load_plugin_manifest};
+use crate::plugin::deploy::manifest::format_bytes;
 use crate::plugin::imports::cache::NoCache;
-use crate::plugin::known_kinds;
-use crate::plugin::loader::{load_manifest, load_plugin_manifest};
-use crate::plugin::manifest::format_bytes;
+use crate::plugin::runtime::engine::DEFAULT_CACHE_MAX_SIZE;
 use crate::plugin::{
     BudgetExceeded, CacheOutcome, CallOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits,
     MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
@@ -290,7 +290,7 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
             format_bytes(initial.total()),
             format_bytes(initial.memories),
             format_bytes(initial.data),
-            format_bytes(crate::plugin::budget::reservation_of(m)),
+            format_bytes(crate::plugin::runtime::budget::reservation_of(m)),
             format_bytes(budget.total())
         ),
     ];

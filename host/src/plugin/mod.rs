@@ -13,56 +13,33 @@
 //!                                                 │ imports: log, cache (scoped by the manifest)
 //! ```
 //!
-//! - [`manifest`], [`selector`]: the plugin's YAML manifest and Kubernetes label selectors.
-//! - [`engine`]: the one wasmtime engine, its epoch ticker and the compiled-component cache;
-//!   [`cache_prune`]: keeping that cache under a size bound.
-//! - [`budget`]: the host's memory budget, which every deployed plugin reserves from;
-//!   [`footprint`]: a component's memory before its first call.
-//! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
-//! - [`imports`]: the host side of `log` and `cache`.
-//! - [`guest_text`]: every string a guest hands the host, escaped onto one line and bounded.
-//! - [`limits`], [`outcome`], [`instance`]: the sandbox and what a call can come to.
-//! - [`known_kinds`]: the kinds Kubernetes serves without a CRD (`wink check` warns about others).
-//! - [`loader`]: manifest + component → [`LoadedPlugin`] (what `wink check` runs).
-//! - [`fingerprint`]: plugin file digests remembered by (size, modification time).
-//! - [`registry`]: the deployed plugins; deploy, replace, remove, folder rescans.
-//! - [`pool`]: [`GuestPool`], the threads guest code runs on.
-//! - [`runner`]: [`PluginHandler`], a plugin as an informer event handler.
-//! - [`metrics`]: per-plugin Prometheus metrics.
+//! The code is grouped in rooms:
+//! - [`runtime`]: the wasmtime engine, the sandbox and instances, the guest thread pool,
+//!   memory budgets — where a plugin's code runs.
+//! - [`deploy`]: manifests, the loader and the registry — where a plugin is loaded,
+//!   deployed, replaced and removed.
+//! - [`delivery`]: the event handler that calls a plugin, and its metrics — where a plugin is
+//!   called.
+//! - [`imports`]: the host side of what plugins import (`log`, `cache`).
 
-pub mod bindings;
-pub mod budget;
-pub mod cache_prune;
-pub mod engine;
-pub mod fingerprint;
-pub mod footprint;
-pub mod guest_text;
+pub mod delivery;
+pub mod deploy;
 pub mod imports;
-pub mod instance;
-pub mod known_kinds;
-pub mod limits;
-pub mod loader;
-pub mod manifest;
-pub mod metrics;
-pub mod outcome;
-pub mod pool;
-pub mod registry;
-pub mod runner;
-pub mod selector;
+pub mod runtime;
 #[cfg(test)]
 pub(crate) mod test_guests;
 
-pub use budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
-pub use engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
-pub use footprint::InitialMemory;
-pub use guest_text::{GuestText, MAX_GUEST_TEXT};
+pub use delivery::metrics::{MetricsRegistry, PluginMetrics};
+pub use delivery::runner::PluginHandler;
+pub use deploy::loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
+pub use deploy::manifest::{Manifest, ManifestError};
+pub use deploy::registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats};
+pub use deploy::selector::{LabelSelector, LabelSet, SelectorError};
 pub use imports::{CacheResolver, CacheScope, NamespaceGrant};
-pub use instance::{PluginInstance, Sandbox, SandboxSettings};
-pub use loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
-pub use manifest::{Manifest, ManifestError};
-pub use metrics::{MetricsRegistry, PluginMetrics};
-pub use outcome::{CallOutcome, TrapKind};
-pub use pool::{GuestPool, GuestPoolError};
-pub use registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats};
-pub use runner::PluginHandler;
-pub use selector::{LabelSelector, LabelSet, SelectorError};
+pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
+pub use runtime::engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
+pub use runtime::footprint::InitialMemory;
+pub use runtime::guest_text::{GuestText, MAX_GUEST_TEXT};
+pub use runtime::instance::{PluginInstance, Sandbox, SandboxSettings};
+pub use runtime::outcome::{CallOutcome, TrapKind};
+pub use runtime::pool::{GuestPool, GuestPoolError};

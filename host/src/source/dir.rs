@@ -17,7 +17,7 @@
 //! `dir_read.rs`): only regular files of at most
 //! [`DirSourceOptions::max_file_bytes`] are read, and a folder link that loops is skipped,
 //! each with an error naming it. A document nested deeper than an object may be
-//! ([`MAX_DEPTH`]) is refused with an error naming the file and the document, without taking
+//! ([`MAX_DEPTH`](crate::informer::object::MAX_DEPTH)) is refused with an error naming the file and the document, without taking
 //! the file's other documents with it; one nested absurdly deep is refused before the YAML
 //! parser sees it (see [`nesting`](super::nesting)). Changes are picked up by
 //! [`DirSource::rescan`], which [`DirSource::watch`] calls whenever the file watcher

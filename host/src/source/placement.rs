@@ -14,7 +14,7 @@
 //!   and restarts; a uid the file gives is kept.
 //!
 //! Which kinds are namespaced depends on the CustomResourceDefinitions of the whole folder,
-//! so placing is a pass over every file's objects after reading ([`Placer::set_scopes`]
+//! so placing is a pass over every file's objects after reading (`Placer::set_scopes`
 //! says when a changed definition means every file must be placed again).
 
 use std::collections::{BTreeMap, BTreeSet};

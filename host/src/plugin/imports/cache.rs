@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::informer::{IndexerError, NAMESPACE_INDEX, Object, Store, split_key};
-use crate::plugin::bindings::cache::{CacheError, Host, Resource};
-use crate::plugin::bindings::{WitObject, to_wit};
-use crate::plugin::manifest::{Manifest, ResourceRef};
+use crate::plugin::deploy::manifest::{Manifest, ResourceRef};
+use crate::plugin::runtime::bindings::cache::{CacheError, Host, Resource};
+use crate::plugin::runtime::bindings::{WitObject, to_wit};
 
 /// Finds the shared cache of a resource. Implemented by the layer that owns the informers.
 pub trait CacheResolver: Send + Sync {

@@ -1,6 +1,6 @@
 //! `wink:plugin/log`: a plugin's log records become `tracing` events tagged with its name.
 //!
-//! The import is defined by hand ([`crate::plugin::instance::linker`]) rather than through
+//! The import is defined by hand ([`crate::plugin::runtime::instance::linker`]) rather than through
 //! bindgen's `Host` trait, so that the message is lifted as a [`GuestText`]: escaped onto one
 //! line and bounded to [`MAX_LOG_MESSAGE`] bytes while still in guest memory (a guest that
 //! logs 100 MB costs the host 4 KiB). Each record carries the plugin's name in a `plugin`
@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
-use crate::plugin::bindings::log::Level;
-use crate::plugin::guest_text::{GuestText, MAX_GUEST_TEXT};
+use crate::plugin::runtime::bindings::log::Level;
+use crate::plugin::runtime::guest_text::{GuestText, MAX_GUEST_TEXT};
 
 /// The longest message emitted, in bytes of escaped text; longer ones are truncated.
 pub const MAX_LOG_MESSAGE: usize = MAX_GUEST_TEXT;

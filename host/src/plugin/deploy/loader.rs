@@ -19,12 +19,12 @@ use std::sync::Arc;
 
 use wasmtime::component::Component;
 
-use crate::plugin::bindings::{ALLOWED_IMPORTS, HANDLER_EXPORT, HandlerPluginPre};
-use crate::plugin::engine::{CacheOutcome, EngineError, PluginEngine};
-use crate::plugin::footprint::InitialMemory;
+use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
 use crate::plugin::imports::{CacheResolver, CacheScope};
-use crate::plugin::instance::{HostState, Sandbox, SandboxSettings, linker};
-use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
+use crate::plugin::runtime::bindings::{ALLOWED_IMPORTS, HANDLER_EXPORT, HandlerPluginPre};
+use crate::plugin::runtime::engine::{CacheOutcome, EngineError, PluginEngine};
+use crate::plugin::runtime::footprint::InitialMemory;
+use crate::plugin::runtime::instance::{HostState, Sandbox, SandboxSettings, linker};
 
 /// The default largest component file the loader reads: 128 MiB (a Python or JavaScript
 /// runtime with its libraries is a few tens of MiB).
@@ -288,7 +288,7 @@ pub fn prepare_component(
     bytes: &[u8],
     path: &Path,
     engine: &PluginEngine,
-) -> Result<(crate::plugin::engine::Compiled, HandlerPluginPre<HostState>), LoadError> {
+) -> Result<(crate::plugin::runtime::engine::Compiled, HandlerPluginPre<HostState>), LoadError> {
     let path_buf = || path.to_owned();
     check_header(bytes, path)?;
     let compiled = engine.compile(bytes).map_err(|source| LoadError::Compile { path: path_buf(), source })?;

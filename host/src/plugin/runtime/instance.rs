@@ -10,11 +10,11 @@
 //!
 //! Every string a guest hands back (a log message, a `retry`/`fatal` reason, an `init`
 //! refusal) is lifted as a [`GuestText`]: escaped onto one line and read only up to
-//! [`MAX_GUEST_TEXT`](crate::plugin::guest_text::MAX_GUEST_TEXT) bytes, so a guest returning
+//! [`MAX_GUEST_TEXT`](crate::plugin::runtime::guest_text::MAX_GUEST_TEXT) bytes, so a guest returning
 //! megabytes of text costs the host kilobytes.
 //!
 //! Calls are synchronous and may run as long as the deadline: callers run them on a
-//! blocking thread (see [`runner`](super::runner)), never on an async executor's thread.
+//! blocking thread (see [`runner`](crate::plugin::delivery::runner)), never on an async executor's thread.
 //! After a call that traps, the instance is poisoned: drop it and start a new one.
 
 use std::sync::Arc;
@@ -24,15 +24,15 @@ use wasmtime::component::{HasData, Instance, Linker, TypedFunc};
 use wasmtime::{Store, StoreContextMut};
 
 use crate::informer::{Notification, Object};
-use crate::plugin::bindings::{
+use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, LogSink};
+use crate::plugin::runtime::bindings::{
     GuestHandlerError, HANDLER_EXPORT, HandlerPlugin, HandlerPluginPre, LOG_IMPORT, ObjectRef, cache, log, object_ref,
     types,
 };
-use crate::plugin::engine::PluginEngine;
-use crate::plugin::guest_text::GuestText;
-use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, LogSink};
-use crate::plugin::limits::PluginLimiter;
-use crate::plugin::outcome::{CallOutcome, TrapKind};
+use crate::plugin::runtime::engine::PluginEngine;
+use crate::plugin::runtime::guest_text::GuestText;
+use crate::plugin::runtime::limits::PluginLimiter;
+use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 
 /// The data of a plugin's store: the state behind its imports, and its limiter.
 #[derive(Debug)]

@@ -40,20 +40,20 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::PluginEngine;
-use super::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 use super::fingerprint::FileDigests;
-use super::imports::CacheResolver;
 use super::loader::{LoadError, LoadLimits, LoadedPlugin, load_manifest, load_plugin_manifest};
 use super::manifest::WatchedResource;
-use super::metrics::MetricsRegistry;
-use super::outcome::CallOutcome;
-use super::runner::{GuestPool, PluginHandler};
 use crate::informer::crash::panic_message;
 use crate::informer::{
     InformerError, InformerFactory, InformerLease, ListenerOptions, Object, Registration, ResourceKey, SourceError,
     Store,
 };
+use crate::plugin::PluginEngine;
+use crate::plugin::delivery::metrics::MetricsRegistry;
+use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
+use crate::plugin::imports::CacheResolver;
+use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
+use crate::plugin::runtime::outcome::CallOutcome;
 
 #[path = "registry_scan.rs"]
 mod scan;

@@ -17,12 +17,13 @@ fn plain_text_is_kept_as_written() {
 /// Regression: a plugin's message with a newline could forge a whole host log line.
 #[test]
 fn a_newline_cannot_forge_a_host_line() {
-    let forged = "ok\n2026-11-23T20:40:00.000000Z ERROR wink::plugin::runner: plugin quarantined plugin=victim";
+    let forged =
+        "ok\n2026-11-23T20:40:00.000000Z ERROR wink::plugin::delivery::runner: plugin quarantined plugin=victim";
     let text = GuestText::new(forged);
     assert!(!text.as_str().contains('\n'), "{text}");
     assert_eq!(
         text.as_str(),
-        "ok\\n2026-11-23T20:40:00.000000Z ERROR wink::plugin::runner: plugin quarantined plugin=victim"
+        "ok\\n2026-11-23T20:40:00.000000Z ERROR wink::plugin::delivery::runner: plugin quarantined plugin=victim"
     );
 }
 

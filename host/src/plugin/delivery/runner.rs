@@ -40,15 +40,15 @@ use tokio::sync::Mutex;
 use tracing::Instrument;
 
 use crate::informer::{BackoffConfig, EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object};
-use crate::plugin::engine::PluginEngine;
+use crate::plugin::delivery::metrics::PluginMetrics;
+use crate::plugin::deploy::loader::LoadedPlugin;
+use crate::plugin::deploy::manifest::{FailurePolicy, OnError};
 use crate::plugin::imports::CacheResolver;
-use crate::plugin::instance::{PluginInstance, Sandbox};
-use crate::plugin::loader::LoadedPlugin;
-use crate::plugin::manifest::{FailurePolicy, OnError};
-use crate::plugin::metrics::PluginMetrics;
-use crate::plugin::outcome::{CallOutcome, TrapKind};
-pub use crate::plugin::pool::GuestPool;
-use crate::plugin::pool::GuestPoolError;
+use crate::plugin::runtime::engine::PluginEngine;
+use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
+use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
+pub use crate::plugin::runtime::pool::GuestPool;
+use crate::plugin::runtime::pool::GuestPoolError;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
 /// listener's queue (a call already started always completes, within its deadline).

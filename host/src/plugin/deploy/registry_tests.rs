@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::informer::{Backoff, BackoffConfig, ListerWatcher, SourceError, SourceProvider};
-use crate::plugin::manifest::MANIFEST_FILE;
+use crate::plugin::deploy::manifest::MANIFEST_FILE;
 use crate::plugin::test_guests::{Behaviour, Guest, engine};
 use crate::source::MemorySource;
 

@@ -19,7 +19,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::plugin::outcome::TrapKind;
+use crate::plugin::runtime::outcome::TrapKind;
 
 /// The trap kinds counted separately, as [`TrapKind::label`] names them.
 pub const TRAP_KINDS: [&str; 6] =

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::*;
-use crate::plugin::engine::{EngineConfig, PluginEngine, PoolLimits};
+use crate::plugin::runtime::engine::{EngineConfig, PluginEngine, PoolLimits};
 use crate::plugin::test_guests::{Behaviour, Guest, MESSAGE, engine, pod, sandbox_with};
 
 const TIMEOUT: Duration = Duration::from_millis(50);
@@ -177,7 +177,7 @@ async fn calls_into_one_plugin_are_serial() {
 async fn an_exhausted_instance_pool_is_retried_without_quarantine() {
     let limits = PoolLimits { total_component_instances: 1, ..PoolLimits::small() };
     let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
-    if !matches!(engine.allocation(), crate::plugin::engine::Allocation::Pooling(_)) {
+    if !matches!(engine.allocation(), crate::plugin::runtime::engine::Allocation::Pooling(_)) {
         eprintln!("skipped: this machine cannot reserve the pooling allocator");
         return;
     }

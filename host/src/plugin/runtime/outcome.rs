@@ -15,8 +15,8 @@
 use std::fmt;
 
 use crate::informer::HandlerError;
-use crate::plugin::guest_text::GuestText;
-use crate::plugin::limits::MemoryCapExceeded;
+use crate::plugin::runtime::guest_text::GuestText;
+use crate::plugin::runtime::limits::MemoryCapExceeded;
 
 /// Why the sandbox stopped a guest (or could not start one).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,15 @@
+//! Deploying plugins: from a folder (or a pulled artifact) to a running, listening plugin.
+//!
+//! - [`manifest`], [`selector`]: the plugin's YAML manifest and Kubernetes label selectors;
+//!   [`known_kinds`]: the kinds Kubernetes serves without a CRD (`wink check` warns about
+//!   others).
+//! - [`loader`]: manifest + component → [`loader::LoadedPlugin`] (what `wink check` runs).
+//! - [`registry`]: the deployed plugins: deploy, replace, remove, folder rescans, with
+//!   [`fingerprint`] (plugin file digests remembered by size and modification time).
+
+pub mod fingerprint;
+pub mod known_kinds;
+pub mod loader;
+pub mod manifest;
+pub mod registry;
+pub mod selector;

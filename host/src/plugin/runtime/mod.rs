@@ -1,0 +1,22 @@
+//! The wasm runtime: the one wasmtime engine and what a plugin's code runs in.
+//!
+//! - [`engine`]: the engine, its epoch ticker and the compiled-component cache;
+//!   [`cache_prune`]: keeping that cache under a size bound.
+//! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
+//! - [`instance`]: the sandbox ([`instance::Sandbox`]) and a live plugin instance, with
+//!   [`limits`] (the memory limiter) and [`outcome`] (what a call can come to).
+//! - [`pool`]: the threads guest code runs on.
+//! - [`budget`]: the host's memory budget, which every deployed plugin reserves from;
+//!   [`footprint`]: a component's memory before its first call.
+//! - [`guest_text`]: every string a guest hands the host, escaped onto one line and bounded.
+
+pub mod bindings;
+pub mod budget;
+pub mod cache_prune;
+pub mod engine;
+pub mod footprint;
+pub mod guest_text;
+pub mod instance;
+pub mod limits;
+pub mod outcome;
+pub mod pool;
