@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::Store;
 use wasmtime::component::{Linker, TypedFunc};
 use wink::informer::{EntryResults, EventHandler, HandlerResult, Listener, ListenerOptions, Notification, Object};
-use wink::plugin::runtime::bindings::{WitObject, object_ref, to_wit, types};
+use wink::plugin::bindings::{WitObject, object_ref, to_wit, types};
 use wink::plugin::{GuestPool, MetricsRegistry, PluginHandler};
 use wink_benches::plugins::{self, PluginSettings};
 use wink_benches::results::{Report, Table, human_duration, median, verdict};

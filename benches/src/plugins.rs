@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wink::informer::Store;
-use wink::plugin::deploy::manifest::{FailurePolicy, OnError};
 use wink::plugin::{
     CacheResolver, CacheScope, EngineConfig, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine, PluginHandler,
     PoolLimits, Sandbox, SandboxSettings, load_plugin,
 };
+use wink::plugin::{FailurePolicy, OnError};
 
 /// The folder of the built `bench-noop` plugin.
 pub fn bench_noop() -> PathBuf {

@@ -253,7 +253,7 @@ pub struct CheckReport {
     /// Human-readable lines describing the plugin.
     pub lines: Vec<String>,
     /// What may not work although `run` would start the plugin: a watched or granted kind
-    /// that is not a built-in Kubernetes kind ([`known_kinds`]).
+    /// that is not a built-in Kubernetes kind (`known_kinds`).
     pub warnings: Vec<String>,
 }
 

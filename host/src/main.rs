@@ -13,7 +13,7 @@ use wink::app::{self, Bounds, RunOptions, SourceSpec};
 use wink::logging::LogFormat;
 use wink::oci::{OciOptions, RefreshOptions};
 use wink::plugin::LoadLimits;
-use wink::plugin::deploy::manifest::parse_byte_size;
+use wink::plugin::parse_byte_size;
 
 /// Runs Kubernetes event handlers as sandboxed WebAssembly components.
 #[derive(Parser)]

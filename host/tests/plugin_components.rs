@@ -11,15 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wink::informer::BackoffConfig;
-use wink::informer::indexer::owner_uid_index_func;
+use wink::informer::owner_uid_index_func;
 use wink::informer::{EventHandler, HandlerError, Indexer, OWNER_UID_INDEX, Object};
-use wink::plugin::delivery::metrics::PluginMetrics;
-use wink::plugin::delivery::runner::{GuestPool, PluginHandler};
-use wink::plugin::deploy::loader::{LoadError, LoadedPlugin, load_plugin};
-use wink::plugin::imports::CacheResolver;
-use wink::plugin::imports::cache::NoCache;
-use wink::plugin::runtime::engine::{CacheOutcome, EngineConfig, PluginEngine, PoolLimits};
-use wink::plugin::runtime::outcome::{CallOutcome, TrapKind};
+use wink::plugin::CacheResolver;
+use wink::plugin::NoCache;
+use wink::plugin::PluginMetrics;
+use wink::plugin::{CacheOutcome, EngineConfig, PluginEngine, PoolLimits};
+use wink::plugin::{CallOutcome, TrapKind};
+use wink::plugin::{GuestPool, PluginHandler};
+use wink::plugin::{LoadError, LoadedPlugin, load_plugin};
 
 /// The folder of built plugins, or `None` (after saying why) when there is none.
 fn plugins_dir() -> Option<PathBuf> {
@@ -140,7 +140,7 @@ async fn trap_plugin_traps_only_on_marked_objects_and_recovers() {
     let engine = engine(None);
     let Some(plugin) = load(&engine, "hostile/trap") else { return };
     let mut policy = plugin.manifest.failure_policy.clone();
-    policy.on_error = wink::plugin::deploy::manifest::OnError::Retry;
+    policy.on_error = wink::plugin::OnError::Retry;
     let sandbox = Arc::new(plugin.sandbox(&engine, Arc::new(NoCache)));
     let h = PluginHandler::new(
         sandbox,

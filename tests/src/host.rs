@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-use wink::informer::indexer::owner_uid_index_func;
+use wink::informer::owner_uid_index_func;
 use wink::informer::{InformerConfig, InformerFactory, OWNER_UID_INDEX, ResourceKey};
 use wink::plugin::{
     EngineConfig, GuestPool, MetricsRegistry, PluginEngine, PluginMetrics, PluginRegistry, PluginStatus, PoolLimits,

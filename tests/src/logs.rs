@@ -22,7 +22,7 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use wink::plugin::imports::log::LOG_TARGET;
+use wink::plugin::LOG_TARGET;
 
 use crate::recorder::RecorderLine;
 

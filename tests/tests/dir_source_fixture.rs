@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use wink::informer::list_watch::ListParams;
+use wink::informer::ListParams;
 use wink::informer::{ResourceKey, SourceProvider};
 use wink::source::DirSource;
 

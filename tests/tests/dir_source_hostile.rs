@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use wink::informer::object::MAX_DEPTH;
+use wink::informer::MAX_DEPTH;
 use wink_tests::cluster::{Cluster, pod_yaml};
 use wink_tests::host::TestHost;
 use wink_tests::install_plugin;

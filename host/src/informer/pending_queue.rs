@@ -256,11 +256,6 @@ impl PendingQueue {
         self.timers.first().map(|(at, _, _)| *at)
     }
 
-    /// Entries ready to deliver.
-    pub fn ready_len(&self) -> usize {
-        self.ready.len()
-    }
-
     /// All entries, ready or waiting to be retried (the queue's memory is bounded by this,
     /// which never exceeds the number of distinct keys).
     pub fn len(&self) -> usize {
@@ -268,6 +263,7 @@ impl PendingQueue {
     }
 
     /// Whether nothing is pending.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -90,11 +90,6 @@ impl Processor {
         Some(listener)
     }
 
-    /// Every registered listener.
-    pub fn listeners(&self) -> Vec<Arc<Listener>> {
-        self.state.read().listeners.values().cloned().collect()
-    }
-
     /// Queues `n` for every interested listener; a sync goes only to syncing listeners.
     pub fn distribute(&self, n: &Notification, is_sync: bool) {
         let state = self.state.read();

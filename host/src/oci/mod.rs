@@ -10,18 +10,18 @@
 //!
 //! Everything fetched is verified against its digest — the manifest against the digest it
 //! was resolved to (or pinned at, `repo@sha256:…`), each blob against the manifest — and kept
-//! in a content-addressed cache ([`store`]), so a pinned plugin starts without the network
+//! in a content-addressed cache (`store`), so a pinned plugin starts without the network
 //! once fetched, and a tag that still points at the same digest costs one `HEAD` request.
 //! Credentials come from the Docker config conventions (`$DOCKER_CONFIG/config.json` or
-//! `~/.docker/config.json`, `auths` entries and credential helpers), see [`auth`].
+//! `~/.docker/config.json`, `auths` entries and credential helpers), see `auth`.
 //!
 //! The client is the well-kept `oci-client` crate (the ORAS project's Rust client).
 
-pub mod artifact;
-pub mod auth;
-pub mod client;
-pub mod refresh;
-pub mod store;
+pub(crate) mod artifact;
+pub(crate) mod auth;
+pub(crate) mod client;
+pub(crate) mod refresh;
+pub(crate) mod store;
 
 pub use artifact::{ARTIFACT_TYPE, COMPONENT_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, PluginArtifact};
 pub use client::{OciClient, OciError, OciOptions, Pulled};

@@ -14,27 +14,34 @@
 //! ```
 //!
 //! The code is grouped in rooms:
-//! - [`runtime`]: the wasmtime engine, the sandbox and instances, the guest thread pool,
+//! - `runtime`: the wasmtime engine, the sandbox and instances, the guest thread pool,
 //!   memory budgets — where a plugin's code runs.
-//! - [`deploy`]: manifests, the loader and the registry — where a plugin is loaded,
+//! - `deploy`: manifests, the loader and the registry — where a plugin is loaded,
 //!   deployed, replaced and removed.
-//! - [`delivery`]: the event handler that calls a plugin, and its metrics — where a plugin is
+//! - `delivery`: the event handler that calls a plugin, and its metrics — where a plugin is
 //!   called.
-//! - [`imports`]: the host side of what plugins import (`log`, `cache`).
+//! - `imports`: the host side of what plugins import (`log`, `cache`).
+//!
+//! The public API is what this module re-exports: the registry, manifests and the loader,
+//! the engine, the event handler that runs a plugin, and their metrics and errors.
 
-pub mod delivery;
-pub mod deploy;
-pub mod imports;
-pub mod runtime;
+pub(crate) mod delivery;
+pub(crate) mod deploy;
+pub(crate) mod imports;
+pub(crate) mod runtime;
 #[cfg(test)]
 pub(crate) mod test_guests;
 
 pub use delivery::metrics::{MetricsRegistry, PluginMetrics};
 pub use delivery::runner::PluginHandler;
 pub use deploy::loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
-pub use deploy::manifest::{Manifest, ManifestError};
+pub use deploy::manifest::{
+    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, OnError, WatchedResource, format_bytes, parse_byte_size,
+};
 pub use deploy::registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use deploy::selector::{LabelSelector, LabelSet, SelectorError};
+pub use imports::cache::NoCache;
+pub use imports::log::{LOG_TARGET, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};
 pub use imports::{CacheResolver, CacheScope, NamespaceGrant};
 pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 pub use runtime::engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
@@ -43,3 +50,8 @@ pub use runtime::guest_text::{GuestText, MAX_GUEST_TEXT};
 pub use runtime::instance::{PluginInstance, Sandbox, SandboxSettings};
 pub use runtime::outcome::{CallOutcome, TrapKind};
 pub use runtime::pool::{GuestPool, GuestPoolError};
+
+/// The `bindgen!` types of the WIT world, for benchmarks that call a component through
+/// wasmtime directly as a baseline. Not a stable API.
+#[doc(hidden)]
+pub use runtime::bindings;

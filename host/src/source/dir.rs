@@ -32,7 +32,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::dir_read::{manifest_files, read_manifest};
-pub use super::documents::{ManifestObject, ParsedManifest, parse_manifest_file};
+pub(crate) use super::documents::{ManifestObject, parse_manifest_file};
 use super::memory::MemorySource;
 use super::placement::{ObjectId, Placer};
 use super::scope::Scopes;
@@ -63,7 +63,7 @@ pub enum DirSourceError {
     },
     /// An object is placed otherwise than written (a cluster-scoped object's namespace
     /// ignored, an unknown kind taken as namespaced) or refused for naming another namespace
-    /// than the one given; see [`placement`](super::placement).
+    /// than the one given; see `placement`.
     #[error("{path}: {message}")]
     Placement {
         /// The file.

@@ -1,14 +1,16 @@
 //! Sources of objects: implementations of [`ListerWatcher`](crate::informer::ListerWatcher).
 
-pub mod dir;
+pub(crate) mod dir;
 mod dir_read;
-pub mod documents;
-pub mod kube;
-pub mod memory;
-pub mod nesting;
-pub mod placement;
-pub mod scope;
+pub(crate) mod documents;
+pub(crate) mod kube;
+pub(crate) mod memory;
+pub(crate) mod nesting;
+pub(crate) mod placement;
+pub(crate) mod scope;
 
 pub use dir::{DirSource, DirSourceError, DirSourceOptions};
+pub use documents::{ManifestObject, ParsedManifest, parse_manifest_file};
 pub use kube::{KubeListerWatcher, KubeSource, KubeSourceError, ResolvedResource};
 pub use memory::{MemorySource, MemorySourceOptions};
+pub use scope::Scope;

@@ -240,7 +240,7 @@ impl PluginMetrics {
         (self.retry_errors.get(), self.fatal_errors.get())
     }
 
-    /// Traps of one kind (a [`TRAP_KINDS`] label) so far.
+    /// Traps of one kind (a `TRAP_KINDS` label) so far.
     pub fn traps_of(&self, label: &str) -> u64 {
         TRAP_KINDS.iter().position(|k| *k == label).map_or(0, |i| self.traps[i].get())
     }

@@ -123,7 +123,7 @@ impl PluginHandler {
     }
 
     /// Sets how long one batch may run before its unstarted entries go back to the listener
-    /// (default [`BATCH_BUDGET`]). Must be called before the handler is cloned.
+    /// (default `BATCH_BUDGET`). Must be called before the handler is cloned.
     #[must_use]
     pub fn with_batch_budget(mut self, budget: Duration) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {

@@ -34,7 +34,7 @@ pub const DEFAULT_MAX_COMPONENT_SIZE: u64 = 128 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadLimits {
     /// The largest component file, in bytes; a larger one is refused before it is read.
-    /// Default [`DEFAULT_MAX_COMPONENT_SIZE`].
+    /// Default `DEFAULT_MAX_COMPONENT_SIZE`.
     pub max_component_size: u64,
 }
 

@@ -11,4 +11,4 @@ pub mod cache;
 pub mod log;
 
 pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
-pub use log::{LogSink, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};
+pub use log::LogSink;

@@ -167,7 +167,7 @@ pub struct EngineConfig {
     /// Where compiled components are cached; `None` = no disk cache. Default `None`.
     pub cache_dir: Option<PathBuf>,
     /// The size the cache folder is pruned to, in bytes (files in use always stay).
-    /// Default [`DEFAULT_CACHE_MAX_SIZE`].
+    /// Default `DEFAULT_CACHE_MAX_SIZE`.
     pub cache_max_size: u64,
 }
 
@@ -402,7 +402,7 @@ impl PluginEngine {
     /// Prunes the compile caches, never removing the components whose digests are in
     /// `in_use`: forgets the other components kept in memory (a removed plugin's code is
     /// freed with its last instance), and prunes the cache folder to
-    /// [`EngineConfig::cache_max_size`] (see [`super::cache_prune`]). Returns what it did to
+    /// [`EngineConfig::cache_max_size`] (see `super::cache_prune`). Returns what it did to
     /// the folder, `None` without one. Blocking (reads the folder).
     pub fn prune_cache(&self, in_use: &std::collections::HashSet<String>) -> Option<PruneReport> {
         self.0.in_memory.lock().retain(|(digest, _)| in_use.contains(digest));
