@@ -16,9 +16,8 @@
 //! - `has_synced` becomes true once the items of the first `replace` have been popped.
 //!   (client-go also counts an `add`/`update`/`delete` that arrives before any replace as the
 //!   initial population; wink counts it too, and waits until it has been popped.)
-//! - A pop hands the key's delta list to the process function by value; a process function
-//!   that fails reports its error and the deltas are dropped (client-go's `Pop` re-adds them
-//!   only on `ErrRequeue`, which nothing in wink returns).
+//! - A pop hands the key's delta list to the process function by value and never puts it
+//!   back (client-go's `Pop` re-adds it only on `ErrRequeue`, which no informer returns).
 //! - `close` wakes every popper, which then returns [`FifoClosed`].
 //! - The transformer ([`DeltaFifoOptions::transformer`], client-go's `Transformer`, which
 //!   `SetTransform` installs) is applied to every object entering the queue through `add`,
@@ -97,14 +96,6 @@ pub struct Delta {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("DeltaFIFO is closed")]
 pub struct FifoClosed;
-
-/// Failure of a process function.
-#[derive(Debug, thiserror::Error)]
-pub enum ProcessError {
-    /// The deltas are dropped and this error reported.
-    #[error("{0}")]
-    Failed(String),
-}
 
 /// Capacity (keys) above which a drained queue gives its memory back.
 const SHRINK_ABOVE: usize = 1024;
@@ -372,12 +363,10 @@ impl DeltaFifo {
     }
 
     /// Waits for a key, removes it with its deltas and calls `process(deltas,
-    /// is_in_initial_list)` with the queue locked. Returns [`FifoClosed`] once closed and empty
-    /// of waiters' work.
-    pub async fn pop<F>(&self, process: F) -> Result<Result<(), ProcessError>, FifoClosed>
-    where
-        F: FnOnce(Vec<Delta>, bool) -> Result<(), ProcessError>,
-    {
+    /// is_in_initial_list)` with the queue locked; returns what `process` returned, or
+    /// [`FifoClosed`] once closed. The key is gone whatever `process` does with it: nothing
+    /// puts deltas back (client-go's `ErrRequeue`, which no informer of wink needs).
+    pub async fn pop<T>(&self, process: impl FnOnce(Vec<Delta>, bool) -> T) -> Result<T, FifoClosed> {
         loop {
             let notified = self.notify.notified();
             {

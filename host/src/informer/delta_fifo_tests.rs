@@ -15,10 +15,8 @@ async fn pop_all(fifo: &DeltaFifo) -> Vec<(String, Vec<Delta>, bool)> {
     while !fifo.is_empty() {
         fifo.pop(|deltas, initial| {
             out.push((deltas[0].obj.object().key().to_owned(), deltas, initial));
-            Ok(())
         })
         .await
-        .unwrap()
         .unwrap();
     }
     out
@@ -136,19 +134,15 @@ async fn has_synced_counts_the_initial_replace_including_tombstones() {
         assert!(!fifo.has_synced());
         fifo.pop(|_, initial| {
             initial_flags.push(initial);
-            Ok(())
         })
         .await
-        .unwrap()
         .unwrap();
     }
     assert!(fifo.has_synced(), "a, b and the stale tombstone were popped");
     fifo.pop(|_, initial| {
         initial_flags.push(initial);
-        Ok(())
     })
     .await
-    .unwrap()
     .unwrap();
     assert_eq!(initial_flags, [true, true, true, false]);
 }
@@ -162,22 +156,14 @@ async fn has_synced_after_a_first_event_before_any_replace_is_popped() {
     assert!(fifo.has_synced());
 }
 
-/// client-go's `DeltaFIFO.Pop`: the item is removed before `process` runs and handed to it;
-/// an error other than `ErrRequeue` is returned and the item is not re-added.
+/// client-go's `DeltaFIFO.Pop`: the item is removed before `process` runs and handed to it,
+/// and nothing puts it back.
 #[tokio::test]
-async fn a_failed_process_reports_its_error_and_drops_the_deltas() {
+async fn pop_hands_the_deltas_over_and_keeps_nothing() {
     let fifo = DeltaFifo::new(None, true);
     fifo.add(pod("ns", "a", 1));
     fifo.update(pod("ns", "a", 2));
-    let mut seen = Vec::new();
-    let result = fifo
-        .pop(|deltas, _| {
-            seen = deltas;
-            Err(ProcessError::Failed("broken".into()))
-        })
-        .await
-        .unwrap();
-    assert!(matches!(result, Err(ProcessError::Failed(_))));
+    let seen = fifo.pop(|deltas, _| deltas).await.unwrap();
     assert_eq!(kinds(&seen), [DeltaType::Added, DeltaType::Updated]);
     assert!(fifo.is_empty() && fifo.deltas("ns/a").is_none(), "nothing is put back");
 }
@@ -187,7 +173,7 @@ async fn close_wakes_a_waiting_popper() {
     let fifo = Arc::new(DeltaFifo::new(None, true));
     let popper = tokio::spawn({
         let fifo = fifo.clone();
-        async move { fifo.pop(|_, _| Ok(())).await }
+        async move { fifo.pop(|_, _| ()).await }
     });
     tokio::task::yield_now().await;
     fifo.close();
@@ -204,7 +190,6 @@ async fn pop_waits_for_an_item() {
             let mut key = String::new();
             fifo.pop(|d, _| {
                 key = d[0].obj.object().key().to_owned();
-                Ok(())
             })
             .await
             .map(|_| key)
@@ -251,10 +236,8 @@ async fn the_transformer_runs_once_per_incoming_object_but_not_on_resync_or_tomb
                     known.add(d.obj.object().clone());
                 }
             }
-            Ok(())
         })
         .await
-        .unwrap()
         .unwrap();
     }
     fifo.resync();

@@ -31,7 +31,7 @@ pub(crate) mod store;
 mod test_support;
 
 pub use backoff::{Backoff, BackoffConfig};
-pub use delta_fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoClosed, ProcessError};
+pub use delta_fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoClosed};
 pub use factory::{InformerFactory, InformerLease, ResourceKey, SourceProvider};
 pub use handler::{EntryResults, EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
 pub use indexer::{

@@ -85,10 +85,8 @@ async fn drain(r: &Running) -> Vec<(DeltaType, DeltaObject)> {
                     }
                     out.push((d.kind, d.obj));
                 }
-                Ok(())
             })
             .await
-            .unwrap()
             .unwrap();
     }
     out

@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::crash::{PanicCounter, catch};
-use super::delta_fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoClosed, ProcessError};
+use super::delta_fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoClosed};
 use super::handler::{EventHandler, Notification};
 use super::indexer::{IndexFunc, Indexer, IndexerError};
 use super::list_watch::ListerWatcher;
@@ -350,16 +350,15 @@ impl SharedIndexInformer {
 
     /// [`Self::handle_deltas`], surviving a panic (an index function's, a filter's): the
     /// key's deltas are skipped, logged and counted, and the informer goes on with the next.
-    fn handle_deltas_surviving(&self, deltas: Vec<Delta>, is_in_initial_list: bool) -> Result<(), ProcessError> {
+    fn handle_deltas_surviving(&self, deltas: Vec<Delta>, is_in_initial_list: bool) {
         let key = deltas.first().map(|d| d.obj.object().key().to_owned()).unwrap_or_default();
-        catch(|| self.handle_deltas(deltas, is_in_initial_list)).unwrap_or_else(|panic| {
+        if let Err(panic) = catch(|| self.handle_deltas(deltas, is_in_initial_list)) {
             self.inner.panics.record();
             tracing::error!(informer = %self.inner.config.name, %key, %panic, "processing deltas panicked; key skipped");
-            Ok(())
-        })
+        }
     }
 
-    fn handle_deltas(&self, deltas: Vec<Delta>, is_in_initial_list: bool) -> Result<(), ProcessError> {
+    fn handle_deltas(&self, deltas: Vec<Delta>, is_in_initial_list: bool) {
         let inner = &self.inner;
         let _block = inner.block_deltas.lock();
         for delta in deltas {
@@ -395,7 +394,6 @@ impl SharedIndexInformer {
                 }
             }
         }
-        Ok(())
     }
 
     /// Runs the informer until `cancel` fires; then stops the reflector, lets every handler
@@ -443,12 +441,8 @@ impl SharedIndexInformer {
             loop {
                 let handled =
                     this.inner.fifo.pop(|deltas, initial| this.handle_deltas_surviving(deltas, initial)).await;
-                match handled {
-                    Err(FifoClosed) => break,
-                    Ok(Err(err)) => {
-                        tracing::warn!(informer = %this.inner.config.name, error = %err, "processing deltas failed")
-                    }
-                    Ok(Ok(())) => {}
+                if handled == Err(FifoClosed) {
+                    break;
                 }
             }
         };
