@@ -12,6 +12,12 @@
 //! [`placement`](super::placement)'s, a pass over every file's objects after reading, as the
 //! folder's CustomResourceDefinitions say which of their kinds are namespaced.
 //!
+//! An object defined in several files exists while any of them defines it; when their
+//! definitions differ, the last path in sort order wins (with one warning naming the files),
+//! a stable rule. Only a change of an object's winning definition reaches the cache, so a
+//! rename, a rewrite of the same text or a ConfigMap volume's `..data` swap is no event.
+//! Hidden files and folders (`.git`, a mounted ConfigMap's `..data`) are not read.
+//!
 //! A malformed file is reported with its path and skipped; the objects it held before stay
 //! as they were, and every other file keeps flowing. The files are not trusted (see
 //! `dir_read.rs`): only regular files of at most
@@ -95,6 +101,16 @@ pub enum DirSourceError {
         /// The folder it leads back to.
         ancestor: PathBuf,
     },
+    /// Several files define one object differently; the last path in sort order wins.
+    #[error("{object} is defined differently in {others} and in {path}; {path} wins (the last path in sort order)")]
+    Conflict {
+        /// The winning file.
+        path: PathBuf,
+        /// The object: apiVersion, kind, key.
+        object: String,
+        /// The other files defining it differently.
+        others: String,
+    },
     /// The file watcher could not start.
     #[error("cannot watch {path}: {message}")]
     Watch {
@@ -117,15 +133,34 @@ struct FileState {
 
 struct State {
     files: HashMap<PathBuf, FileState>,
+    /// Every file defining each object. The object exists while any does; the last path in
+    /// sort order wins when their definitions differ (a stable rule, kept across edits).
+    definitions: HashMap<ObjectId, BTreeSet<PathBuf>>,
     kinds: HashMap<(String, String), MemorySource>,
     placer: Placer,
 }
 
 impl State {
+    /// The winning definition of `id`, looking at the files still present and at `gone`.
+    fn winner<'a>(
+        &'a self,
+        id: &ObjectId,
+        gone: &'a HashMap<PathBuf, FileState>,
+    ) -> Option<(&'a PathBuf, &'a serde_json::Value)> {
+        let paths = self.definitions.get(id)?;
+        paths.iter().rev().find_map(|path| {
+            let file = self.files.get(path).or_else(|| gone.get(path))?;
+            file.objects.get(id).map(|value| (path, value))
+        })
+    }
+
     /// Places the objects of the files read anew (all files' objects, when the folder's
-    /// CustomResourceDefinitions changed) and applies what changed to the cache. Returns the
-    /// placement warnings of the files whose objects changed.
-    fn place(&mut self, changed: &BTreeSet<PathBuf>) -> Vec<DirSourceError> {
+    /// CustomResourceDefinitions changed), forgets the files `gone`, and applies to the cache
+    /// what that changed for each object's winning definition: an object defined in several
+    /// files stays while any defines it, and an unchanged result (a rename, a rewrite of the
+    /// same content) is no event. Returns the placement warnings of the files whose objects
+    /// changed, and a warning for each object whose definitions now differ.
+    fn place(&mut self, changed: &BTreeSet<PathBuf>, gone: HashMap<PathBuf, FileState>) -> Vec<DirSourceError> {
         let mut errors = Vec::new();
         let scopes = Scopes::from_objects(self.files.values().flat_map(|f| f.parsed.iter().map(|o| &o.value)));
         let paths: Vec<PathBuf> = if self.placer.set_scopes(scopes) {
@@ -133,30 +168,90 @@ impl State {
             all.sort();
             all
         } else {
-            changed.iter().cloned().collect()
+            changed.iter().filter(|p| self.files.contains_key(*p)).cloned().collect()
         };
+        let mut placed_files = Vec::new();
+        let mut affected: BTreeSet<ObjectId> = gone.values().flat_map(|f| f.objects.keys().cloned()).collect();
         for path in paths {
-            let Some(mut file) = self.files.remove(&path) else { continue };
+            let Some(file) = self.files.get(&path) else { continue };
             let placed = self.placer.place(&path, &file.parsed);
             errors.extend(placed.unknown_kinds);
             if changed.contains(&path) || placed.objects != file.objects {
                 errors.extend(placed.warnings);
             }
-            for id in file.objects.keys().filter(|id| !placed.objects.contains_key(*id)) {
-                self.source(&id.0, &id.1).delete(&id.2);
+            affected.extend(file.objects.keys().cloned());
+            affected.extend(placed.objects.keys().cloned());
+            placed_files.push((path, placed.objects));
+        }
+        let before: Vec<Option<serde_json::Value>> =
+            affected.iter().map(|id| self.winner(id, &gone).map(|(_, v)| v.clone())).collect();
+        for (path, file) in &gone {
+            for id in file.objects.keys() {
+                self.forget_definition(id, path);
             }
-            for (id, value) in &placed.objects {
-                if file.objects.get(id) == Some(value) {
-                    continue;
-                }
-                if let Err(err) = self.source(&id.0, &id.1).apply(value.clone()) {
-                    errors.push(DirSourceError::Malformed { path: path.clone(), message: format!("{}: {err}", id.2) });
+        }
+        for (path, objects) in placed_files {
+            let Some(file) = self.files.get_mut(&path) else { continue };
+            let old = std::mem::replace(&mut file.objects, objects);
+            let new_ids: Vec<ObjectId> = file.objects.keys().cloned().collect();
+            for id in old.keys().filter(|id| !file.objects.contains_key(*id)) {
+                if let Some(paths) = self.definitions.get_mut(id) {
+                    paths.remove(&path);
+                    if paths.is_empty() {
+                        self.definitions.remove(id);
+                    }
                 }
             }
-            file.objects = placed.objects;
-            self.files.insert(path, file);
+            for id in new_ids {
+                self.definitions.entry(id).or_default().insert(path.clone());
+            }
+        }
+        let no_gone = HashMap::new();
+        for (id, before) in affected.iter().zip(before) {
+            let after = self.winner(id, &no_gone).map(|(path, value)| (path.clone(), value.clone()));
+            if before.as_ref() == after.as_ref().map(|(_, v)| v) {
+                continue;
+            }
+            errors.extend(self.differing_definitions(id));
+            match after {
+                Some((path, value)) => {
+                    if let Err(err) = self.source(&id.0, &id.1).apply(value) {
+                        errors.push(DirSourceError::Malformed { path, message: format!("{}: {err}", id.2) });
+                    }
+                }
+                None => {
+                    self.source(&id.0, &id.1).delete(&id.2);
+                }
+            }
         }
         errors
+    }
+
+    fn forget_definition(&mut self, id: &ObjectId, path: &Path) {
+        if let Some(paths) = self.definitions.get_mut(id) {
+            paths.remove(path);
+            if paths.is_empty() {
+                self.definitions.remove(id);
+            }
+        }
+    }
+
+    /// A warning when `id`'s definitions differ, naming the winner and the others.
+    fn differing_definitions(&self, id: &ObjectId) -> Option<DirSourceError> {
+        let paths = self.definitions.get(id)?;
+        let none = HashMap::new();
+        let (winner, value) = self.winner(id, &none)?;
+        let others: Vec<String> = paths
+            .iter()
+            .filter(|p| *p != winner)
+            .filter(|p| self.files.get(*p).and_then(|f| f.objects.get(id)) != Some(value))
+            .map(|p| p.display().to_string())
+            .collect();
+        (!others.is_empty()).then(|| DirSourceError::Conflict {
+            path: winner.clone(),
+            object: format!("{} {} {}", id.0, id.1, id.2),
+            others: others.join(", "),
+        })
     }
 
     fn source(&mut self, api_version: &str, kind: &str) -> MemorySource {
@@ -208,8 +303,12 @@ impl DirSource {
             let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
             return Err(DirSourceError::Io { path: root, source });
         }
-        let state =
-            State { files: HashMap::new(), kinds: HashMap::new(), placer: Placer::new(options.namespace.clone()) };
+        let state = State {
+            files: HashMap::new(),
+            definitions: HashMap::new(),
+            kinds: HashMap::new(),
+            placer: Placer::new(options.namespace.clone()),
+        };
         let this = Arc::new(Self { root, options, state: Mutex::new(state) });
         for err in this.rescan()? {
             tracing::warn!(error = %err, "skipping malformed manifest");
@@ -230,14 +329,9 @@ impl DirSource {
         let files = found.files;
         let mut errors = found.skipped;
         let mut state = self.state.lock();
-        let gone: Vec<PathBuf> = state.files.keys().filter(|p| !files.contains(p)).cloned().collect();
-        for path in gone {
-            if let Some(file) = state.files.remove(&path) {
-                for (api_version, kind, key) in file.objects.keys() {
-                    state.source(api_version, kind).delete(key);
-                }
-            }
-        }
+        let gone_paths: Vec<PathBuf> = state.files.keys().filter(|p| !files.contains(p)).cloned().collect();
+        let gone: HashMap<PathBuf, FileState> =
+            gone_paths.into_iter().filter_map(|p| state.files.remove(&p).map(|f| (p, f))).collect();
         let mut changed = BTreeSet::new();
         for path in files {
             let text = match read_manifest(&path, self.options.max_file_bytes) {
@@ -264,7 +358,7 @@ impl DirSource {
                 Err(err) => errors.push(err),
             }
         }
-        errors.extend(state.place(&changed));
+        errors.extend(state.place(&changed, gone));
         Ok(errors)
     }
 
@@ -373,3 +467,7 @@ mod hostile_tests;
 #[cfg(test)]
 #[path = "dir_placement_tests.rs"]
 mod placement_tests;
+
+#[cfg(test)]
+#[path = "dir_definitions_tests.rs"]
+mod definitions_tests;

@@ -36,7 +36,10 @@ pub(super) fn is_manifest(path: &Path) -> bool {
 /// Walks `root` for manifest files. Fails only when `root` itself cannot be read.
 pub(super) fn manifest_files(root: &Path) -> Result<Found, DirSourceError> {
     let mut found = Found::default();
-    for entry in WalkDir::new(root).follow_links(true).sort_by_file_name() {
+    // Hidden entries hold no cluster objects: `.git`, `.github`, and a mounted ConfigMap's
+    // `..data` / `..2024_…` folders, whose files its top-level links already name.
+    let walk = WalkDir::new(root).follow_links(true).sort_by_file_name();
+    for entry in walk.into_iter().filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name())) {
         match entry {
             Ok(entry) if entry.file_type().is_dir() => {}
             Ok(entry) => {
@@ -64,6 +67,11 @@ pub(super) fn manifest_files(root: &Path) -> Result<Found, DirSourceError> {
         }
     }
     Ok(found)
+}
+
+/// Whether a file or folder name starts with `.`.
+fn is_hidden(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().first() == Some(&b'.')
 }
 
 fn describe(file_type: FileType) -> &'static str {
