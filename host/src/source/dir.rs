@@ -29,7 +29,7 @@
 //! [`DirSource::rescan`], which [`DirSource::watch`] calls whenever the file watcher
 //! (`notify`, debounced) reports a change.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -282,6 +282,8 @@ pub struct DirSource {
     root: PathBuf,
     options: DirSourceOptions,
     state: Mutex<State>,
+    /// The warnings the last rescan logged.
+    reported: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for DirSource {
@@ -309,10 +311,9 @@ impl DirSource {
             kinds: HashMap::new(),
             placer: Placer::new(options.namespace.clone()),
         };
-        let this = Arc::new(Self { root, options, state: Mutex::new(state) });
-        for err in this.rescan()? {
-            tracing::warn!(error = %err, "skipping malformed manifest");
-        }
+        let this = Arc::new(Self { root, options, state: Mutex::new(state), reported: Mutex::default() });
+        let errors = this.rescan()?;
+        this.report(errors);
         Ok(this)
     }
 
@@ -362,15 +363,23 @@ impl DirSource {
         Ok(errors)
     }
 
+    /// Logs the warnings of a rescan that the previous one did not have: a file that stays
+    /// malformed (or too large, or in conflict with another) is warned about once per change,
+    /// not on every rescan another file's change causes.
+    fn report(&self, errors: Vec<DirSourceError>) {
+        let now: HashSet<String> = errors.iter().map(ToString::to_string).collect();
+        let mut reported = self.reported.lock();
+        for err in errors.iter().filter(|e| !reported.contains(&e.to_string())) {
+            tracing::warn!(error = %err, "manifest skipped or changed by the directory source");
+        }
+        *reported = now;
+    }
+
     /// Watches the folder and rescans on every (debounced) change until `cancel` fires.
     pub fn watch(self: &Arc<Self>, cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, DirSourceError> {
         let this = self.clone();
         crate::fswatch::watch_folder(&self.root, Duration::from_millis(100), cancel, move || match this.rescan() {
-            Ok(errors) => {
-                for err in errors {
-                    tracing::warn!(error = %err, "skipping malformed manifest");
-                }
-            }
+            Ok(errors) => this.report(errors),
             Err(err) => tracing::warn!(error = %err, "cannot rescan manifests"),
         })
         .map_err(|e| DirSourceError::Watch { path: e.path, message: e.message })

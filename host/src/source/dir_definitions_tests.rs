@@ -141,3 +141,31 @@ fn a_config_map_volume_swap_changes_exactly_what_changed() {
     }
     assert_eq!(values["ns/a"], "9");
 }
+
+/// A file that stays malformed is warned about once per change of it, not on every rescan
+/// that another file's change causes; fixed and broken again, it is warned about again.
+#[test]
+fn a_persisting_warning_is_logged_once_per_change() {
+    use crate::logging::{Captured, LogFormat, subscriber};
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("bad.yaml"), "kind: [");
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let logs = subscriber(LogFormat::Text, tracing_subscriber::EnvFilter::new("warn"), move || writer.clone(), false);
+    tracing::subscriber::with_default(logs, || {
+        let src = DirSource::open(dir.path()).unwrap();
+        for n in 0..3 {
+            write(&dir.path().join("other.yaml"), &cm("other", &n.to_string()));
+            let errors = src.rescan().unwrap();
+            src.report(errors);
+        }
+        write(&dir.path().join("bad.yaml"), &cm("bad", "fixed"));
+        let errors = src.rescan().unwrap();
+        src.report(errors);
+        write(&dir.path().join("bad.yaml"), "kind: [");
+        let errors = src.rescan().unwrap();
+        src.report(errors);
+    });
+    let text = String::from_utf8(captured.0.lock().clone()).unwrap();
+    assert_eq!(text.lines().filter(|l| l.contains("bad.yaml")).count(), 2, "{text}");
+}
