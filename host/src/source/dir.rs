@@ -269,11 +269,14 @@ pub struct DirSourceOptions {
     /// objects naming another namespace are refused. `None`: `default`, and objects may
     /// name any namespace.
     pub namespace: Option<String>,
+    /// How long a file that lost most of its objects must be left alone before that is
+    /// believed (a file being regenerated is read half-written otherwise). Default 500 ms.
+    pub settle: Duration,
 }
 
 impl Default for DirSourceOptions {
     fn default() -> Self {
-        Self { max_file_bytes: 16 << 20, namespace: None }
+        Self { max_file_bytes: 16 << 20, namespace: None, settle: Duration::from_millis(500) }
     }
 }
 
@@ -284,6 +287,8 @@ pub struct DirSource {
     state: Mutex<State>,
     /// The warnings the last rescan logged.
     reported: Mutex<HashSet<String>>,
+    /// Whether the last rescan kept a half-written-looking file (see `looks_half_written`).
+    unsettled: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for DirSource {
@@ -311,7 +316,13 @@ impl DirSource {
             kinds: HashMap::new(),
             placer: Placer::new(options.namespace.clone()),
         };
-        let this = Arc::new(Self { root, options, state: Mutex::new(state), reported: Mutex::default() });
+        let this = Arc::new(Self {
+            root,
+            options,
+            state: Mutex::new(state),
+            reported: Mutex::default(),
+            unsettled: Default::default(),
+        });
         let errors = this.rescan()?;
         this.report(errors);
         Ok(this)
@@ -334,6 +345,7 @@ impl DirSource {
         let gone: HashMap<PathBuf, FileState> =
             gone_paths.into_iter().filter_map(|p| state.files.remove(&p).map(|f| (p, f))).collect();
         let mut changed = BTreeSet::new();
+        let mut unsettled = false;
         for path in files {
             let text = match read_manifest(&path, self.options.max_file_bytes) {
                 Ok(text) => text,
@@ -349,6 +361,12 @@ impl DirSource {
                 continue;
             }
             match parse_manifest_file(&path, &text) {
+                Ok(mut parsed) if self.looks_half_written(&state, &path, parsed.objects.len()) => {
+                    // Kept as it was until the writer is done (the settle rescan decides);
+                    // documents that do not parse are said at once.
+                    errors.append(&mut parsed.refused);
+                    unsettled = true;
+                }
                 Ok(mut parsed) => {
                     errors.append(&mut parsed.refused);
                     let file = state.files.entry(path.clone()).or_default();
@@ -360,7 +378,27 @@ impl DirSource {
             }
         }
         errors.extend(state.place(&changed, gone));
+        drop(state);
+        self.unsettled.store(unsettled, std::sync::atomic::Ordering::SeqCst);
         Ok(errors)
+    }
+
+    /// Whether a file read just now lost most of its objects (or all): the sign of a file
+    /// being regenerated (`helm template > f`, an editor's save) and read half-written. Such a
+    /// file keeps its objects until it has been left alone for
+    /// [`DirSourceOptions::settle`]; a file that really shrank is then read as it is.
+    fn looks_half_written(&self, state: &State, path: &Path, objects: usize) -> bool {
+        let before = state.files.get(path).map_or(0, |f| f.parsed.len());
+        let shrank = before > 0 && objects * 2 < before;
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        let recent = modified.is_some_and(|m| m.elapsed().map_or(true, |age| age < self.options.settle));
+        shrank && recent
+    }
+
+    /// Whether the last rescan kept a file that looked half-written: rescan again once it
+    /// has settled.
+    pub fn unsettled(&self) -> bool {
+        self.unsettled.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Logs the warnings of a rescan that the previous one did not have: a file that stays
@@ -375,12 +413,25 @@ impl DirSource {
         *reported = now;
     }
 
+    fn rescan_and_report(&self) {
+        match self.rescan() {
+            Ok(errors) => self.report(errors),
+            Err(err) => tracing::warn!(error = %err, "cannot rescan manifests"),
+        }
+    }
+
     /// Watches the folder and rescans on every (debounced) change until `cancel` fires.
     pub fn watch(self: &Arc<Self>, cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, DirSourceError> {
         let this = self.clone();
-        crate::fswatch::watch_folder(&self.root, Duration::from_millis(100), cancel, move || match this.rescan() {
-            Ok(errors) => this.report(errors),
-            Err(err) => tracing::warn!(error = %err, "cannot rescan manifests"),
+        crate::fswatch::watch_folder(&self.root, Duration::from_millis(100), cancel, move || {
+            this.rescan_and_report();
+            if this.unsettled() {
+                let again = this.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(again.options.settle).await;
+                    again.rescan_and_report();
+                });
+            }
         })
         .map_err(|e| DirSourceError::Watch { path: e.path, message: e.message })
     }

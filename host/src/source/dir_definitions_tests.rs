@@ -27,6 +27,12 @@ fn cache(src: &DirSource) -> (BTreeMap<String, String>, u64) {
     (values, source.resource_version())
 }
 
+/// Makes a file look as if it had been left alone for a while.
+fn settled(path: &Path) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - Duration::from_secs(60)).unwrap();
+}
+
 fn conflicts(errors: &[DirSourceError]) -> Vec<String> {
     errors.iter().filter(|e| matches!(e, DirSourceError::Conflict { .. })).map(ToString::to_string).collect()
 }
@@ -163,9 +169,40 @@ fn a_persisting_warning_is_logged_once_per_change() {
         let errors = src.rescan().unwrap();
         src.report(errors);
         write(&dir.path().join("bad.yaml"), "kind: [");
+        settled(&dir.path().join("bad.yaml"));
         let errors = src.rescan().unwrap();
         src.report(errors);
     });
     let text = String::from_utf8(captured.0.lock().clone()).unwrap();
     assert_eq!(text.lines().filter(|l| l.contains("bad.yaml")).count(), 2, "{text}");
+}
+
+/// A file regenerated in place (`helm template > f`) can be read half-written: it keeps its
+/// objects while it looks so and was just modified, so regenerating identical content is no
+/// event at all; a file that really shrank is believed once it has been left alone.
+#[test]
+fn a_half_written_file_keeps_its_objects_until_it_settles() {
+    let dir = tempfile::tempdir().unwrap();
+    let full: String = (0..10).map(|i| format!("{}---\n", cm(&format!("c{i}"), "1"))).collect();
+    let path = dir.path().join("generated.yaml");
+    write(&path, &full);
+    let src = DirSource::open(dir.path()).unwrap();
+    let (values, rv) = cache(&src);
+    assert_eq!(values.len(), 10);
+    // The first three documents are written so far.
+    let head: String = (0..3).map(|i| format!("{}---\n", cm(&format!("c{i}"), "1"))).collect();
+    write(&path, &head);
+    src.rescan().unwrap();
+    assert!(src.unsettled(), "a settle rescan is due");
+    assert_eq!(cache(&src), (values.clone(), rv), "nothing deleted while it looks half-written");
+    write(&path, &full);
+    src.rescan().unwrap();
+    assert!(!src.unsettled());
+    assert_eq!(cache(&src), (values, rv), "regenerated with the same content: no event");
+    // A real shrink, left alone: believed.
+    write(&path, &head);
+    settled(&path);
+    src.rescan().unwrap();
+    assert_eq!(cache(&src).0.len(), 3);
+    assert_eq!(cache(&src).1, rv + 7, "seven deletes");
 }
