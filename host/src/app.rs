@@ -24,6 +24,7 @@ use crate::plugin::{
     BudgetExceeded, CacheOutcome, CallOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits,
     MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
 };
+use crate::serve::{Endpoints, serve};
 use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError};
 
 /// Errors of the subcommands.
@@ -59,6 +60,15 @@ pub enum AppError {
         plugin: String,
         /// What `init` came to (its reason, or the trap).
         outcome: CallOutcome,
+    },
+    /// The metrics and health endpoint could not listen.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The error.
+        #[source]
+        source: std::io::Error,
     },
     /// A plugin reference could not be pushed, pulled or followed.
     #[error(transparent)]
@@ -108,6 +118,8 @@ pub struct RunOptions {
     /// With a `dir:` source, the namespace of namespaced objects that name none, as
     /// `kubectl apply -n` (objects naming another are refused); `None`: `default`.
     pub namespace: Option<String>,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (`None`: nowhere).
+    pub listen: Option<std::net::SocketAddr>,
     /// Where compiled components are cached (`None`: no cache).
     pub cache_dir: Option<PathBuf>,
     /// Watch the plugins folder and deploy, replace and remove plugins as it changes.
@@ -202,7 +214,21 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
     let factory = Arc::new(InformerFactory::new(provider));
     let budget = options.bounds.memory_budget();
     tracing::info!(plugin_memory_budget = %format_bytes(budget.total()), "plugin memory budget");
-    let registry = PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::per_core())
+    let metrics = MetricsRegistry::new();
+    let endpoints = match options.listen {
+        Some(addr) => {
+            let mut prometheus = prometheus_client::registry::Registry::default();
+            metrics.register(&mut prometheus);
+            let endpoints = Arc::new(Endpoints::new(prometheus, factory.clone()));
+            let (bound, _task) = serve(addr, endpoints.clone(), cancel.clone())
+                .await
+                .map_err(|source| AppError::Listen { addr, source })?;
+            tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
+            Some(endpoints)
+        }
+        None => None,
+    };
+    let registry = PluginRegistry::new(engine, factory.clone(), metrics, GuestPool::per_core())
         .with_memory_budget(budget)
         .with_load_limits(options.bounds.load);
     let registry = Arc::new(registry);
@@ -222,6 +248,9 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
     let deployed = registry.status().await;
     tracing::info!(deployed = deployed.len(), failed, plugins = ?options.plugins, "plugins loaded");
     factory.start();
+    if let Some(endpoints) = &endpoints {
+        endpoints.plugins_loaded();
+    }
     let synced = factory.wait_for_cache_sync(&cancel).await;
     if !cancel.is_cancelled() {
         tracing::info!(informers = synced.len(), "caches synced");

@@ -14,4 +14,5 @@ pub mod informer;
 pub mod logging;
 pub mod oci;
 pub mod plugin;
+pub mod serve;
 pub mod source;

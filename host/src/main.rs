@@ -24,6 +24,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once at start; boxing would only obscure the options")]
 enum Command {
     /// Deliver the events of the watched resources to every plugin of a folder.
     Run {
@@ -47,6 +48,10 @@ enum Command {
         /// `kubectl apply -n`: objects naming another namespace are skipped [default: default].
         #[arg(long, short = 'n', value_name = "NS", value_parser = clap::builder::NonEmptyStringValueParser::new())]
         namespace: Option<String>,
+        /// Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this address, e.g.
+        /// `0.0.0.0:9090` (port 0: any free port, logged).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
         /// Watch the API server of this kubeconfig (same as `--source kube:PATH`).
         #[arg(long, value_name = "PATH", conflicts_with = "source")]
         kubeconfig: Option<PathBuf>,
@@ -184,6 +189,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             plugins,
             source,
             namespace,
+            listen,
             kubeconfig,
             cache_dir: dir,
             no_cache,
@@ -210,6 +216,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 plugin_refs,
                 source,
                 namespace,
+                listen,
                 cache_dir: cache_dir(dir, no_cache),
                 watch_plugins: !no_watch,
                 metrics_interval: Some(metrics_interval),

@@ -1,0 +1,82 @@
+//! `wink run --listen`: `/readyz` turns ready once the caches synced, `/healthz` answers, and
+//! `/metrics` parses as Prometheus text (with a Prometheus parser, not string matching) and
+//! counts the plugin's calls and the informer's objects.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use wink_tests::binary::wink_binary;
+use wink_tests::process::{Running, field};
+use wink_tests::{install_plugin, write_atomic};
+
+/// `GET path` over HTTP/1.0: (status, body).
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connecting to wink");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+fn sample(scrape: &prometheus_parse::Scrape, name: &str, label: (&str, &str)) -> Option<f64> {
+    scrape.samples.iter().find(|s| s.metric == name && s.labels.get(label.0) == Some(label.1)).map(|s| match s.value {
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) => v,
+        _ => f64::NAN,
+    })
+}
+
+#[tokio::test]
+async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
+    let work = tempfile::tempdir().unwrap();
+    let cluster = work.path().join("cluster");
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(
+        &cluster.join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  containers: []\n",
+    );
+    let plugins = work.path().join("plugins");
+    install_plugin("event-recorder", &plugins, "scraped", None);
+    let child = Running::spawn(
+        Command::new(wink_binary())
+            .args(["run", "--no-cache", "--listen", "127.0.0.1:0", "--plugins"])
+            .arg(&plugins)
+            .arg("--source")
+            .arg(format!("dir:{}", cluster.display()))
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR"),
+    );
+    let stderr = child.stderr.clone();
+    let addr = stderr
+        .wait_for("the endpoint's address", |l| {
+            l.contains("serving /metrics").then(|| field(l, "addr").unwrap().to_owned())
+        })
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while get(&addr, "/readyz").0 != 200 {
+        assert!(Instant::now() < deadline, "never ready: {:?}", get(&addr, "/readyz"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(get(&addr, "/healthz").0, 200);
+    stderr
+        .wait_for("the plugin's initial add", |l| {
+            (l.contains("scraped") && field(l, "event") == Some("add")).then_some(())
+        })
+        .await;
+
+    let (status, body) = get(&addr, "/metrics");
+    assert_eq!(status, 200);
+    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text");
+    let calls = sample(&scrape, "wink_plugin_calls_total", ("plugin", "scraped")).expect("the plugin's calls");
+    assert!(calls >= 2.0, "init and the initial add: {calls}");
+    assert_eq!(sample(&scrape, "wink_informer_objects", ("resource", "v1/Pod")), Some(1.0));
+    assert_eq!(sample(&scrape, "wink_informer_synced", ("resource", "v1/Pod")), Some(1.0));
+    let rss = scrape.samples.iter().find(|s| s.metric == "process_resident_memory_bytes").expect("process metrics");
+    assert!(matches!(rss.value, prometheus_parse::Value::Gauge(v) if v > 0.0), "{rss:?}");
+    assert!(scrape.samples.iter().any(|s| s.metric.starts_with("wink_plugin_call_duration_seconds")));
+}
