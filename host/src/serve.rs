@@ -56,6 +56,7 @@ impl Endpoints {
         informers.register("objects", "Objects in the informer's cache", Family::clone(&objects));
         informers.register("synced", "1 once the informer's cache has synced", Family::clone(&synced));
         informers.register("panics", "Panics the informer survived (source, transform, index)", Family::clone(&panics));
+        registry.register_collector(Box::new(InformerCollector(factory.clone())));
         #[cfg(target_os = "linux")]
         registry.register_collector(Box::new(process::ProcessCollector));
         Self {
@@ -140,6 +141,56 @@ pub async fn serve(
     Ok((bound, task))
 }
 
+/// Reads one counter of a reflector's counts.
+type ReadCount = fn(&crate::informer::ReflectorCounts) -> u64;
+
+/// The informers' reflector counters, read at scrape time: `wink_informer_lists_total`,
+/// `_watches_total`, `_errors_total`, `_events_total` and
+/// `wink_informer_last_event_age_seconds`, each by `resource`.
+#[derive(Debug)]
+struct InformerCollector(Arc<InformerFactory>);
+
+impl prometheus_client::collector::Collector for InformerCollector {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let informers: Vec<_> = self
+            .0
+            .informers()
+            .into_iter()
+            .map(|(key, informer)| (ResourceLabel { resource: key.to_string() }, informer.reflector_counts()))
+            .collect();
+        let counters: [(&str, &str, ReadCount); 4] = [
+            ("wink_informer_lists", "Lists completed (the first and every relist)", |c| c.lists),
+            ("wink_informer_watches", "Watches opened", |c| c.watches),
+            ("wink_informer_errors", "List and watch failures", |c| c.errors),
+            ("wink_informer_events", "Watch events received", |c| c.events),
+        ];
+        for (name, help, read) in counters {
+            let mut family =
+                encoder.encode_descriptor(name, help, None, prometheus_client::metrics::MetricType::Counter)?;
+            for (label, counts) in &informers {
+                let counter = ConstCounter::new(read(counts));
+                counter.encode(family.encode_family(label)?)?;
+            }
+        }
+        let now_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let mut family = encoder.encode_descriptor(
+            "wink_informer_last_event_age",
+            "Time since the informer's last watch event (absent before the first)",
+            Some(&prometheus_client::registry::Unit::Seconds),
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (label, counts) in informers.iter().filter(|(_, c)| c.last_event_ms > 0) {
+            let age = ConstGauge::new(now_ms.saturating_sub(counts.last_event_ms) as f64 / 1000.0);
+            age.encode(family.encode_family(label)?)?;
+        }
+        Ok(())
+    }
+}
+
 /// The usual `process_*` metrics, read from `/proc/self` at scrape time.
 #[cfg(target_os = "linux")]
 mod process {
@@ -218,6 +269,8 @@ mod tests {
         assert_eq!(endpoints.readiness(), Ok(()), "synced after the list is retried");
         let text = endpoints.metrics_text();
         assert!(text.contains("wink_informer_synced{resource=\"v1/Pod\"} 1"), "{text}");
+        assert!(text.contains("wink_informer_errors_total{resource=\"v1/Pod\"} 1"), "the failed list: {text}");
+        assert!(text.contains("wink_informer_lists_total{resource=\"v1/Pod\"} 1"), "{text}");
         factory.shutdown().await;
     }
 }

@@ -76,6 +76,8 @@ async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
     assert!(calls >= 2.0, "init and the initial add: {calls}");
     assert_eq!(sample(&scrape, "wink_informer_objects", ("resource", "v1/Pod")), Some(1.0));
     assert_eq!(sample(&scrape, "wink_informer_synced", ("resource", "v1/Pod")), Some(1.0));
+    assert_eq!(sample(&scrape, "wink_informer_lists_total", ("resource", "v1/Pod")), Some(1.0), "one list");
+    assert_eq!(sample(&scrape, "wink_informer_errors_total", ("resource", "v1/Pod")), Some(0.0));
     let rss = scrape.samples.iter().find(|s| s.metric == "process_resident_memory_bytes").expect("process metrics");
     assert!(matches!(rss.value, prometheus_parse::Value::Gauge(v) if v > 0.0), "{rss:?}");
     assert!(scrape.samples.iter().any(|s| s.metric.starts_with("wink_plugin_call_duration_seconds")));

@@ -24,6 +24,7 @@ pub(crate) mod object;
 pub(crate) mod pending_queue;
 pub(crate) mod processor;
 pub(crate) mod reflector;
+pub(crate) mod reflector_stats;
 pub(crate) mod shared_informer;
 pub(crate) mod store;
 
@@ -45,6 +46,7 @@ pub use listener::{Listener, ListenerOptions, MAX_BATCH, ObjectFilter};
 pub use object::{MAX_DEPTH, Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
 pub use processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
 pub use reflector::{MIN_WATCH_TIMEOUT, Reflector, ReflectorConfig, Transform, WatchErrorHandler};
+pub use reflector_stats::{ReflectorCounts, ReflectorStats};
 pub use shared_informer::{InformerConfig, InformerError, Registration, SharedIndexInformer};
 pub use store::Store;
 

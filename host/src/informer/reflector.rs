@@ -45,6 +45,7 @@ use super::crash::{PanicCounter, panic_message};
 use super::delta_fifo::DeltaFifo;
 use super::list_watch::{ListParams, ListerWatcher, SourceError, WatchEvent, WatchParams, WatchStream};
 use super::object::Object;
+use super::reflector_stats::ReflectorStats;
 use crate::errors::Chain;
 
 /// A function applied to every object on its way into the queue (e.g. stripping
@@ -163,6 +164,7 @@ pub struct Reflector {
     paginated_result: bool,
     resync_updates: Option<watch::Receiver<Duration>>,
     panics: PanicCounter,
+    stats: ReflectorStats,
 }
 
 impl Reflector {
@@ -183,6 +185,7 @@ impl Reflector {
             paginated_result: false,
             resync_updates: None,
             panics: PanicCounter::default(),
+            stats: ReflectorStats::default(),
         }
     }
 
@@ -190,6 +193,12 @@ impl Reflector {
     /// `counter` (an informer shares one counter among its parts).
     pub fn with_panic_counter(mut self, counter: PanicCounter) -> Self {
         self.panics = counter;
+        self
+    }
+
+    /// Counts lists, watches, errors and events in `stats`.
+    pub fn with_stats(mut self, stats: ReflectorStats) -> Self {
+        self.stats = stats;
         self
     }
 
@@ -286,6 +295,7 @@ impl Reflector {
     }
 
     fn fail(&mut self, err: &SourceError, then: State) -> State {
+        self.stats.failed();
         (self.error_handler)(err);
         State::Backoff { then: Box::new(then) }
     }
@@ -295,6 +305,7 @@ impl Reflector {
     /// `watchList` fails. The next attempt after a failure streams again.
     fn fall_back_to_list(&mut self, err: &SourceError) -> State {
         tracing::warn!(error = %Chain(err), "streaming list failed; falling back to LIST/WATCH");
+        self.stats.failed();
         (self.error_handler)(err);
         self.fallback_to_list = true;
         State::Empty
@@ -313,7 +324,10 @@ impl Reflector {
         match state {
             State::Empty if self.config.use_watch_list && !self.watch_list_unsupported && !self.fallback_to_list => {
                 match self.lw.watch(&self.watch_params(String::new(), true)).await {
-                    Ok(stream) => State::InitialEvents { stream, items: Vec::new() },
+                    Ok(stream) => {
+                        self.stats.watched();
+                        State::InitialEvents { stream, items: Vec::new() }
+                    }
                     Err(SourceError::Unsupported(reason)) => {
                         tracing::info!(%reason, "streaming list unsupported; falling back to LIST");
                         self.watch_list_unsupported = true;
@@ -326,6 +340,7 @@ impl Reflector {
                 self.fallback_to_list = false;
                 match self.list_all().await {
                     Ok((items, resource_version)) => {
+                        self.stats.listed();
                         self.fifo.replace(items, &resource_version);
                         self.set_rv(&resource_version);
                         State::Listed { resource_version }
@@ -343,6 +358,7 @@ impl Reflector {
                     State::InitialEvents { stream, items }
                 }
                 Some(Ok(WatchEvent::Bookmark { resource_version, initial_events_end: true })) => {
+                    self.stats.listed();
                     self.fifo.replace(items, &resource_version);
                     self.set_rv(&resource_version);
                     State::Watching { resource_version, stream, started: Instant::now(), events: 1 }
@@ -356,13 +372,19 @@ impl Reflector {
             },
             State::Listed { resource_version } => {
                 match self.lw.watch(&self.watch_params(resource_version.clone(), false)).await {
-                    Ok(stream) => State::Watching { resource_version, stream, started: Instant::now(), events: 0 },
+                    Ok(stream) => {
+                        self.stats.watched();
+                        State::Watching { resource_version, stream, started: Instant::now(), events: 0 }
+                    }
                     Err(err) if err.rewatches() => self.fail(&err, State::Listed { resource_version }),
                     Err(err) => self.fail(&err, State::Empty),
                 }
             }
             State::Watching { resource_version, mut stream, started, events } => match stream.next().await {
-                Some(Ok(event)) => self.apply(event, resource_version, stream, started, events + 1),
+                Some(Ok(event)) => {
+                    self.stats.event();
+                    self.apply(event, resource_version, stream, started, events + 1)
+                }
                 Some(Err(err)) if err.rewatches() => self.fail(&err, State::Listed { resource_version }),
                 Some(Err(err)) => self.fail(&err, State::Empty),
                 None if events == 0 && started.elapsed() < Duration::from_secs(1) => {

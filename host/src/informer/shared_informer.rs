@@ -36,6 +36,7 @@ use super::list_watch::ListerWatcher;
 use super::listener::{Listener, ListenerOptions};
 use super::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 use super::reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
+use super::reflector_stats::{ReflectorCounts, ReflectorStats};
 use super::store::Store;
 
 /// Registration ids, unique in the process: a [`Registration`] of one informer can never
@@ -104,6 +105,8 @@ struct Inner {
     last_sync_resource_version: Arc<RwLock<String>>,
     /// Panics survived by the reflector, the transform and delta processing.
     panics: PanicCounter,
+    /// What the reflector did (lists, watches, errors, events).
+    stats: ReflectorStats,
     /// Listener tasks by registration id (`None` handle: not started yet).
     tasks: Mutex<HashMap<u64, ListenerTask>>,
     cancel: Mutex<Option<CancellationToken>>,
@@ -189,6 +192,7 @@ impl SharedIndexInformer {
                 block_deltas: Mutex::new(()),
                 last_sync_resource_version: Arc::default(),
                 panics,
+                stats: ReflectorStats::default(),
                 tasks: Mutex::default(),
                 cancel: Mutex::default(),
                 transform: Mutex::default(),
@@ -255,6 +259,11 @@ impl SharedIndexInformer {
     /// handlers' panics are counted by their listeners).
     pub fn panics(&self) -> u64 {
         self.inner.panics.get()
+    }
+
+    /// What the informer's reflector did: lists, watches, errors, events.
+    pub fn reflector_counts(&self) -> ReflectorCounts {
+        self.inner.stats.counts()
     }
 
     /// The resourceVersion of the last list or event applied.
@@ -435,6 +444,7 @@ impl SharedIndexInformer {
             .with_should_resync(Arc::new(move || this.inner.processor.should_resync()))
             .with_last_sync_cell(inner.last_sync_resource_version.clone())
             .with_panic_counter(inner.panics.clone())
+            .with_stats(inner.stats.clone())
             .with_resync_period_updates(inner.resync_updates.subscribe());
         let this = self.clone();
         let pop_loop = async move {
