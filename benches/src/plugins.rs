@@ -135,6 +135,7 @@ pub fn sandbox(plugin: &LoadedPlugin, engine: &PluginEngine, settings: &PluginSe
             call_timeout: settings.call_timeout,
             config_json: settings.config_json.as_str().into(),
             scope: Arc::new(CacheScope::from_manifest(m)),
+            cluster: None,
         },
         Arc::new(OneCache(None)),
     )

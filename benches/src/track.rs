@@ -111,13 +111,13 @@ impl EventHandler for Tracked {
         } else {
             self.progress.seen(obj.name(), obj.resource_version());
         }
-        Ok(())
+        wink::informer::DONE
     }
 
     async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
         self.inner.on_update(old, new).await?;
         self.progress.seen(new.name(), new.resource_version());
-        Ok(())
+        wink::informer::DONE
     }
 
     async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
@@ -151,16 +151,16 @@ pub struct ReadName;
 impl EventHandler for ReadName {
     async fn on_add(&self, obj: &Object, _is_initial_list: bool) -> HandlerResult {
         std::hint::black_box(obj.name().len());
-        Ok(())
+        wink::informer::DONE
     }
 
     async fn on_update(&self, _old: &Object, new: &Object) -> HandlerResult {
         std::hint::black_box(new.name().len());
-        Ok(())
+        wink::informer::DONE
     }
 
     async fn on_delete(&self, obj: &Object, _final_state_unknown: bool) -> HandlerResult {
         std::hint::black_box(obj.name().len());
-        Ok(())
+        wink::informer::DONE
     }
 }

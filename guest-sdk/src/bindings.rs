@@ -18,4 +18,7 @@ wit_bindgen::generate!({
     pub_export_macro: true,
     default_bindings_module: "wink_guest::bindings",
     additional_derives: [PartialEq, Eq],
+    // The WASI clocks (and the `pollable` their `subscribe-*` functions return) are generated
+    // here too: no WASI crate is needed.
+    generate_all,
 });

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::thread::LocalKey;
 
 use crate::bindings::wink::plugin::types;
-use crate::handler::{Handler, HandlerError};
+use crate::handler::{Action, Handler, HandlerError};
 use crate::object::Object;
 
 /// Holds the plugin's handler once `init` succeeded.
@@ -50,21 +50,21 @@ macro_rules! export_handler {
                 fn on_add(
                     obj: $crate::bindings::wink::plugin::types::Object,
                     initial_list: bool,
-                ) -> ::core::result::Result<(), $crate::HandlerError> {
+                ) -> ::core::result::Result<$crate::Action, $crate::HandlerError> {
                     $crate::__private::on_add(&WINK_HANDLER, obj, initial_list)
                 }
 
                 fn on_update(
                     old: $crate::bindings::wink::plugin::types::Object,
                     new: $crate::bindings::wink::plugin::types::Object,
-                ) -> ::core::result::Result<(), $crate::HandlerError> {
+                ) -> ::core::result::Result<$crate::Action, $crate::HandlerError> {
                     $crate::__private::on_update(&WINK_HANDLER, old, new)
                 }
 
                 fn on_delete(
                     obj: $crate::bindings::wink::plugin::types::Object,
                     final_state_unknown: bool,
-                ) -> ::core::result::Result<(), $crate::HandlerError> {
+                ) -> ::core::result::Result<$crate::Action, $crate::HandlerError> {
                     $crate::__private::on_delete(&WINK_HANDLER, obj, final_state_unknown)
                 }
             }
@@ -88,7 +88,7 @@ pub fn on_add<H: Handler>(
     slot: &'static LocalKey<Slot<H>>,
     obj: types::Object,
     initial_list: bool,
-) -> Result<(), HandlerError> {
+) -> Result<Action, HandlerError> {
     with_handler(slot, "on-add", |h| h.on_add(&Object::from_raw(obj), initial_list))
 }
 
@@ -97,7 +97,7 @@ pub fn on_update<H: Handler>(
     slot: &'static LocalKey<Slot<H>>,
     old: types::Object,
     new: types::Object,
-) -> Result<(), HandlerError> {
+) -> Result<Action, HandlerError> {
     with_handler(slot, "on-update", |h| h.on_update(&Object::from_raw(old), &Object::from_raw(new)))
 }
 
@@ -106,15 +106,15 @@ pub fn on_delete<H: Handler>(
     slot: &'static LocalKey<Slot<H>>,
     obj: types::Object,
     final_state_unknown: bool,
-) -> Result<(), HandlerError> {
+) -> Result<Action, HandlerError> {
     with_handler(slot, "on-delete", |h| h.on_delete(&Object::from_raw(obj), final_state_unknown))
 }
 
 fn with_handler<H: Handler>(
     slot: &'static LocalKey<Slot<H>>,
     event: &str,
-    f: impl FnOnce(&mut H) -> Result<(), HandlerError>,
-) -> Result<(), HandlerError> {
+    f: impl FnOnce(&mut H) -> Result<Action, HandlerError>,
+) -> Result<Action, HandlerError> {
     slot.with(|s| match s.borrow_mut().as_mut() {
         Some(handler) => f(handler),
         None => Err(HandlerError::fatal(format!("wink-guest: {event} called before a successful init"))),
@@ -141,12 +141,12 @@ mod tests {
             self.prefix = config.to_owned();
             Ok(())
         }
-        fn on_add(&mut self, obj: &Object, _: bool) -> Result<(), HandlerError> {
+        fn on_add(&mut self, obj: &Object, _: bool) -> Result<Action, HandlerError> {
             self.seen.push(format!("{}{}", self.prefix, obj.key()));
             if self.seen.len() > 1 {
                 return Err(HandlerError::retry(self.seen.join(",")));
             }
-            Ok(())
+            Ok(Action::RequeueAfter(5))
         }
     }
 
@@ -166,7 +166,7 @@ mod tests {
         assert_eq!(err, HandlerError::fatal("wink-guest: on-add called before a successful init"));
 
         init(&SLOT, "x:".into()).unwrap();
-        on_add(&SLOT, pod(), true).unwrap();
+        assert_eq!(on_add(&SLOT, pod(), true), Ok(Action::RequeueAfter(5)), "the handler's action is returned");
         assert_eq!(on_add(&SLOT, pod(), false), Err(HandlerError::retry("x:d/p,x:d/p")));
         on_update(&SLOT, pod(), pod()).unwrap();
         on_delete(&SLOT, pod(), true).unwrap();

@@ -1,9 +1,31 @@
-//! The [`Handler`] trait a plugin implements, and the errors it returns.
+//! The [`Handler`] trait a plugin implements, what it returns ([`Action`]) and its errors.
+
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
 use crate::cache::CacheError;
+use crate::cluster::RequestError;
 use crate::object::{Object, ParseError};
+
+/// What a handler asks of the host once it has handled an event (kube-rs's `Action`):
+/// [`Action::AwaitChange`] — nothing more, the handler hears of the object again when it
+/// changes — or [`Action::RequeueAfter`] a number of milliseconds: the host calls
+/// [`Handler::on_update`] again for this object then, with its newest state, even if it did
+/// not change (controller-runtime's `Result{RequeueAfter}`).
+pub use crate::bindings::wink::plugin::types::Action;
+
+impl Action {
+    /// Nothing more: wait for the object's next change.
+    pub fn await_change() -> Self {
+        Self::AwaitChange
+    }
+
+    /// Be called again for this object after `delay` (rounded down to milliseconds).
+    pub fn requeue(delay: Duration) -> Self {
+        Self::RequeueAfter(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX))
+    }
+}
 
 /// A handler's own failure, as opposed to a trap (which the sandbox raises).
 ///
@@ -43,6 +65,15 @@ impl From<ParseError> for HandlerError {
     }
 }
 
+/// A failed request: retried when the failure is transient (a conflict, a budget or the server
+/// that may recover), fatal otherwise (not permitted, forbidden, invalid...). Handle the
+/// cases you expect (a `NotFound`, an `AlreadyExists`) before `?`.
+impl From<RequestError> for HandlerError {
+    fn from(e: RequestError) -> Self {
+        if e.is_transient() { Self::retry(e.to_string()) } else { Self::fatal(e.to_string()) }
+    }
+}
+
 /// A refused cache read is a manifest problem (a missing grant, an unknown index): fatal.
 impl From<CacheError> for HandlerError {
     fn from(e: CacheError) -> Self {
@@ -51,7 +82,7 @@ impl From<CacheError> for HandlerError {
 }
 
 /// A plugin's event handlers. Every method has a default that does nothing and succeeds, so a
-/// plugin implements only the events it cares about.
+/// plugin implements only the events it cares about. Each returns an [`Action`] on success.
 ///
 /// [`export_handler!`](crate::export_handler) exports a type implementing this trait (and
 /// [`Default`]): on `init` it creates the handler with `Default::default()`, calls
@@ -70,22 +101,22 @@ pub trait Handler {
 
     /// An object was added. `initial_list` is true for objects delivered as part of the
     /// informer's initial list, or of the cache replayed to a newly registered plugin.
-    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<Action, HandlerError> {
         let _ = (obj, initial_list);
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 
     /// An object changed. On a periodic resync `old` and `new` are the same object.
-    fn on_update(&mut self, old: &Object, new: &Object) -> Result<(), HandlerError> {
+    fn on_update(&mut self, old: &Object, new: &Object) -> Result<Action, HandlerError> {
         let _ = (old, new);
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 
     /// An object was deleted. When `final_state_unknown` is true the deletion was inferred on
     /// a relist and `obj` is the last state the host knew.
-    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<(), HandlerError> {
+    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<Action, HandlerError> {
         let _ = (obj, final_state_unknown);
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 }
 
@@ -147,8 +178,9 @@ mod tests {
         let obj = Object::from_json(r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"}}"#).unwrap();
         let mut h = Nothing;
         assert_eq!(h.init("null"), Ok(()));
-        assert_eq!(h.on_add(&obj, true), Ok(()));
-        assert_eq!(h.on_update(&obj, &obj), Ok(()));
-        assert_eq!(h.on_delete(&obj, false), Ok(()));
+        assert_eq!(h.on_add(&obj, true), Ok(Action::AwaitChange));
+        assert_eq!(h.on_update(&obj, &obj), Ok(Action::AwaitChange));
+        assert_eq!(h.on_delete(&obj, false), Ok(Action::AwaitChange));
+        assert_eq!(Action::requeue(Duration::from_secs(2)), Action::RequeueAfter(2000));
     }
 }

@@ -1,20 +1,20 @@
 //! `wink-guest`: write [wink](https://github.com/wink-rs/wink) handler plugins in Rust.
 //!
 //! A wink plugin is a WebAssembly component that implements the `wink:plugin/handler-plugin`
-//! world (`wit/wink-plugin.wit`). This crate hides the component-model plumbing behind a
-//! [`Handler`] trait, a typed [`Object`], and safe wrappers over the host's [`log`](mod@log) and
-//! [`cache`] imports:
+//! world (`wit/wink-plugin.wit`, version 0.2.0). This crate hides the component-model
+//! plumbing behind a [`Handler`] trait, a typed [`Object`], and safe wrappers over the host's
+//! [`log`](mod@log), [`cache`], [`cluster`] and [`time`] imports:
 //!
 //! ```no_run
-//! use wink_guest::{Handler, HandlerError, Object};
+//! use wink_guest::{Action, Handler, HandlerError, Object};
 //!
 //! #[derive(Default)]
 //! struct Greeter;
 //!
 //! impl Handler for Greeter {
-//!     fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+//!     fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
 //!         wink_guest::info!("hello, {} {}", obj.kind(), obj.key());
-//!         Ok(())
+//!         Ok(Action::AwaitChange)
 //!     }
 //! }
 //!
@@ -23,7 +23,8 @@
 //!
 //! Build the plugin crate as a `cdylib` for `wasm32-unknown-unknown` and turn the core module
 //! into a component (`cargo xtask build-plugins` does both for the plugins in this repository).
-//! The result imports only `wink:plugin/*` interfaces: no WASI.
+//! The result imports only `wink:plugin/*` interfaces and, when [`time`] is used, the WASI
+//! clocks.
 //!
 //! A plugin kept outside the wink repository depends on this crate by git or path and is
 //! built with `cargo xtask build-plugins --only PATH`, or with cargo and
@@ -35,8 +36,9 @@
 //! `on_add(obj, initial_list = true)` before live events, so it can rebuild its state.
 //!
 //! The crate also compiles for the host's target, so a plugin's logic can be unit-tested
-//! natively: there [`log`](mod@log) writes to stderr and [`cache`] reads fail with
-//! [`CacheError::NotPermitted`].
+//! natively: there [`log`](mod@log) writes to stderr, [`cache`] reads fail with
+//! [`CacheError::NotPermitted`] and [`cluster`] requests with
+//! [`cluster::RequestError::Unavailable`].
 //!
 //! Cargo features:
 //! - `k8s-openapi`: typed access to objects through the `k8s-openapi` crate
@@ -44,13 +46,16 @@
 
 pub mod bindings;
 pub mod cache;
+pub mod cluster;
 mod export;
 mod handler;
 pub mod log;
 mod object;
+pub mod time;
 
 pub use cache::{CacheError, Resource};
-pub use handler::{Handler, HandlerError, parse_config};
+pub use cluster::RequestError;
+pub use handler::{Action, Handler, HandlerError, parse_config};
 pub use object::{Object, OwnerReference, ParseError};
 
 /// The `serde_json` crate this SDK parses objects with.
@@ -61,7 +66,7 @@ pub use serde_json;
 pub use k8s_openapi;
 
 /// The version of the WIT package (`wink:plugin`) this SDK implements.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 #[doc(hidden)]
 pub mod __private {

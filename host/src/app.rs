@@ -12,12 +12,15 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::{EmbeddedClient, KubeClient};
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
 use crate::oci::{OciClient, OciError, OciOptions, OciPlugins, RefreshOptions};
 use crate::plugin::deploy::known_kinds;
 use crate::plugin::deploy::loader::{load_manifest, load_plugin_manifest};
 use crate::plugin::deploy::manifest::format_bytes;
+use crate::plugin::deploy::permissions::{Policy, PolicyError};
+use crate::plugin::imports::ClusterContext;
 use crate::plugin::imports::cache::NoCache;
 use crate::plugin::runtime::engine::DEFAULT_CACHE_MAX_SIZE;
 use crate::plugin::{
@@ -25,7 +28,7 @@ use crate::plugin::{
     MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
 };
 use crate::serve::{Endpoints, serve};
-use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError};
+use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError, load_config};
 
 /// Errors of the subcommands.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +64,9 @@ pub enum AppError {
         /// What `init` came to (its reason, or the trap).
         outcome: CallOutcome,
     },
+    /// The policy file cannot be used.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
     /// The metrics and health endpoint could not listen.
     #[error("cannot listen on {addr}")]
     Listen {
@@ -128,6 +134,8 @@ pub struct RunOptions {
     pub metrics_interval: Option<std::time::Duration>,
     /// Memory and disk bounds.
     pub bounds: Bounds,
+    /// The operator's cap on plugins' manifests (`None`: manifests are trusted as written).
+    pub policy: Option<PathBuf>,
 }
 
 /// What the host lets its plugins take: memory, component size, compile cache size.
@@ -197,19 +205,26 @@ fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, E
 pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec<String>, AppError> {
     let engine = engine(options.cache_dir.clone(), &options.bounds)?;
     let cancel = shutdown.child_token();
-    let provider: Arc<dyn SourceProvider> = match &options.source {
+    let (provider, cluster): (Arc<dyn SourceProvider>, ClusterContext) = match &options.source {
         SourceSpec::Dir(path) => {
             let dir_options = DirSourceOptions { namespace: options.namespace.clone(), ..DirSourceOptions::default() };
             let dir = DirSource::open_with(path, dir_options)?;
             dir.watch(cancel.clone())?;
-            tracing::info!(source = %path.display(), "watching manifests");
-            dir
+            tracing::info!(source = %path.display(), "watching manifests; plugins' writes are applied in memory");
+            let client = Arc::new(EmbeddedClient::new(dir.clone()));
+            (dir, ClusterContext::new(client, false))
         }
         SourceSpec::Kube { kubeconfig } => {
-            let kube = KubeSource::from_kubeconfig_or_infer(kubeconfig.as_deref()).await?;
+            let config = load_config(kubeconfig.as_deref()).await?;
+            let kube = KubeSource::from_config(config.clone())?;
+            let client = KubeClient::new(config).map_err(|e| AppError::KubeSource(KubeSourceError::Client(e)))?;
             tracing::info!(kubeconfig = ?kubeconfig, "watching a Kubernetes API server");
-            Arc::new(kube)
+            (Arc::new(kube), ClusterContext::new(Arc::new(client), true))
         }
+    };
+    let cluster = match &options.policy {
+        Some(path) => cluster.with_policy(Policy::load(path)?),
+        None => cluster,
     };
     let factory = Arc::new(InformerFactory::new(provider));
     let budget = options.bounds.memory_budget();
@@ -230,7 +245,8 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
     };
     let registry = PluginRegistry::new(engine, factory.clone(), metrics, GuestPool::per_core())
         .with_memory_budget(budget)
-        .with_load_limits(options.bounds.load);
+        .with_load_limits(options.bounds.load)
+        .with_cluster(cluster);
     let registry = Arc::new(registry);
     let mut failed = 0;
     if let Some(plugins) = &options.plugins {
@@ -343,7 +359,7 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
     // As `run` starts it: an instance, then `init` with the config.
     let plugin_error =
         |outcome| AppError::Init { path: m.path().to_owned(), plugin: plugin.name().to_owned(), outcome };
-    plugin.sandbox(&engine, Arc::new(NoCache)).instantiate().map_err(plugin_error)?;
+    plugin.sandbox(&engine, Arc::new(NoCache), None).instantiate().map_err(plugin_error)?;
     lines.push(format!(
         "  init: accepted its config ({})",
         match &m.config {

@@ -8,6 +8,7 @@
 //! - [`app`]: the `wink` command's subcommands, as library functions.
 //! - [`logging`]: the `wink` command's log output (text or JSON lines).
 pub mod app;
+pub mod cluster;
 pub mod errors;
 pub mod fswatch;
 pub mod informer;

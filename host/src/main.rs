@@ -52,6 +52,10 @@ enum Command {
         /// `0.0.0.0:9090` (port 0: any free port, logged).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        /// The operator's policy: the most each plugin's manifest may claim (`permissions:`
+        /// rules and `serviceAccount:`). Without it, manifests are trusted as written.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
         /// Watch the API server of this kubeconfig (same as `--source kube:PATH`).
         #[arg(long, value_name = "PATH", conflicts_with = "source")]
         kubeconfig: Option<PathBuf>,
@@ -199,6 +203,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             plugin_refs,
             plugin_ref_refresh,
             oci,
+            policy,
             ..
         } => {
             let bounds = bounds.bounds();
@@ -221,6 +226,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 watch_plugins: !no_watch,
                 metrics_interval: Some(metrics_interval),
                 bounds,
+                policy,
             };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));

@@ -55,7 +55,7 @@ fn recorder(view: View) -> Arc<dyn wink::informer::EventHandler> {
                 view.remove(obj.key());
             }
         }
-        Ok(())
+        wink::informer::DONE
     })
 }
 

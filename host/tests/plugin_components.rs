@@ -46,7 +46,7 @@ fn load(engine: &PluginEngine, relative: &str) -> Option<LoadedPlugin> {
 }
 
 fn handler(engine: &PluginEngine, plugin: &LoadedPlugin, resolver: Arc<dyn CacheResolver>) -> PluginHandler {
-    let sandbox = Arc::new(plugin.sandbox(engine, resolver));
+    let sandbox = Arc::new(plugin.sandbox(engine, resolver, None));
     let backoff = BackoffConfig {
         initial: Duration::from_millis(5),
         max: Duration::from_millis(20),
@@ -81,7 +81,7 @@ async fn example_plugins_load_start_and_hit_the_cache() {
         assert_eq!(h.warm_up().await, CallOutcome::Ok, "{name}: init");
         assert_eq!(
             h.on_add(&pod("web-1", serde_json::json!({"app": "web", "team": "a"})), true).await,
-            Ok(()),
+            wink::informer::DONE,
             "{name}"
         );
     }
@@ -106,15 +106,15 @@ async fn spin_is_interrupted_skipped_and_quarantined() {
     assert_eq!(quarantine_after, 3);
     let spin = |i: u32| pod(&format!("p{i}"), serde_json::json!({}));
     for i in 0..quarantine_after - 1 {
-        assert_eq!(h.on_add(&spin(i), false).await, Ok(()), "onError: skip");
+        assert_eq!(h.on_add(&spin(i), false).await, wink::informer::DONE, "onError: skip");
     }
     assert!(!h.is_quarantined());
     // Another event works, on a new instance, and resets the count of consecutive traps.
-    assert_eq!(h.on_delete(&spin(0), false).await, Ok(()));
+    assert_eq!(h.on_delete(&spin(0), false).await, wink::informer::DONE);
     assert_eq!(h.consecutive_failures(), 0);
     for i in 0..quarantine_after {
         assert!(!h.is_quarantined());
-        assert_eq!(h.on_add(&spin(i), false).await, Ok(()));
+        assert_eq!(h.on_add(&spin(i), false).await, wink::informer::DONE);
     }
     assert!(h.is_quarantined(), "three traps in a row");
     assert_eq!(h.metrics().traps_of("interrupt"), u64::from(2 * quarantine_after - 1));
@@ -124,7 +124,7 @@ async fn spin_is_interrupted_skipped_and_quarantined() {
 async fn memory_bomb_hits_the_cap() {
     let engine = engine(None);
     let Some(plugin) = load(&engine, "hostile/memory-bomb") else { return };
-    let mut instance = plugin.sandbox(&engine, Arc::new(NoCache)).instantiate().unwrap();
+    let mut instance = plugin.sandbox(&engine, Arc::new(NoCache), None).instantiate().unwrap();
     let outcome = tokio::task::spawn_blocking(move || {
         let first = instance.on_add(&pod("a", serde_json::json!({})), false);
         (first, instance.peak_memory())
@@ -141,7 +141,7 @@ async fn trap_plugin_traps_only_on_marked_objects_and_recovers() {
     let Some(plugin) = load(&engine, "hostile/trap") else { return };
     let mut policy = plugin.manifest.failure_policy.clone();
     policy.on_error = wink::plugin::OnError::Retry;
-    let sandbox = Arc::new(plugin.sandbox(&engine, Arc::new(NoCache)));
+    let sandbox = Arc::new(plugin.sandbox(&engine, Arc::new(NoCache), None));
     let h = PluginHandler::new(
         sandbox,
         policy,
@@ -151,9 +151,9 @@ async fn trap_plugin_traps_only_on_marked_objects_and_recovers() {
     );
     let bad = pod("bad", serde_json::json!({"wink.test/trap": "true"}));
     let good = pod("good", serde_json::json!({}));
-    assert_eq!(h.on_add(&good, false).await, Ok(()));
+    assert_eq!(h.on_add(&good, false).await, wink::informer::DONE);
     assert!(matches!(h.on_add(&bad, false).await, Err(HandlerError::Retry(_))));
-    assert_eq!(h.on_add(&good, false).await, Ok(()));
+    assert_eq!(h.on_add(&good, false).await, wink::informer::DONE);
     assert_eq!(h.metrics().traps_of("other"), 1);
     assert_eq!(h.metrics().restarts(), 1);
 }
@@ -203,7 +203,7 @@ fn owner_lookup_reads_the_scoped_cache() {
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
     tracing::subscriber::with_default(subscriber, || {
-        let mut instance = plugin.sandbox(&engine, Arc::new(resolver)).instantiate().unwrap();
+        let mut instance = plugin.sandbox(&engine, Arc::new(resolver), None).instantiate().unwrap();
         assert_eq!(instance.on_add(&pod, false), CallOutcome::Ok);
         assert_eq!(instance.on_add(&rs, false), CallOutcome::Ok);
     });

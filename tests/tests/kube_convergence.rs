@@ -43,19 +43,19 @@ impl EventHandler for Slow {
     async fn on_add(&self, obj: &Object, initial: bool) -> HandlerResult {
         tokio::time::sleep(self.delay).await;
         self.recorder.record(&Notification::Add { obj: obj.clone(), initial });
-        Ok(())
+        wink::informer::DONE
     }
 
     async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
         tokio::time::sleep(self.delay).await;
         self.recorder.record(&Notification::Update { old: old.clone(), new: new.clone() });
-        Ok(())
+        wink::informer::DONE
     }
 
     async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
         tokio::time::sleep(self.delay).await;
         self.recorder.record(&Notification::Delete { obj: obj.clone(), final_state_unknown });
-        Ok(())
+        wink::informer::DONE
     }
 }
 
@@ -71,7 +71,7 @@ impl Flaky {
             return Err(HandlerError::Retry("flaky".into()));
         }
         self.recorder.record(&notification);
-        Ok(())
+        wink::informer::DONE
     }
 }
 

@@ -28,7 +28,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 
-use crate::component::{self, Surface};
+use crate::component::{self, Contract};
 use crate::report::{BuiltPlugin, Report};
 use crate::select::{self, Kind, Selected};
 use crate::toolchain::{self, WASM_TARGET};
@@ -61,7 +61,7 @@ pub fn run(repo: &Path, args: &Args) -> Result<Report> {
     let plugins_dir =
         repo.join("plugins").canonicalize().with_context(|| format!("finding {}/plugins", repo.display()))?;
     let out = args.out.clone().unwrap_or_else(|| repo.join(".wink").join("plugins"));
-    let contract = Surface::of_contract(&repo.join("wit"))?;
+    let contract = Contract::load(&repo.join("wit"))?;
     let build_dir = plugins_target_dir(repo)?;
     let mut report = Report::default();
     if !args.only.is_empty() {
@@ -85,7 +85,7 @@ fn build_selected(
     repo: &Path,
     plugins_dir: &Path,
     out: &Path,
-    contract: &Surface,
+    contract: &Contract,
     build_dir: &Path,
     selected: &[Selected],
     report: &mut Report,
@@ -113,7 +113,7 @@ fn build_selected(
 /// Builds one Rust plugin folder, in the tree or out of it.
 fn build_one_rust(
     out: &Path,
-    contract: &Surface,
+    contract: &Contract,
     build_dir: &Path,
     plugin: &Selected,
     report: &mut Report,
@@ -130,7 +130,13 @@ fn build_one_rust(
 }
 
 /// Builds the Rust plugins (the cargo workspace in `plugins/`).
-fn build_rust(plugins_dir: &Path, out: &Path, contract: &Surface, build_dir: &Path, report: &mut Report) -> Result<()> {
+fn build_rust(
+    plugins_dir: &Path,
+    out: &Path,
+    contract: &Contract,
+    build_dir: &Path,
+    report: &mut Report,
+) -> Result<()> {
     toolchain::ensure_wasm_target()?;
     let mut artifacts = cargo_build(&plugins_dir.join("Cargo.toml"), build_dir)?;
     artifacts.sort_by(|a, b| a.manifest_path.cmp(&b.manifest_path));
@@ -235,7 +241,7 @@ fn cargo_build(manifest: &Path, target_dir: &Path) -> Result<Vec<Artifact>> {
 /// `out/relative`.
 fn package_rust(
     out: &Path,
-    contract: &Surface,
+    contract: &Contract,
     artifact: &Artifact,
     relative: &Path,
     report: &mut Report,
@@ -302,11 +308,11 @@ mod tests {
         fs::copy(repo.join("plugins").join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
         fs::write(
             dir.join("src").join("lib.rs"),
-            "use wink_guest::{Handler, HandlerError, Object, info};\n\
+            "use wink_guest::{Action, Handler, HandlerError, Object, info};\n\
              #[derive(Default)]\nstruct PodGate;\n\
              impl Handler for PodGate {\n\
-                 fn on_add(&mut self, obj: &Object, _initial: bool) -> Result<(), HandlerError> {\n\
-                     info!(\"{} appeared\", obj.key());\n        Ok(())\n    }\n}\n\
+                 fn on_add(&mut self, obj: &Object, _initial: bool) -> Result<Action, HandlerError> {\n\
+                     info!(\"{} appeared\", obj.key());\n        Ok(Action::AwaitChange)\n    }\n}\n\
              wink_guest::export_handler!(PodGate);\n",
         )
         .unwrap();
@@ -323,9 +329,9 @@ mod tests {
         assert_eq!(built, [("pod-gate", "rust")]);
         report.into_result().unwrap();
         let component = fs::read(out.join("pod-gate").join("pod-gate.wasm")).unwrap();
-        let surface = Surface::of_component(&component).unwrap();
+        let surface = crate::component::Surface::of_component(&component).unwrap();
         surface.check_only_wink_imports().unwrap();
-        surface.check_implements(&Surface::of_contract(&repo.join("wit")).unwrap()).unwrap();
+        Contract::load(&repo.join("wit")).unwrap().check(&surface).unwrap();
         assert!(out.join("pod-gate").join("plugin.yaml").is_file());
     }
 }

@@ -11,8 +11,10 @@ use wit_parser::{Resolve, WorldId};
 /// The world every wink plugin implements.
 const WORLD: &str = "handler-plugin";
 
-/// The only interfaces a wink plugin may import: the `wink:plugin` package's.
-const ALLOWED_IMPORT_PREFIX: &str = "wink:plugin/";
+/// The only interfaces a wink plugin may import: the `wink:plugin` package's, and the WASI
+/// clocks (any 0.2.x).
+const ALLOWED_IMPORT_PREFIXES: [&str; 3] =
+    ["wink:plugin/", "wasi:clocks/wall-clock@0.2.", "wasi:clocks/monotonic-clock@0.2."];
 
 /// Encodes a core module built with wit-bindgen (its `component-type` custom sections say
 /// which world it implements) as a component, and validates the result.
@@ -58,14 +60,19 @@ impl Surface {
         Self { imports: names(&world.imports), exports: names(&world.exports) }
     }
 
-    /// Fails unless every import is a `wink:plugin/*` interface: no WASI, no bare functions.
+    /// Fails unless every import is a `wink:plugin/*` interface or a WASI clock: no other
+    /// WASI, no bare functions.
     pub fn check_only_wink_imports(&self) -> Result<()> {
-        let foreign: Vec<&str> =
-            self.imports.iter().map(String::as_str).filter(|name| !name.starts_with(ALLOWED_IMPORT_PREFIX)).collect();
+        let foreign: Vec<&str> = self
+            .imports
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !ALLOWED_IMPORT_PREFIXES.iter().any(|prefix| name.starts_with(prefix)))
+            .collect();
         if !foreign.is_empty() {
             bail!(
-                "the component imports {}, but a wink plugin may import only \
-                 {ALLOWED_IMPORT_PREFIX}* interfaces (WASI imports come from building for \
+                "the component imports {}, but a wink plugin may import only wink:plugin/* \
+                 interfaces and the WASI clocks (other WASI imports come from building for \
                  wasm32-wasip* instead of wasm32-unknown-unknown, or from a dependency that \
                  needs an operating system)",
                 foreign.join(", ")
@@ -96,6 +103,46 @@ impl Surface {
     }
 }
 
+/// Every version of the contract a plugin may implement: the current one (`wit/`) and the
+/// earlier ones kept beside it (`wit/v<version>/`).
+#[derive(Debug, Clone)]
+pub struct Contract {
+    /// The surface of each version's world, newest first.
+    versions: Vec<Surface>,
+}
+
+impl Contract {
+    /// Reads the current package in `wit_dir` and each earlier one in its `v*/` folders.
+    pub fn load(wit_dir: &Path) -> Result<Self> {
+        let mut versions = vec![Surface::of_contract(wit_dir)?];
+        let mut earlier: Vec<std::path::PathBuf> = std::fs::read_dir(wit_dir)
+            .with_context(|| format!("reading {}", wit_dir.display()))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.is_dir() && path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('v')))
+            .collect();
+        earlier.sort();
+        for dir in earlier.iter().rev() {
+            versions.push(Surface::of_contract(dir)?);
+        }
+        Ok(Self { versions })
+    }
+
+    /// The surface of the current version.
+    pub fn current(&self) -> &Surface {
+        &self.versions[0]
+    }
+
+    /// Fails unless the component implements one of the versions (the error is the one
+    /// against the current version).
+    pub fn check(&self, surface: &Surface) -> Result<()> {
+        let current = surface.check_implements(self.current());
+        if current.is_ok() || self.versions[1..].iter().any(|v| surface.check_implements(v).is_ok()) {
+            return Ok(());
+        }
+        current
+    }
+}
+
 impl fmt::Display for Surface {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "imports {}; exports {}", list_or_nothing(&self.imports), list_or_nothing(&self.exports))
@@ -115,13 +162,13 @@ mod tests {
     use wit_parser::{LiftLowerAbi, ManglingAndAbi};
 
     fn contract() -> Surface {
-        Surface::of_contract(&crate::repo_root().join("wit")).unwrap()
+        Surface::of_contract(&crate::repo_root().join("wit/v0.1.0")).unwrap()
     }
 
     /// A component for `world` in `wit`, which may use the real wink package.
     fn component(wit: &str, world: &str) -> Vec<u8> {
         let mut resolve = Resolve::new();
-        resolve.push_dir(crate::repo_root().join("wit")).unwrap();
+        resolve.push_dir(crate::repo_root().join("wit/v0.1.0")).unwrap();
         let package = resolve.push_source("test.wit", wit).unwrap();
         let world = resolve.select_world(&[package], Some(world)).unwrap();
         let mangling = ManglingAndAbi::Legacy(LiftLowerAbi::Sync);
@@ -164,6 +211,16 @@ mod tests {
         let contract = contract();
         assert_eq!(contract.imports, ["wink:plugin/log@0.1.0", "wink:plugin/types@0.1.0", "wink:plugin/cache@0.1.0"]);
         assert_eq!(contract.exports, ["wink:plugin/handler@0.1.0"]);
+    }
+
+    #[test]
+    fn both_versions_of_the_contract_are_known() {
+        let contracts = Contract::load(&crate::repo_root().join("wit")).unwrap();
+        assert!(contracts.current().exports.contains(&"wink:plugin/handler@0.2.0".to_owned()));
+        assert!(contracts.current().imports.contains(&"wink:plugin/cluster@0.2.0".to_owned()));
+        assert!(contracts.current().imports.contains(&"wasi:clocks/wall-clock@0.2.0".to_owned()));
+        let surface = Surface::of_component(&component(&test_wit(), "plugin")).unwrap();
+        contracts.check(&surface).expect("a 0.1.0 plugin still implements the contract");
     }
 
     #[test]

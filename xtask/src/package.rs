@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, ensure};
 use serde::Deserialize;
 
-use crate::component::Surface;
+use crate::component::{Contract, Surface};
 use crate::fsutil::write_atomic;
 
 /// The fields of `plugin.yaml` this task checks; the host parses the rest.
@@ -68,7 +68,7 @@ pub fn install(
     name: &str,
     manifest: &[u8],
     component: &[u8],
-    contract: &Surface,
+    contract: &Contract,
     dest: &Path,
 ) -> Result<Installed> {
     let surface =
@@ -76,7 +76,7 @@ pub fn install(
     surface.check_only_wink_imports().with_context(|| format!("plugin {name}"))?;
     // A plugin with a `wit/` folder of its own implements another world on purpose.
     if !plugin_dir.join("wit").is_dir() {
-        surface.check_implements(contract).with_context(|| format!("plugin {name} is not a wink plugin"))?;
+        contract.check(&surface).with_context(|| format!("plugin {name} is not a wink plugin"))?;
     }
     let component_path = dest.join(component_file(name));
     let written = write_atomic(&component_path, component)?;

@@ -47,7 +47,7 @@ impl View {
         let view = self.clone();
         handler_fn(move |n| {
             view.apply(&n);
-            Ok(())
+            crate::informer::DONE
         })
     }
 }
@@ -140,7 +140,7 @@ async fn a_native_handler_that_panics_keeps_receiving_and_its_neighbour_is_untou
                 panic!("index out of bounds in the handler");
             }
             view.apply(&n);
-            Ok(())
+            crate::informer::DONE
         })
     };
     let reg = inf.add_event_handler(handler).unwrap();
@@ -166,7 +166,7 @@ async fn a_batch_that_panics_as_a_whole_is_delivered_again() {
     impl EventHandler for PanicsOnce {
         async fn on_add(&self, obj: &Object, initial: bool) -> HandlerResult {
             self.view.apply(&Notification::Add { obj: obj.clone(), initial });
-            Ok(())
+            crate::informer::DONE
         }
         async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
             assert!(!self.armed.swap(false, Ordering::SeqCst), "a bug in the batch path");

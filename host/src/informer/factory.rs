@@ -360,7 +360,7 @@ mod tests {
         let rs_informer = factory.informer_for(&ResourceKey::new("apps/v1", "ReplicaSet")).unwrap();
         assert_eq!(rs_informer.resync_check_period(), Duration::from_secs(30));
         assert!(factory.informer_for(&ResourceKey::new("v1", "Secret")).is_err());
-        a.add_event_handler(handler_fn(|_| Ok(()))).unwrap();
+        a.add_event_handler(handler_fn(|_| crate::informer::DONE)).unwrap();
         factory.start();
         let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
         assert_eq!(synced.len(), 2);
@@ -396,7 +396,7 @@ mod tests {
                 if matches!(n, crate::informer::Notification::Add { .. }) {
                     adds.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
-                Ok(())
+                crate::informer::DONE
             })
         };
         let first = factory.acquire(&key).unwrap();

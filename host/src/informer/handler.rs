@@ -5,9 +5,12 @@
 //! blocking pool; a native handler simply returns a ready future. A handler's own failure is
 //! a [`HandlerError`]: `Retry` asks the listener to call again later (with backoff, with the
 //! newest state of the key), `Fatal` drops the event after recording it. A handler that
-//! panics is caught at the notification (`Panicked`) and retried like `Retry`.
+//! panics is caught at the notification (`Panicked`) and retried like `Retry`. A handler that
+//! succeeded returns an [`Action`]: wait for the next change, or be called again for the same
+//! object after a delay (controller-runtime's `Result{RequeueAfter}`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use std::panic::AssertUnwindSafe;
 
@@ -31,8 +34,23 @@ pub enum HandlerError {
     Panicked(String),
 }
 
+/// What a handler that succeeded asks for next (kube-rs's `Action`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing: the handler hears of the object again when it changes (or at a resync).
+    #[default]
+    AwaitChange,
+    /// Call `on_update` again for this object after this delay, with its newest state, even
+    /// if it does not change. A pending request for the same key keeps the earlier of the
+    /// two times (as client-go's delaying queue does); the object's deletion cancels it.
+    RequeueAfter(Duration),
+}
+
 /// The result of one handler call.
-pub type HandlerResult = Result<(), HandlerError>;
+pub type HandlerResult = Result<Action, HandlerError>;
+
+/// The result of a handler call that asks for nothing more.
+pub const DONE: HandlerResult = Ok(Action::AwaitChange);
 
 /// What became of one entry of a batch (see [`EventHandler::deliver_batch`]): the result of
 /// each of its notifications that was attempted, in order. After a `Retry` the rest of the
@@ -52,20 +70,20 @@ pub trait EventHandler: Send + Sync + 'static {
     /// list, and for the cache replayed to a handler registered after start.
     async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
         let _ = (obj, is_initial_list);
-        Ok(())
+        DONE
     }
 
     /// An object changed; on a resync `old` and `new` are the same object.
     async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
         let _ = (old, new);
-        Ok(())
+        DONE
     }
 
     /// An object was deleted. `final_state_unknown` is true when the deletion was inferred
     /// on a relist (client-go's `DeletedFinalStateUnknown`) and `obj` is the last known state.
     async fn on_delete(&self, obj: &Object, final_state_unknown: bool) -> HandlerResult {
         let _ = (obj, final_state_unknown);
-        Ok(())
+        DONE
     }
 
     /// Delivers the pending notifications of several keys at once: `batch[i]` are one key's

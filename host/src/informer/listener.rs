@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::backoff::BackoffConfig;
 use super::crash::panic_message;
-use super::handler::{EntryResults, EventHandler, HandlerError, Notification};
+use super::handler::{Action, EntryResults, EventHandler, HandlerError, Notification};
 use super::object::Object;
 use super::pending_queue::{Pending, PendingQueue};
 
@@ -109,6 +109,8 @@ pub struct ListenerStats {
     pub failures: AtomicU64,
     /// Calls that panicked (retried like `Retry`).
     pub panics: AtomicU64,
+    /// Calls that asked to be called again later ([`Action::RequeueAfter`]).
+    pub requeues: AtomicU64,
 }
 
 /// A registered handler's queue and delivery state.
@@ -320,10 +322,21 @@ impl Listener {
     /// Accounts for one delivered (or partly delivered) entry: counters, retry, or requeue.
     fn settle(&self, key: String, pending: &Pending, notifications: Vec<Notification>, results: EntryResults) {
         let mut retry_from = None;
+        let mut requeue = None;
         for (i, result) in results.iter().enumerate() {
+            if result.is_ok() || matches!(result, Err(HandlerError::Fatal(_))) {
+                self.queue.lock().delivered(&notifications[i]);
+            }
             match result {
-                Ok(()) => {
+                Ok(action) => {
                     self.stats.delivered.fetch_add(1, Ordering::Relaxed);
+                    requeue = match (action, &notifications[i]) {
+                        (
+                            Action::RequeueAfter(delay),
+                            Notification::Add { obj, .. } | Notification::Update { new: obj, .. },
+                        ) => Some((obj.clone(), *delay)),
+                        _ => None,
+                    };
                 }
                 Err(HandlerError::Retry(reason)) => {
                     self.stats.retries.fetch_add(1, Ordering::Relaxed);
@@ -342,6 +355,10 @@ impl Listener {
                     tracing::warn!(listener = %self.options.name, %key, %reason, "handler failed; event dropped");
                 }
             }
+        }
+        if let Some((obj, delay)) = requeue {
+            self.stats.requeues.fetch_add(1, Ordering::Relaxed);
+            self.queue.lock().requeue_at(obj, Instant::now() + delay);
         }
         match retry_from {
             Some(i) => {
@@ -393,7 +410,7 @@ mod tests {
         async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
             let done = batch.len().min(self.take);
             self.seen.lock().push(batch[..done].iter().map(|e| e[0].key().to_owned()).collect());
-            batch[..done].iter().map(|e| e.iter().map(|_| HandlerResult::Ok(())).collect()).collect()
+            batch[..done].iter().map(|e| e.iter().map(|_| crate::informer::DONE).collect()).collect()
         }
     }
 
@@ -446,6 +463,59 @@ mod tests {
         }
         assert_eq!(listener.queue_len(), 0, "each add was cancelled by its delete");
         assert_eq!(listener.retry_attempts_len(), 0);
+        cancel.cancel();
+        task.await.unwrap();
+    }
+
+    /// Asks to see every object again after 30 s; records each call as (kind, rv).
+    #[derive(Default)]
+    struct Requeuing {
+        calls: Mutex<Vec<(&'static str, String, tokio::time::Instant)>>,
+    }
+
+    #[async_trait]
+    impl EventHandler for Requeuing {
+        async fn on_add(&self, obj: &Object, _: bool) -> HandlerResult {
+            self.calls.lock().push(("add", obj.resource_version().to_owned(), tokio::time::Instant::now()));
+            Ok(Action::RequeueAfter(Duration::from_secs(30)))
+        }
+        async fn on_update(&self, _: &Object, new: &Object) -> HandlerResult {
+            self.calls.lock().push(("update", new.resource_version().to_owned(), tokio::time::Instant::now()));
+            Ok(Action::AwaitChange)
+        }
+    }
+
+    async fn settle() {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// controller-runtime's `Result{RequeueAfter}`: the handler is called again for the same
+    /// object after the delay, with the newest state it was delivered, even without a change;
+    /// a delete in between cancels it.
+    #[tokio::test(start_paused = true)]
+    async fn a_requeue_delivers_the_newest_state_after_the_delay_and_a_delete_cancels_it() {
+        let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+        let handler = Arc::new(Requeuing::default());
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
+        let start = tokio::time::Instant::now();
+        listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: false });
+        listener.add(Notification::Add { obj: pod("ns", "gone", 1), initial: false });
+        settle().await;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        listener.add(Notification::Update { old: pod("ns", "a", 1), new: pod("ns", "a", 2) });
+        listener.add(Notification::Delete { obj: pod("ns", "gone", 1), final_state_unknown: false });
+        settle().await;
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        settle().await;
+        let calls = handler.calls.lock().clone();
+        let seen: Vec<(&str, &str, u64)> =
+            calls.iter().map(|(k, rv, at)| (*k, rv.as_str(), (*at - start).as_secs())).collect();
+        assert_eq!(seen, [("add", "1", 0), ("add", "1", 0), ("update", "2", 10), ("update", "2", 30)]);
+        assert_eq!(listener.stats().requeues.load(Ordering::Relaxed), 2);
+        assert_eq!(listener.queue.lock().requeues_len(), 0, "the deleted key's requeue was cancelled");
         cancel.cancel();
         task.await.unwrap();
     }

@@ -34,7 +34,9 @@ mod test_support;
 pub use backoff::{Backoff, BackoffConfig};
 pub use delta_fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoClosed};
 pub use factory::{InformerFactory, InformerLease, ResourceKey, SourceProvider};
-pub use handler::{EntryResults, EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn};
+pub use handler::{
+    Action, DONE, EntryResults, EventHandler, FnHandler, HandlerError, HandlerResult, Notification, handler_fn,
+};
 pub use indexer::{
     IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX, OWNER_UID_INDEX, namespace_index_func, owner_uid_index_func,
 };

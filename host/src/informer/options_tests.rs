@@ -83,8 +83,8 @@ async fn set_watch_error_handler_sees_list_errors_and_is_refused_after_start() {
 async fn a_registration_is_stopped_when_removed_or_when_its_informer_stops() {
     let src = source();
     let inf = informer(&src);
-    let removed = inf.add_event_handler(handler_fn(|_| Ok(()))).unwrap();
-    let kept = inf.add_event_handler(handler_fn(|_| Ok(()))).unwrap();
+    let removed = inf.add_event_handler(handler_fn(|_| crate::informer::DONE)).unwrap();
+    let kept = inf.add_event_handler(handler_fn(|_| crate::informer::DONE)).unwrap();
     let (cancel, join) = start(&inf);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(!removed.is_stopped() && !kept.is_stopped());

@@ -20,7 +20,10 @@
 //! an update of the one that was deleted.
 //!
 //! Entries that failed with a retryable error wait in a delay set (still one per key, still
-//! absorbing newer notifications) until their backoff expires.
+//! absorbing newer notifications) until their backoff expires. Keys whose handler asked to
+//! be called again later (a requeue) wait in a second delay set, apart from pending entries:
+//! when the time comes and nothing is pending for the key, the last object delivered is
+//! delivered again, as an update from itself to itself.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -121,6 +124,12 @@ pub struct PendingQueue {
     ready: LinkedHashMap<String, Pending>,
     delayed: HashMap<String, (Pending, Instant, u64)>,
     timers: BTreeSet<(Instant, u64, String)>,
+    /// Keys a handler asked to see again ([`Action::RequeueAfter`]): the object last
+    /// delivered, and when.
+    ///
+    /// [`Action::RequeueAfter`]: super::handler::Action::RequeueAfter
+    requeues: HashMap<String, (Object, Instant, u64)>,
+    requeue_timers: BTreeSet<(Instant, u64, String)>,
     next_seq: u64,
     initial: usize,
 }
@@ -170,8 +179,60 @@ impl PendingQueue {
         }
     }
 
-    /// Moves entries whose retry time has come into the ready queue.
+    /// Asks for `obj` (just delivered) to be delivered again at `at`, as an update from
+    /// itself to itself, unless an entry for its key is pending by then (which delivers a
+    /// newer state anyway). A request already waiting for the key keeps the earlier time.
+    pub fn requeue_at(&mut self, obj: Object, at: Instant) {
+        let key = obj.key().to_owned();
+        if let Some((_, earlier, seq)) = self.requeues.get(&key) {
+            if *earlier <= at {
+                let (earlier, seq) = (*earlier, *seq);
+                self.requeues.insert(key, (obj, earlier, seq));
+                return;
+            }
+            self.requeue_timers.remove(&(*earlier, *seq, key.clone()));
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.requeue_timers.insert((at, seq, key.clone()));
+        self.requeues.insert(key, (obj, at, seq));
+    }
+
+    /// Records that a notification was delivered: a waiting requeue of its key will carry
+    /// this newer state, or is cancelled when the object was deleted.
+    pub fn delivered(&mut self, n: &Notification) {
+        let Some((obj, at, seq)) = self.requeues.remove(n.key()) else { return };
+        match n {
+            Notification::Delete { .. } => {
+                self.requeue_timers.remove(&(at, seq, obj.key().to_owned()));
+            }
+            Notification::Add { obj: newer, .. } | Notification::Update { new: newer, .. } => {
+                self.requeues.insert(obj.key().to_owned(), (newer.clone(), at, seq));
+            }
+        }
+    }
+
+    /// Keys waiting to be requeued.
+    #[cfg(test)]
+    pub fn requeues_len(&self) -> usize {
+        self.requeues.len()
+    }
+
+    /// Moves entries whose retry time has come into the ready queue, and delivers due
+    /// requeues whose key has nothing pending.
     pub fn promote(&mut self, now: Instant) {
+        while let Some((at, _, key)) = self.requeue_timers.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.requeue_timers.pop_first();
+            let Some((obj, _, _)) = self.requeues.remove(&key) else { continue };
+            if !self.contains(&key) {
+                let pending = Pending::One(Notification::Update { old: obj.clone(), new: obj });
+                self.account(None, Some(&pending));
+                self.ready.insert(key, pending);
+            }
+        }
         while let Some((at, seq, key)) = self.timers.first().cloned() {
             if at > now {
                 break;
@@ -253,7 +314,9 @@ impl PendingQueue {
 
     /// When the earliest delayed entry becomes ready.
     pub fn next_retry(&self) -> Option<Instant> {
-        self.timers.first().map(|(at, _, _)| *at)
+        let retry = self.timers.first().map(|(at, _, _)| *at);
+        let requeue = self.requeue_timers.first().map(|(at, _, _)| *at);
+        retry.into_iter().chain(requeue).min()
     }
 
     /// All entries, ready or waiting to be retried (the queue's memory is bounded by this,

@@ -33,7 +33,7 @@ impl Recorder {
             gate.acquire().await.expect("gate open").forget();
         }
         self.events.lock().push(n);
-        Ok(())
+        crate::informer::DONE
     }
 
     fn take(&self) -> Vec<Notification> {
@@ -137,7 +137,7 @@ async fn indexer_is_updated_before_handlers_are_told() {
     inf.add_event_handler(crate::informer::handler::handler_fn(move |n| {
         let cached = indexer.get_by_key(n.key()).map(|o| o.resource_version().to_owned());
         seen.lock().push(cached);
-        Ok(())
+        crate::informer::DONE
     }))
     .unwrap();
     let _cancel = start(&inf);

@@ -10,7 +10,8 @@
 //!                                                 │ restart backoff, quarantine, metrics
 //!                                                 ▼
 //!                                            instance::PluginInstance (Store + limiter + deadline)
-//!                                                 │ imports: log, cache (scoped by the manifest)
+//!                                                 │ imports: log, cache (scoped by the manifest),
+//!                                                 │ cluster (permissions, budgets), clocks
 //! ```
 //!
 //! The code is grouped in rooms:
@@ -20,7 +21,7 @@
 //!   deployed, replaced and removed.
 //! - `delivery`: the event handler that calls a plugin, and its metrics — where a plugin is
 //!   called.
-//! - `imports`: the host side of what plugins import (`log`, `cache`).
+//! - `imports`: the host side of what plugins import (`log`, `cache`, `cluster`, the clocks).
 //!
 //! The public API is what this module re-exports: the registry, manifests and the loader,
 //! the engine, the event handler that runs a plugin, and their metrics and errors.
@@ -38,11 +39,15 @@ pub use deploy::loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
 pub use deploy::manifest::{
     FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, OnError, WatchedResource, format_bytes, parse_byte_size,
 };
+pub use deploy::permissions::{
+    Attributes, Permissions, Policy, PolicyEntry, PolicyError, PolicyRule, Refusal, RequestLimits, ServiceAccountRef,
+};
 pub use deploy::registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use deploy::selector::{LabelSelector, LabelSet, SelectorError};
 pub use imports::cache::NoCache;
 pub use imports::log::{LOG_TARGET, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};
-pub use imports::{CacheResolver, CacheScope, NamespaceGrant};
+pub use imports::{CacheResolver, CacheScope, ClusterAccess, ClusterContext, ClusterLink, NamespaceGrant};
+pub use runtime::bindings::WitVersion;
 pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 pub use runtime::engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
 pub use runtime::footprint::InitialMemory;

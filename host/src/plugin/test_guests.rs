@@ -1,6 +1,8 @@
 //! Guests for the sandbox tests, built from source at test time: a core module written in
 //! WAT whose exports follow the canonical ABI of `wink:plugin/handler@0.1.0`, turned into a
-//! component with `wit-component` against the repository's WIT. Nothing prebuilt is checked
+//! component with `wit-component` against the repository's 0.1.0 WIT (`wit/v0.1.0/`): so the
+//! sandbox tests also keep the earlier contract version working. 0.2.0 behaviour (cluster
+//! requests, requeues) is tested with SDK-built guests. Nothing prebuilt is checked
 //! in; each behaviour (loop forever, grow memory, trap, return an error…) is a few lines.
 //!
 //! ABI notes: an `object` flattens to more than 16 values, so `on-*` receive one pointer to
@@ -214,8 +216,8 @@ pub(crate) fn componentize_with(wat: &str, encoding: wit_component::StringEncodi
     let mut resolve = wit_parser::Resolve::default();
     let wit = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
-        .join("../wit");
-    let (package, _) = resolve.push_dir(&wit).expect("parsing wit/");
+        .join("../wit/v0.1.0");
+    let (package, _) = resolve.push_dir(&wit).expect("parsing wit/v0.1.0/");
     let world = resolve.select_world(&[package], Some("handler-plugin")).expect("world handler-plugin");
     let mut module = wat::parse_str(wat).expect("valid WAT");
     wit_component::embed_component_metadata(&mut module, &resolve, world, encoding, false)
@@ -252,6 +254,7 @@ pub(crate) fn sandbox_of(
         call_timeout,
         config_json: "null".into(),
         scope: Arc::default(),
+        cluster: None,
     };
     Sandbox::new(engine.clone(), pre, settings, Arc::new(NoCache))
 }

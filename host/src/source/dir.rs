@@ -37,6 +37,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::dir_cluster::file_write;
 use super::dir_read::{manifest_files, read_manifest};
 pub(crate) use super::documents::{ManifestObject, parse_manifest_file};
 use super::memory::MemorySource;
@@ -215,7 +216,8 @@ impl State {
             errors.extend(self.differing_definitions(id));
             match after {
                 Some((path, value)) => {
-                    if let Err(err) = self.source(&id.0, &id.1).apply(value) {
+                    let written = self.source(&id.0, &id.1).write(&id.2, |current| file_write(current, value));
+                    if let Err(err) = written {
                         errors.push(DirSourceError::Malformed { path, message: format!("{}: {err}", id.2) });
                     }
                 }
@@ -439,6 +441,16 @@ impl DirSource {
     /// The kinds present in the folder, as (apiVersion, kind).
     pub fn kinds(&self) -> Vec<(String, String)> {
         self.state.lock().kinds.keys().cloned().collect()
+    }
+
+    /// The store of a kind (created empty on first use).
+    pub(crate) fn store(&self, api_version: &str, kind: &str) -> MemorySource {
+        self.state.lock().source(api_version, kind)
+    }
+
+    /// A kind the folder's CustomResourceDefinitions define.
+    pub(crate) fn custom_kind(&self, api_version: &str, kind: &str) -> Option<super::scope::CustomKind> {
+        self.state.lock().placer.scopes().custom(api_version, kind).cloned()
     }
 }
 

@@ -41,7 +41,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use kube::client::Body;
-use kube::config::{InferConfigError, KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::config::{InferConfigError, KubeconfigError};
 use kube::core::GroupVersionKind;
 use kube::discovery::Scope;
 use kube::{Client, Config};
@@ -152,13 +152,7 @@ impl KubeSource {
     /// A source configured by the kubeconfig file at `path`, using `context` or the file's
     /// current context.
     pub async fn from_kubeconfig(path: &Path, context: Option<&str>) -> Result<Self, KubeSourceError> {
-        let kubeconfig = Kubeconfig::read_from(path)
-            .map_err(|source| KubeSourceError::Kubeconfig { path: path.to_owned(), source })?;
-        let options = KubeConfigOptions { context: context.map(str::to_owned), ..KubeConfigOptions::default() };
-        let config = Config::from_custom_kubeconfig(kubeconfig, &options)
-            .await
-            .map_err(|source| KubeSourceError::Context { path: path.to_owned(), source })?;
-        Self::from_config(config)
+        Self::from_config(super::kube_config::kubeconfig(path, context).await?)
     }
 
     /// A source configured as kubectl would be: `$KUBECONFIG` or `~/.kube/config`, else the
@@ -170,10 +164,7 @@ impl KubeSource {
     /// [`from_kubeconfig`](Self::from_kubeconfig) when a path is given, else
     /// [`infer`](Self::infer): what `wink run [--kubeconfig PATH]` does.
     pub async fn from_kubeconfig_or_infer(path: Option<&Path>) -> Result<Self, KubeSourceError> {
-        match path {
-            Some(path) => Self::from_kubeconfig(path, None).await,
-            None => Self::infer().await,
-        }
+        Self::from_config(super::kube_config::load_config(path).await?)
     }
 
     /// The underlying client.

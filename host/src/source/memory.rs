@@ -74,6 +74,17 @@ impl Inner {
     }
 }
 
+/// What [`MemorySource::write`] does.
+#[derive(Clone, Debug)]
+pub enum Write {
+    /// Store this object (its resourceVersion is assigned).
+    Put(serde_json::Value),
+    /// Remove the object; this is its final state.
+    Delete(serde_json::Value),
+    /// Nothing: the stored object stays as it is.
+    Unchanged(Object),
+}
+
 /// Options of a [`MemorySource`].
 #[derive(Clone, Debug)]
 pub struct MemorySourceOptions {
@@ -150,6 +161,51 @@ impl MemorySource {
         inner.broadcast(rv, change);
         self.trim(&mut inner);
         Ok(obj)
+    }
+
+    /// Writes the object with `key` atomically: `decide` sees the stored object (if any) and
+    /// says what to do — the API server's rules run inside this lock, so no other write
+    /// comes between its read and its write. Returns the object as stored (a put, stamped
+    /// with a new resourceVersion), its final state (a delete, with the deletion's
+    /// resourceVersion), or the object as it was (no change: no event, no new version).
+    pub fn write<E: From<ObjectError>>(
+        &self,
+        key: &str,
+        decide: impl FnOnce(Option<&Object>) -> Result<Write, E>,
+    ) -> Result<Object, E> {
+        let mut inner = self.inner.lock();
+        let current = inner.objects.get(key);
+        match decide(current)? {
+            Write::Unchanged(obj) => Ok(obj),
+            Write::Put(value) => {
+                let rv = inner.resource_version + 1;
+                let obj = stamp(value, rv)?;
+                if obj.key() != key {
+                    return Err(ObjectError::Malformed {
+                        path: ".metadata".into(),
+                        message: format!("a write of {key} stored {}", obj.key()),
+                    }
+                    .into());
+                }
+                inner.resource_version = rv;
+                let change = match inner.objects.insert(key.to_owned(), obj.clone()) {
+                    Some(_) => Change::Modified(obj.clone()),
+                    None => Change::Added(obj.clone()),
+                };
+                inner.broadcast(rv, change);
+                self.trim(&mut inner);
+                Ok(obj)
+            }
+            Write::Delete(value) => {
+                let rv = inner.resource_version + 1;
+                let last = stamp(value, rv)?;
+                inner.objects.remove(key);
+                inner.resource_version = rv;
+                inner.broadcast(rv, Change::Deleted(last.clone()));
+                self.trim(&mut inner);
+                Ok(last)
+            }
+        }
     }
 
     /// Deletes the object with this key; returns its final state (with the deletion's

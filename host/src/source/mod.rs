@@ -1,9 +1,11 @@
 //! Sources of objects: implementations of [`ListerWatcher`](crate::informer::ListerWatcher).
 
 pub(crate) mod dir;
+mod dir_cluster;
 mod dir_read;
 pub(crate) mod documents;
 pub(crate) mod kube;
+mod kube_config;
 pub(crate) mod memory;
 pub(crate) mod nesting;
 pub(crate) mod placement;
@@ -12,5 +14,6 @@ pub(crate) mod scope;
 pub use dir::{DirSource, DirSourceError, DirSourceOptions};
 pub use documents::{ManifestObject, ParsedManifest, parse_manifest_file};
 pub use kube::{KubeListerWatcher, KubeSource, KubeSourceError, ResolvedResource};
-pub use memory::{MemorySource, MemorySourceOptions};
+pub use kube_config::load_config;
+pub use memory::{MemorySource, MemorySourceOptions, Write};
 pub use scope::Scope;

@@ -71,6 +71,11 @@ impl Placer {
         Self { namespace, given, scopes: Scopes::default(), warned: BTreeSet::new() }
     }
 
+    /// The scopes objects are placed with.
+    pub fn scopes(&self) -> &Scopes {
+        &self.scopes
+    }
+
     /// Takes the kinds the folder's CustomResourceDefinitions define; returns whether they
     /// changed (then every file's objects must be placed again).
     pub fn set_scopes(&mut self, scopes: Scopes) -> bool {

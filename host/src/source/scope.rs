@@ -127,7 +127,18 @@ pub fn built_in(api_version: &str, kind: &str) -> Option<Scope> {
 /// scope. Compared between scans to tell whether objects must be placed again.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scopes {
-    custom: BTreeMap<(String, String, String), Scope>,
+    custom: BTreeMap<(String, String, String), CustomKind>,
+}
+
+/// A kind a CustomResourceDefinition defines, in one served version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustomKind {
+    /// Its scope.
+    pub scope: Scope,
+    /// Its plural resource name (`spec.names.plural`).
+    pub plural: String,
+    /// Whether this version has a status subresource.
+    pub status: bool,
 }
 
 impl Scopes {
@@ -146,20 +157,25 @@ impl Scopes {
                 continue;
             }
             let scope = if text("/spec/scope") == "Cluster" { Cluster } else { Namespaced };
+            let plural = match text("/spec/names/plural") {
+                "" => kind.to_lowercase() + "s",
+                plural => plural.to_owned(),
+            };
             // v1: `versions[*]` with `served`; v1beta1 also allowed a single `version`.
-            let mut versions: Vec<&str> = crd
+            let mut versions: Vec<(&str, bool)> = crd
                 .pointer("/spec/versions")
                 .and_then(|v| v.as_array())
                 .into_iter()
                 .flatten()
                 .filter(|v| v.get("served").and_then(serde_json::Value::as_bool) == Some(true))
-                .filter_map(|v| v.get("name").and_then(|n| n.as_str()))
+                .filter_map(|v| Some((v.get("name")?.as_str()?, v.pointer("/subresources/status").is_some())))
                 .collect();
             if versions.is_empty() && !text("/spec/version").is_empty() {
-                versions.push(text("/spec/version"));
+                versions.push((text("/spec/version"), crd.pointer("/spec/subresources/status").is_some()));
             }
-            for version in versions {
-                custom.insert((group.to_owned(), version.to_owned(), kind.to_owned()), scope);
+            for (version, status) in versions {
+                let kind_of = CustomKind { scope, plural: plural.clone(), status };
+                custom.insert((group.to_owned(), version.to_owned(), kind.to_owned()), kind_of);
             }
         }
         Self { custom }
@@ -168,10 +184,13 @@ impl Scopes {
     /// The scope of a kind: a built-in one, or one defined by a CustomResourceDefinition
     /// serving `api_version`; `None` when the kind is unknown.
     pub fn scope(&self, api_version: &str, kind: &str) -> Option<Scope> {
-        built_in(api_version, kind).or_else(|| {
-            let key = (group_of(api_version).to_owned(), version_of(api_version).to_owned(), kind.to_owned());
-            self.custom.get(&key).copied()
-        })
+        built_in(api_version, kind).or_else(|| self.custom(api_version, kind).map(|c| c.scope))
+    }
+
+    /// The kind of `api_version` a CustomResourceDefinition defines, if any.
+    pub fn custom(&self, api_version: &str, kind: &str) -> Option<&CustomKind> {
+        let key = (group_of(api_version).to_owned(), version_of(api_version).to_owned(), kind.to_owned());
+        self.custom.get(&key)
     }
 }
 

@@ -25,7 +25,7 @@
 use std::collections::HashSet;
 
 use serde::Deserialize;
-use wink_guest::{Handler, HandlerError, Object, info};
+use wink_guest::{Action, Handler, HandlerError, Object, info};
 
 /// The plugin's config, from the manifest's `config`.
 #[derive(Debug, Default, Deserialize)]
@@ -66,9 +66,9 @@ fn burn(iterations: u64) {
 
 impl EventRecorder {
     /// Answers the first call for a key labelled `<retry_label>=once` with a retry.
-    fn maybe_retry(&mut self, obj: &Object) -> Result<(), HandlerError> {
+    fn maybe_retry(&mut self, obj: &Object) -> Result<Action, HandlerError> {
         let Some(label) = &self.retry_label else {
-            return Ok(());
+            return Ok(Action::AwaitChange);
         };
         if obj.label(label) == Some("once") {
             let key = obj.key();
@@ -78,7 +78,7 @@ impl EventRecorder {
                 return Err(HandlerError::retry("asked to retry"));
             }
         }
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 }
 
@@ -94,13 +94,13 @@ impl Handler for EventRecorder {
         Ok(())
     }
 
-    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<Action, HandlerError> {
         burn(self.work);
         info!("event=add key={} rv={} initial={initial_list}{}", obj.key(), obj.resource_version(), self.suffix);
         self.maybe_retry(obj)
     }
 
-    fn on_update(&mut self, old: &Object, new: &Object) -> Result<(), HandlerError> {
+    fn on_update(&mut self, old: &Object, new: &Object) -> Result<Action, HandlerError> {
         burn(self.work);
         info!(
             "event=update key={} old_rv={} new_rv={}{}",
@@ -112,7 +112,7 @@ impl Handler for EventRecorder {
         self.maybe_retry(new)
     }
 
-    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<(), HandlerError> {
+    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<Action, HandlerError> {
         burn(self.work);
         info!(
             "event=delete key={} rv={} unknown={final_state_unknown}{}",

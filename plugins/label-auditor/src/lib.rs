@@ -5,7 +5,7 @@
 //! `cargo xtask build-plugins`.
 
 use serde::Deserialize;
-use wink_guest::{Handler, HandlerError, Object};
+use wink_guest::{Action, Handler, HandlerError, Object};
 
 /// The plugin's config, from the manifest's `config`.
 #[derive(Debug, Default, Deserialize)]
@@ -48,14 +48,14 @@ impl Handler for LabelAuditor {
         Ok(())
     }
 
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
         self.audit(obj);
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<(), HandlerError> {
+    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<Action, HandlerError> {
         self.audit(new);
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 }
 

@@ -7,7 +7,7 @@
 //! otherwise ignored. Owner references come parsed in the object's metadata record, so the
 //! plugin never parses the JSON. Build with `cargo xtask build-plugins`.
 
-use wink_guest::{Handler, HandlerError, Object, OwnerReference, Resource, cache, debug, info};
+use wink_guest::{Action, Handler, HandlerError, Object, OwnerReference, Resource, cache, debug, info};
 
 fn pods() -> Resource {
     Resource::new("v1", "Pod")
@@ -26,51 +26,51 @@ fn deployments() -> Resource {
 struct OwnerLookup;
 
 impl Handler for OwnerLookup {
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
         if obj.resource() == pods() {
             explain_pod(obj)
         } else if obj.resource() == replica_sets() {
             count_pods(obj)
         } else {
-            Ok(())
+            Ok(Action::AwaitChange)
         }
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<(), HandlerError> {
-        if new.resource() == pods() { explain_pod(new) } else { Ok(()) }
+    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<Action, HandlerError> {
+        if new.resource() == pods() { explain_pod(new) } else { Ok(Action::AwaitChange) }
     }
 }
 
 /// Logs the Deployment and ReplicaSet that own `pod`.
-fn explain_pod(pod: &Object) -> Result<(), HandlerError> {
+fn explain_pod(pod: &Object) -> Result<Action, HandlerError> {
     let pod_key = pod.key();
     let Some(rs_ref) = owner(pod, "ReplicaSet") else {
         debug!("pod {pod_key} has no ReplicaSet owner");
-        return Ok(());
+        return Ok(Action::AwaitChange);
     };
     let rs_key = sibling_key(pod, &rs_ref.name);
     let Some(rs) = cached_owner(&replica_sets(), &rs_key, rs_ref)? else {
         debug!("pod {pod_key}: its ReplicaSet {rs_key} is not in the cache");
-        return Ok(());
+        return Ok(Action::AwaitChange);
     };
     let Some(deploy_ref) = owner(&rs, "Deployment") else {
         info!("pod {pod_key} belongs to ReplicaSet {rs_key}, which no Deployment owns");
-        return Ok(());
+        return Ok(Action::AwaitChange);
     };
     let deploy_key = sibling_key(pod, &deploy_ref.name);
     if cached_owner(&deployments(), &deploy_key, deploy_ref)?.is_none() {
         debug!("pod {pod_key}: Deployment {deploy_key} of ReplicaSet {rs_key} is not in the cache");
-        return Ok(());
+        return Ok(Action::AwaitChange);
     }
     info!("pod {pod_key} belongs to Deployment {deploy_key} via ReplicaSet {rs_key}");
-    Ok(())
+    Ok(Action::AwaitChange)
 }
 
 /// Logs how many cached pods `rs` owns.
-fn count_pods(rs: &Object) -> Result<(), HandlerError> {
+fn count_pods(rs: &Object) -> Result<Action, HandlerError> {
     let pods = cache::by_index(&pods(), cache::OWNER_UID_INDEX, rs.uid())?;
     info!("ReplicaSet {} owns {} pods", rs.key(), pods.len());
-    Ok(())
+    Ok(Action::AwaitChange)
 }
 
 /// The owner reference of `kind` (in the `apps` group), preferring the controller.

@@ -98,7 +98,7 @@ impl Recorder {
         let recorder = self.clone();
         handler_fn(move |n| -> HandlerResult {
             recorder.record(&n);
-            Ok(())
+            wink::informer::DONE
         })
     }
 

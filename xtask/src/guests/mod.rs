@@ -29,9 +29,16 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use crate::component::Surface;
+use crate::component::Contract;
 use crate::package;
 use crate::report::{BuiltPlugin, Report, seconds};
+
+/// The WIT package the Python, JavaScript and C SDKs build against: they implement
+/// `wink:plugin@0.1.0` (which the host keeps serving beside 0.2.0), and so keep that version's
+/// guests under test.
+pub fn wit_dir(repo: &Path) -> PathBuf {
+    repo.join("wit").join("v0.1.0")
+}
 
 /// Where a build reads and writes.
 pub struct Context<'a> {
@@ -42,7 +49,7 @@ pub struct Context<'a> {
     /// The output folder (`.wink/plugins`).
     pub out: &'a Path,
     /// The world plugins must implement.
-    pub contract: &'a Surface,
+    pub contract: &'a Contract,
     /// The build folder (`$CARGO_TARGET_DIR/plugins-build`).
     pub build_dir: &'a Path,
 }
@@ -243,7 +250,7 @@ fn build_one(context: &Context<'_>, toolchain: &Toolchain, plugin: &GuestPlugin,
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
 
     let mut inputs = tools::InputHash::new(&toolchain.fingerprint());
-    inputs.add_tree("wit", &context.repo.join("wit"))?;
+    inputs.add_tree("wit", &wit_dir(context.repo))?;
     inputs.add_tree("sdk", &context.repo.join("guest-sdk").join(language.name()))?;
     inputs.add_tree("plugin", &plugin.dir)?;
     let inputs = inputs.finish();

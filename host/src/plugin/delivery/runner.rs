@@ -39,11 +39,13 @@ use async_trait::async_trait;
 use tokio::sync::Mutex;
 use tracing::Instrument;
 
-use crate::informer::{BackoffConfig, EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object};
+use crate::informer::{
+    Action, BackoffConfig, EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object,
+};
 use crate::plugin::delivery::metrics::PluginMetrics;
 use crate::plugin::deploy::loader::LoadedPlugin;
 use crate::plugin::deploy::manifest::{FailurePolicy, OnError};
-use crate::plugin::imports::CacheResolver;
+use crate::plugin::imports::{CacheResolver, ClusterLink};
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
 use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
@@ -133,15 +135,16 @@ impl PluginHandler {
     }
 
     /// A handler for a loaded plugin with its manifest's failure policy, the default
-    /// restart backoff, and cache reads served by `resolver`.
+    /// restart backoff, cache reads served by `resolver` and requests through `cluster`.
     pub fn for_plugin(
         plugin: &LoadedPlugin,
         engine: &PluginEngine,
         resolver: Arc<dyn CacheResolver>,
+        cluster: Option<Arc<ClusterLink>>,
         metrics: PluginMetrics,
         pool: GuestPool,
     ) -> Self {
-        let sandbox = Arc::new(plugin.sandbox(engine, resolver));
+        let sandbox = Arc::new(plugin.sandbox(engine, resolver, cluster));
         Self::new(sandbox, plugin.manifest.failure_policy.clone(), BackoffConfig::PLUGIN_RESTART, metrics, pool)
     }
 
@@ -207,7 +210,7 @@ impl PluginHandler {
                         .iter()
                         .map(|_| {
                             self.shared.metrics.dropped_event();
-                            Ok(())
+                            Ok(Action::AwaitChange)
                         })
                         .collect()
                 })
@@ -322,12 +325,12 @@ fn run_batch(shared: &Shared, slot: &mut Slot, batch: &[Vec<Notification>]) -> V
         for notification in entry {
             if shared.quarantined.load(Ordering::Acquire) {
                 shared.metrics.dropped_event();
-                results.push(Ok(()));
+                results.push(Ok(Action::AwaitChange));
                 continue;
             }
             let outcome = call_guest(shared, slot, Some(notification));
             let result = apply_policy(shared, slot, &outcome);
-            failed = !matches!(outcome, CallOutcome::Ok | CallOutcome::HandlerError(_));
+            failed = !matches!(outcome, CallOutcome::Ok | CallOutcome::Requeue(_) | CallOutcome::HandlerError(_));
             let retry = matches!(result, Err(HandlerError::Retry(_)));
             results.push(result);
             if retry || failed {
@@ -349,7 +352,11 @@ fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> Hand
     let kind = match outcome {
         CallOutcome::Ok => {
             shared.consecutive_failures.store(0, Ordering::Release);
-            return Ok(());
+            return Ok(Action::AwaitChange);
+        }
+        CallOutcome::Requeue(delay) => {
+            shared.consecutive_failures.store(0, Ordering::Release);
+            return Ok(Action::RequeueAfter(*delay));
         }
         CallOutcome::HandlerError(e) => {
             shared.consecutive_failures.store(0, Ordering::Release);
@@ -381,7 +388,7 @@ fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> Hand
             consecutive = failures,
             "plugin quarantined after {failures} consecutive failures; its events are dropped until it is reloaded"
         );
-        return Ok(());
+        return Ok(Action::AwaitChange);
     }
     slot.restart_at = Some(tokio::time::Instant::now() + restart_delay(&shared.backoff, failures));
     match shared.policy.on_error {
@@ -389,7 +396,7 @@ fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> Hand
         OnError::Skip => {
             shared.metrics.skipped_event();
             tracing::warn!(plugin = name, trap = kind, "event skipped after a plugin failure (onError: skip)");
-            Ok(())
+            Ok(Action::AwaitChange)
         }
     }
 }

@@ -45,7 +45,7 @@ async fn ok_calls_and_guest_errors() {
         Guest { on_update: Behaviour::Retry, on_delete: Behaviour::Fatal, ..Guest::default() },
         FailurePolicy::default(),
     );
-    assert_eq!(h.on_add(&pod("a"), true).await, Ok(()));
+    assert_eq!(h.on_add(&pod("a"), true).await, crate::informer::DONE);
     assert_eq!(h.on_update(&pod("a"), &pod("a")).await, Err(HandlerError::Retry(MESSAGE.into())));
     assert_eq!(h.on_delete(&pod("a"), false).await, Err(HandlerError::Fatal(MESSAGE.into())));
     let m = h.metrics();
@@ -62,7 +62,7 @@ async fn a_trap_with_retry_policy_asks_for_a_retry_and_restarts_the_instance() {
     assert!(matches!(&err, HandlerError::Retry(why) if why.contains("deadline exceeded")), "{err:?}");
     assert_eq!(h.metrics().traps_of("interrupt"), 1);
     assert_eq!(h.consecutive_failures(), 1);
-    assert_eq!(h.on_update(&pod("a"), &pod("a")).await, Ok(()));
+    assert_eq!(h.on_update(&pod("a"), &pod("a")).await, crate::informer::DONE);
     assert_eq!(h.metrics().restarts(), 1);
     assert_eq!(h.consecutive_failures(), 0, "a call that runs resets the count");
 }
@@ -70,7 +70,7 @@ async fn a_trap_with_retry_policy_asks_for_a_retry_and_restarts_the_instance() {
 #[tokio::test]
 async fn a_trap_with_skip_policy_drops_the_event() {
     let h = handler(Guest::on_add(Behaviour::Unreachable), policy(OnError::Skip, 5));
-    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()));
+    assert_eq!(h.on_add(&pod("a"), false).await, crate::informer::DONE);
     assert_eq!(h.metrics().skipped_events(), 1);
     assert_eq!(h.metrics().traps_of("other"), 1);
 }
@@ -80,13 +80,13 @@ async fn consecutive_traps_quarantine_the_plugin() {
     let h = handler(Guest::on_add(Behaviour::Grow), policy(OnError::Retry, 3));
     assert!(h.on_add(&pod("a"), false).await.is_err());
     assert!(h.on_add(&pod("a"), false).await.is_err());
-    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()), "the quarantining event is dropped");
+    assert_eq!(h.on_add(&pod("a"), false).await, crate::informer::DONE, "the quarantining event is dropped");
     assert!(h.is_quarantined());
     let m = h.metrics();
     assert!(m.is_quarantined());
     assert_eq!(m.traps_of("out_of_memory"), 3);
     let calls = m.calls();
-    assert_eq!(h.on_update(&pod("a"), &pod("a")).await, Ok(()));
+    assert_eq!(h.on_update(&pod("a"), &pod("a")).await, crate::informer::DONE);
     assert_eq!(m.calls(), calls, "a quarantined plugin is not called");
     assert_eq!(m.dropped_events(), 2);
     assert!(m.summary().contains("quarantined=yes"), "{}", m.summary());
@@ -96,7 +96,7 @@ async fn consecutive_traps_quarantine_the_plugin() {
 async fn init_refusals_count_towards_quarantine() {
     let h = handler(Guest { init: Behaviour::Reject, ..Guest::default() }, policy(OnError::Retry, 2));
     assert!(matches!(h.warm_up().await, CallOutcome::InitRejected(_)));
-    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()));
+    assert_eq!(h.on_add(&pod("a"), false).await, crate::informer::DONE);
     assert!(h.is_quarantined());
     assert_eq!(h.metrics().traps_of("init_rejected"), 2);
 }
@@ -139,7 +139,7 @@ async fn guest_code_never_runs_on_the_executor_thread() {
             counter.fetch_add(1, Ordering::Relaxed);
         }
     });
-    assert_eq!(h.on_add(&pod("a"), false).await, Ok(()));
+    assert_eq!(h.on_add(&pod("a"), false).await, crate::informer::DONE);
     ticker.abort();
     assert_eq!(h.metrics().traps_of("interrupt"), 1);
     assert!(ticks.load(Ordering::Relaxed) >= 3, "the executor was blocked: {} ticks", ticks.load(Ordering::Relaxed));
@@ -157,7 +157,7 @@ async fn the_guest_pool_bounds_concurrent_calls() {
     let started = Instant::now();
     let (p, q) = (pod("a"), pod("b"));
     let (x, y) = tokio::join!(a.on_add(&p, false), b.on_add(&q, false));
-    assert_eq!((x, y), (Ok(()), Ok(())));
+    assert_eq!((x, y), (crate::informer::DONE, crate::informer::DONE));
     assert!(started.elapsed() >= TIMEOUT * 2, "calls overlapped: {:?}", started.elapsed());
     assert_eq!(pool.busy(), 0);
 }
@@ -169,7 +169,7 @@ async fn calls_into_one_plugin_are_serial() {
     let started = Instant::now();
     let (p, q) = (pod("a"), pod("b"));
     let (x, y) = tokio::join!(h.on_add(&p, false), h.on_add(&q, false));
-    assert_eq!((x, y), (Ok(()), Ok(())));
+    assert_eq!((x, y), (crate::informer::DONE, crate::informer::DONE));
     assert!(started.elapsed() >= TIMEOUT * 2, "calls overlapped: {:?}", started.elapsed());
 }
 
@@ -200,7 +200,7 @@ async fn a_batch_runs_every_entry_in_one_blocking_task_in_order() {
     let h = handler(Guest { on_update: Behaviour::Log, ..Guest::default() }, FailurePolicy::default())
         .with_batch_budget(Duration::from_secs(3600));
     let results = h.deliver_many(&updates(&["a", "b", "c"])).await;
-    assert_eq!(results, vec![vec![Ok(())], vec![Ok(())], vec![Ok(())]]);
+    assert_eq!(results, vec![vec![crate::informer::DONE], vec![crate::informer::DONE], vec![crate::informer::DONE]]);
     assert_eq!(h.metrics().calls(), 4, "init and three calls");
 }
 
@@ -210,7 +210,7 @@ async fn a_spent_budget_leaves_the_rest_of_the_batch_unstarted() {
     let h = handler(Guest { on_update: Behaviour::Log, ..Guest::default() }, FailurePolicy::default())
         .with_batch_budget(Duration::ZERO);
     let results = h.deliver_many(&updates(&["a", "b", "c"])).await;
-    assert_eq!(results, vec![vec![Ok(())]]);
+    assert_eq!(results, vec![vec![crate::informer::DONE]]);
     assert_eq!(h.metrics().calls(), 2, "init and one call");
 }
 
@@ -227,11 +227,11 @@ async fn a_trap_stops_the_batch_and_leaves_the_rest_unstarted() {
 async fn a_quarantined_plugin_drops_a_whole_batch_without_calling_the_guest() {
     let h = handler(Guest { on_update: Behaviour::Unreachable, ..Guest::default() }, policy(OnError::Skip, 1));
     let first = h.deliver_many(&updates(&["a"])).await;
-    assert_eq!(first, vec![vec![Ok(())]], "the quarantining event is dropped");
+    assert_eq!(first, vec![vec![crate::informer::DONE]], "the quarantining event is dropped");
     assert!(h.is_quarantined());
     let calls = h.metrics().calls();
     let results = h.deliver_many(&updates(&["b", "c"])).await;
-    assert_eq!(results, vec![vec![Ok(())], vec![Ok(())]]);
+    assert_eq!(results, vec![vec![crate::informer::DONE], vec![crate::informer::DONE]]);
     assert_eq!(h.metrics().calls(), calls);
     assert_eq!(h.metrics().dropped_events(), 3);
 }
@@ -258,7 +258,7 @@ async fn a_stuck_call_leaves_the_pool_and_its_neighbours_keep_running() {
     while pool.slow_calls() == 0 {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    assert_eq!(neighbour.on_add(&pod("b"), false).await, Ok(()));
+    assert_eq!(neighbour.on_add(&pod("b"), false).await, crate::informer::DONE);
     assert!(!spinning.is_finished(), "the neighbour ran while the stuck call was still running");
     assert_eq!(pool.busy(), 0, "the stuck call no longer counts against the pool");
     spinning.abort();

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use wasmtime::component::Component;
 
 use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
-use crate::plugin::imports::{CacheResolver, CacheScope};
-use crate::plugin::runtime::bindings::{ALLOWED_IMPORTS, HANDLER_EXPORT, HandlerPluginPre};
+use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink};
+use crate::plugin::runtime::bindings::{WitVersion, check_exports};
 use crate::plugin::runtime::engine::{CacheOutcome, EngineError, PluginEngine};
 use crate::plugin::runtime::footprint::InitialMemory;
-use crate::plugin::runtime::instance::{HostState, Sandbox, SandboxSettings, linker};
+use crate::plugin::runtime::instance::{PluginPre, Sandbox, SandboxSettings, linker};
 
 /// The default largest component file the loader reads: 128 MiB (a Python or JavaScript
 /// runtime with its libraries is a few tens of MiB).
@@ -116,7 +116,7 @@ pub enum LoadError {
         source: EngineError,
     },
     /// The component imports WASI, which plugins do not get.
-    #[error("{} imports WASI ({}), but plugins run without WASI: build it for a target without WASI (e.g. wasm32-unknown-unknown) or stub WASI out", path.display(), imports.join(", "))]
+    #[error("{} imports WASI ({}), but plugins get only the WASI clocks: build it for a target without WASI (e.g. wasm32-unknown-unknown) or stub the rest of WASI out", path.display(), imports.join(", "))]
     ImportsWasi {
         /// The component file.
         path: PathBuf,
@@ -124,15 +124,17 @@ pub enum LoadError {
         imports: Vec<String>,
     },
     /// The component imports interfaces the host does not provide.
-    #[error("{} imports {}, which the host does not provide (allowed: {})", path.display(), imports.join(", "), ALLOWED_IMPORTS.join(", "))]
+    #[error("{} imports {}, which the host does not provide to wink:plugin@{} plugins (allowed: {})", path.display(), imports.join(", "), version.as_str(), version.allowed_imports().join(", "))]
     UnsupportedImports {
         /// The component file.
         path: PathBuf,
+        /// The contract version the component implements.
+        version: WitVersion,
         /// The unknown imports.
         imports: Vec<String>,
     },
     /// The component does not export the handler interface: it implements another world.
-    #[error("{} does not export `{HANDLER_EXPORT}`: it does not implement the wink:plugin/handler-plugin@0.1.0 world (it exports: {})", path.display(), if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") })]
+    #[error("{} exports no wink handler (`wink:plugin/handler@0.2.0` or `@0.1.0`): it does not implement the wink:plugin/handler-plugin world (it exports: {})", path.display(), if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") })]
     MissingExport {
         /// The component file.
         path: PathBuf,
@@ -140,7 +142,7 @@ pub enum LoadError {
         exports: Vec<String>,
     },
     /// The imports or exports have the right names but the wrong types.
-    #[error("{} does not match the wink:plugin@0.1.0 contract: {source:#}", path.display())]
+    #[error("{} does not match the wink:plugin contract: {source:#}", path.display())]
     Link {
         /// The component file.
         path: PathBuf,
@@ -160,7 +162,7 @@ pub struct LoadedPlugin {
     /// The compiled component.
     pub component: Component,
     /// The component pre-linked against the host's imports.
-    pub pre: HandlerPluginPre<HostState>,
+    pub pre: PluginPre,
     /// Whether compilation was served from the disk cache.
     pub cache: CacheOutcome,
     /// The sha256 of the component file, in hex.
@@ -187,8 +189,14 @@ impl LoadedPlugin {
     }
 
     /// A sandbox that starts instances of this plugin with the manifest's limits, its
-    /// `config`, and cache reads scoped by the manifest and served by `resolver`.
-    pub fn sandbox(&self, engine: &PluginEngine, resolver: Arc<dyn CacheResolver>) -> Sandbox {
+    /// `config`, cache reads scoped by the manifest and served by `resolver`, and cluster
+    /// requests through `cluster` (none: every request is `unavailable`).
+    pub fn sandbox(
+        &self,
+        engine: &PluginEngine,
+        resolver: Arc<dyn CacheResolver>,
+        cluster: Option<Arc<ClusterLink>>,
+    ) -> Sandbox {
         let m = &self.manifest;
         let settings = SandboxSettings {
             name: m.name.as_str().into(),
@@ -196,6 +204,7 @@ impl LoadedPlugin {
             call_timeout: m.limits.call_timeout,
             config_json: m.config_json().into(),
             scope: Arc::new(CacheScope::from_manifest(m)),
+            cluster,
         };
         Sandbox::new(engine.clone(), self.pre.clone(), settings, resolver)
     }
@@ -288,28 +297,28 @@ pub fn prepare_component(
     bytes: &[u8],
     path: &Path,
     engine: &PluginEngine,
-) -> Result<(crate::plugin::runtime::engine::Compiled, HandlerPluginPre<HostState>), LoadError> {
+) -> Result<(crate::plugin::runtime::engine::Compiled, PluginPre), LoadError> {
     let path_buf = || path.to_owned();
     check_header(bytes, path)?;
     let compiled = engine.compile(bytes).map_err(|source| LoadError::Compile { path: path_buf(), source })?;
     let component_type = compiled.component.component_type();
+    let exports: Vec<String> = component_type.exports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
+    let Some(version) = WitVersion::of_exports(exports.iter().map(String::as_str)) else {
+        return Err(LoadError::MissingExport { path: path_buf(), exports });
+    };
     let imports: Vec<String> = component_type.imports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
-    let wasi: Vec<String> = imports.iter().filter(|i| i.starts_with("wasi:")).cloned().collect();
+    let refused: Vec<String> = imports.into_iter().filter(|i| !version.allows_import(i)).collect();
+    let (wasi, unknown): (Vec<String>, Vec<String>) = refused.into_iter().partition(|i| i.starts_with("wasi:"));
     if !wasi.is_empty() {
         return Err(LoadError::ImportsWasi { path: path_buf(), imports: wasi });
     }
-    let unknown: Vec<String> = imports.into_iter().filter(|i| !ALLOWED_IMPORTS.contains(&i.as_str())).collect();
     if !unknown.is_empty() {
-        return Err(LoadError::UnsupportedImports { path: path_buf(), imports: unknown });
-    }
-    let exports: Vec<String> = component_type.exports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
-    if !exports.iter().any(|e| e == HANDLER_EXPORT) {
-        return Err(LoadError::MissingExport { path: path_buf(), exports });
+        return Err(LoadError::UnsupportedImports { path: path_buf(), version, imports: unknown });
     }
     let linker = linker(engine).map_err(|source| LoadError::Link { path: path_buf(), source })?;
     let pre = linker
         .instantiate_pre(&compiled.component)
-        .and_then(HandlerPluginPre::new)
+        .and_then(|pre| check_exports(&pre, version).map(|()| PluginPre::new(pre, version)))
         .map_err(|source| LoadError::Link { path: path_buf(), source })?;
     Ok((compiled, pre))
 }

@@ -41,7 +41,7 @@ fn loads_a_plugin_folder_and_hits_the_cache_the_second_time() {
     let second = load_plugin(dir.0.join(MANIFEST_FILE), &engine).unwrap();
     assert_eq!(second.cache, CacheOutcome::Hit);
     assert_eq!(engine.compilations(), 1);
-    let mut instance = second.sandbox(&engine, Arc::new(NoCache)).instantiate().unwrap();
+    let mut instance = second.sandbox(&engine, Arc::new(NoCache), None).instantiate().unwrap();
     let pod = crate::informer::Object::from_str(r#"{"kind":"Pod","metadata":{"name":"p"}}"#).unwrap();
     assert_eq!(instance.on_add(&pod, true), CallOutcome::Ok);
 }
@@ -68,7 +68,7 @@ fn a_component_of_another_world() {
         matches!(err, LoadError::MissingExport { ref exports, .. } if exports == &["acme:x/run".to_owned()]),
         "{err:?}"
     );
-    assert!(text.contains("does not export `wink:plugin/handler@0.1.0`"), "{text}");
+    assert!(text.contains("exports no wink handler (`wink:plugin/handler@0.2.0` or `@0.1.0`)"), "{text}");
     let (err, _) = load_error(&wat::parse_str("(component)").unwrap());
     assert!(matches!(err, LoadError::MissingExport { .. }), "{err:?}");
 }
@@ -76,19 +76,38 @@ fn a_component_of_another_world() {
 #[test]
 fn a_component_importing_wasi() {
     let bytes = wat::parse_str(
-        r#"(component (import "wasi:cli/environment@0.2.0" (instance)) (import "wasi:io/streams@0.2.0" (instance)))"#,
+        r#"(component (import "wasi:cli/environment@0.2.0" (instance)) (import "wasi:io/streams@0.2.0" (instance))
+             (import "wasi:clocks/wall-clock@0.2.3" (instance))
+             (instance $i) (export "wink:plugin/handler@0.2.0" (instance $i)))"#,
     );
     let (err, text) = load_error(&bytes.unwrap());
     assert!(matches!(err, LoadError::ImportsWasi { ref imports, .. } if imports.len() == 2), "{err:?}");
     assert!(text.contains("imports WASI (wasi:cli/environment@0.2.0, wasi:io/streams@0.2.0)"), "{text}");
+    assert!(!text.contains("wall-clock"), "the clocks are provided: {text}");
 }
 
 #[test]
 fn a_component_importing_something_else() {
-    let (err, text) =
-        load_error(&wat::parse_str(r#"(component (import "wink:plugin/log@0.2.0" (instance)))"#).unwrap());
+    let (err, text) = load_error(
+        &wat::parse_str(
+            r#"(component (import "wink:plugin/log@0.3.0" (instance)) (instance $i) (export "wink:plugin/handler@0.2.0" (instance $i)))"#,
+        )
+        .unwrap(),
+    );
     assert!(matches!(err, LoadError::UnsupportedImports { .. }), "{err:?}");
-    assert!(text.contains("wink:plugin/log@0.2.0, which the host does not provide"), "{text}");
+    assert!(
+        text.contains("wink:plugin/log@0.3.0, which the host does not provide to wink:plugin@0.2.0 plugins"),
+        "{text}"
+    );
+    // A 0.1.0 plugin gets 0.1.0's interfaces: not the 0.2.0 `cluster`.
+    let (err, text) = load_error(
+        &wat::parse_str(
+            r#"(component (import "wink:plugin/cluster@0.2.0" (instance)) (instance $i) (export "wink:plugin/handler@0.1.0" (instance $i)))"#,
+        )
+        .unwrap(),
+    );
+    assert!(matches!(err, LoadError::UnsupportedImports { .. }), "{err:?}");
+    assert!(text.contains("to wink:plugin@0.1.0 plugins"), "{text}");
 }
 
 #[test]
@@ -97,7 +116,7 @@ fn a_component_with_the_right_names_but_wrong_types() {
         &wat::parse_str(r#"(component (instance $i) (export "wink:plugin/handler@0.1.0" (instance $i)))"#).unwrap(),
     );
     assert!(matches!(err, LoadError::Link { .. }), "{err:?}");
-    assert!(text.contains("does not match the wink:plugin@0.1.0 contract"), "{text}");
+    assert!(text.contains("does not match the wink:plugin contract"), "{text}");
 }
 
 #[test]

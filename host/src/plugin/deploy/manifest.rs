@@ -37,6 +37,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::plugin::deploy::permissions::{PolicyRule, RequestLimits, ServiceAccountRef};
+
 use super::selector::LabelSelector;
 
 /// The file name the loader looks for in a plugin folder.
@@ -120,6 +122,16 @@ pub struct Manifest {
     /// Free-form configuration handed to the plugin's `init` as JSON; `null` when absent.
     #[serde(default)]
     pub config: Option<serde_json::Value>,
+    /// What the plugin may ask of the cluster (RBAC-shaped rules); nothing when absent.
+    #[serde(default)]
+    pub permissions: Vec<PolicyRule>,
+    /// The plugin's request budget: rate, burst, timeout, requests per call.
+    #[serde(default)]
+    pub requests: RequestLimits,
+    /// The service account (`namespace/name`) the plugin's requests are made as on a real
+    /// cluster (Kubernetes impersonation).
+    #[serde(default)]
+    pub service_account: Option<ServiceAccountRef>,
     /// The folder the manifest was read from (not a YAML field).
     #[serde(skip)]
     base_dir: PathBuf,

@@ -51,7 +51,7 @@ use crate::informer::{
 use crate::plugin::PluginEngine;
 use crate::plugin::delivery::metrics::MetricsRegistry;
 use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
-use crate::plugin::imports::CacheResolver;
+use crate::plugin::imports::{CacheResolver, ClusterContext};
 use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 use crate::plugin::runtime::outcome::CallOutcome;
 
@@ -77,6 +77,14 @@ pub enum RegistryError {
         /// What happened (`init` refused, a trap, a deadline).
         #[source]
         outcome: CallOutcome,
+    },
+    /// The plugin asks for what the operator's policy refuses (a service account).
+    #[error("{reason}")]
+    Refused {
+        /// The plugin.
+        name: String,
+        /// Why.
+        reason: String,
     },
     /// Another folder already deploys a plugin with this name.
     #[error("plugin name {name} in {dir} is already used by {other}")]
@@ -206,6 +214,7 @@ pub struct PluginRegistry {
     scans: scan::ScanState,
     memory_budget: MemoryBudget,
     load_limits: LoadLimits,
+    cluster: Option<ClusterContext>,
 }
 
 impl std::fmt::Debug for PluginRegistry {
@@ -237,7 +246,15 @@ impl PluginRegistry {
             scans: scan::ScanState::new(DEPLOY_RETRY),
             memory_budget: MemoryBudget::unlimited(),
             load_limits: LoadLimits::default(),
+            cluster: None,
         }
+    }
+
+    /// Sends plugins' `cluster` requests through `cluster` (without it, every request is
+    /// `unavailable`).
+    pub fn with_cluster(mut self, cluster: ClusterContext) -> Self {
+        self.cluster = Some(cluster);
+        self
     }
 
     /// Deploys only the plugins whose memory fits in `budget` (`wink run` uses
@@ -303,8 +320,16 @@ impl PluginRegistry {
             })?);
         }
         let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
-        let handler =
-            PluginHandler::for_plugin(&loaded, &self.engine, resolver, self.metrics.plugin(&name), self.pool.clone());
+        let cluster = match &self.cluster {
+            Some(context) => Some(
+                context
+                    .link(&loaded.manifest)
+                    .map_err(|reason| RegistryError::Refused { name: name.clone(), reason })?,
+            ),
+            None => None,
+        };
+        let metrics = self.metrics.plugin(&name);
+        let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone());
         match handler.warm_up().await {
             CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
             outcome => Err(RegistryError::Start { name, outcome }),

@@ -13,8 +13,13 @@ use std::sync::Arc;
 
 use crate::informer::{IndexerError, NAMESPACE_INDEX, Object, Store, split_key};
 use crate::plugin::deploy::manifest::{Manifest, ResourceRef};
-use crate::plugin::runtime::bindings::cache::{CacheError, Host, Resource};
+use wasmtime::StoreContextMut;
+use wasmtime::component::LinkerInstance;
+
+use crate::plugin::runtime::bindings::cache::{CacheError, Host};
+use crate::plugin::runtime::bindings::types::Resource;
 use crate::plugin::runtime::bindings::{WitObject, to_wit};
+use crate::plugin::runtime::instance::HostState;
 
 /// Finds the shared cache of a resource. Implemented by the layer that owns the informers.
 pub trait CacheResolver: Send + Sync {
@@ -210,6 +215,21 @@ impl Host for CacheAccess {
         })?;
         Ok(sorted_wit(objects, grant))
     }
+}
+
+/// Defines the `cache` functions in one version's interface instance.
+pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
+    type Store<'a> = StoreContextMut<'a, HostState>;
+    instance.func_wrap("get", |mut store: Store<'_>, (resource, key): (Resource, String)| {
+        Ok((store.data_mut().cache.get(resource, key),))
+    })?;
+    instance.func_wrap("list", |mut store: Store<'_>, (resource, namespace): (Resource, Option<String>)| {
+        Ok((store.data_mut().cache.list(resource, namespace),))
+    })?;
+    instance.func_wrap("by-index", |mut store: Store<'_>, (resource, index, value): (Resource, String, String)| {
+        Ok((store.data_mut().cache.by_index(resource, index, value),))
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]

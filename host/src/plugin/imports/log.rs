@@ -37,6 +37,11 @@ impl LogSink {
         Self { plugin, emitted: 0, dropped: 0 }
     }
 
+    /// The plugin's name.
+    pub fn plugin(&self) -> &str {
+        &self.plugin
+    }
+
     /// Starts a new call: resets the per-call budget.
     pub fn begin_call(&mut self) {
         self.emitted = 0;

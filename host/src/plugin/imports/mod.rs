@@ -1,14 +1,20 @@
-//! The host side of the interfaces a plugin imports: `log` and `cache`.
+//! The host side of the interfaces a plugin imports: `log`, `cache`, `cluster`, and the WASI
+//! clocks.
 //!
-//! Each interface is implemented by its own small state type ([`LogSink`], [`CacheAccess`])
-//! that lives in the store's [`HostState`](crate::plugin::runtime::instance::HostState); tests call them
-//! directly, no wasm needed. `cache` implements bindgen's generated `Host` trait; `log` is
-//! linked by hand so that its message is lifted as a bounded
-//! [`GuestText`](crate::plugin::runtime::guest_text::GuestText).
-//! Nothing else is linked: no WASI, no clocks, no sockets.
+//! Each interface is implemented by its own small state type ([`LogSink`], [`CacheAccess`],
+//! [`ClusterAccess`]) that lives in the store's
+//! [`HostState`](crate::plugin::runtime::instance::HostState); tests call them directly, no
+//! wasm needed. Every function is linked by hand, under the interface names of each contract
+//! version, so that one implementation serves them all and guest strings are lifted as
+//! bounded [`GuestText`](crate::plugin::runtime::guest_text::GuestText)s where the host only
+//! reads them. Nothing else is linked: no other WASI interface, no sockets, no files.
 
 pub mod cache;
+pub mod clocks;
+pub mod cluster;
+pub mod cluster_link;
 pub mod log;
 
 pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
+pub use cluster::{ClusterAccess, ClusterContext, ClusterLink};
 pub use log::LogSink;

@@ -6,7 +6,9 @@
 //! A [`PluginInstance`] is one `Store<HostState>` with its instance: the store's limiter caps
 //! memory (every refused growth traps), and each call gets a fresh epoch deadline.
 //!
-//! Nothing but `wink:plugin/log` and `wink:plugin/cache` is linked: no WASI at all.
+//! Linked: `wink:plugin/log`, `cache` and (0.2.0) `cluster`, under the names of every
+//! contract version a plugin may implement ([`WitVersion`]), and the WASI wall and monotonic
+//! clocks. No other WASI interface.
 //!
 //! Every string a guest hands back (a log message, a `retry`/`fatal` reason, an `init`
 //! refusal) is lifted as a [`GuestText`]: escaped onto one line and read only up to
@@ -18,17 +20,14 @@
 //! After a call that traps, the instance is poisoned: drop it and start a new one.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use wasmtime::component::{HasData, Instance, Linker, TypedFunc};
+use wasmtime::component::{Instance, InstancePre, Linker, TypedFunc};
 use wasmtime::{Store, StoreContextMut};
 
-use crate::informer::{Notification, Object};
-use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, LogSink};
-use crate::plugin::runtime::bindings::{
-    GuestHandlerError, HANDLER_EXPORT, HandlerPlugin, HandlerPluginPre, LOG_IMPORT, ObjectRef, cache, log, object_ref,
-    types,
-};
+use crate::informer::{Action, Notification, Object};
+use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, LogSink};
+use crate::plugin::runtime::bindings::{GuestAction, GuestHandlerError, ObjectRef, WitVersion, log, object_ref};
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::guest_text::GuestText;
 use crate::plugin::runtime::limits::PluginLimiter;
@@ -41,46 +40,103 @@ pub struct HostState {
     pub log: LogSink,
     /// The `cache` import.
     pub cache: CacheAccess,
+    /// The `cluster` import.
+    pub cluster: ClusterAccess,
     /// The memory cap.
     pub limiter: PluginLimiter,
+    /// The CPU deadline of the call in progress.
+    pub deadline: CallDeadline,
 }
 
-struct CacheImport;
-impl HasData for CacheImport {
-    type Data<'a> = &'a mut CacheAccess;
+/// A call's CPU deadline: the call's timeout, less the time the guest ran, not counting the
+/// time it waited on the cluster.
+#[derive(Debug)]
+pub struct CallDeadline {
+    engine: PluginEngine,
+    timeout: Duration,
+    started: Instant,
+    waited: Duration,
 }
 
-struct TypesImport;
-impl HasData for TypesImport {
-    type Data<'a> = &'a mut HostState;
+impl CallDeadline {
+    fn new(engine: PluginEngine, timeout: Duration) -> Self {
+        Self { engine, timeout, started: Instant::now(), waited: Duration::ZERO }
+    }
+
+    fn begin(&mut self) {
+        self.started = Instant::now();
+        self.waited = Duration::ZERO;
+    }
+
+    /// Gives back `waited` (time spent outside the guest) and returns the epoch ticks left.
+    fn after_wait(&mut self, waited: Duration) -> u64 {
+        self.waited += waited;
+        let ran = self.started.elapsed().saturating_sub(self.waited);
+        self.engine.deadline_ticks(self.timeout.saturating_sub(ran).max(Duration::from_millis(1)))
+    }
 }
 
-impl types::Host for HostState {}
+/// A pre-linked component, and the contract version it implements.
+#[derive(Clone)]
+pub struct PluginPre {
+    pre: InstancePre<HostState>,
+    version: WitVersion,
+}
 
-/// A linker with the host's imports (`types`, `log`, `cache`) and nothing else.
+impl PluginPre {
+    /// Wraps a pre-linked component implementing `version`.
+    pub fn new(pre: InstancePre<HostState>, version: WitVersion) -> Self {
+        Self { pre, version }
+    }
+
+    /// The contract version the component implements.
+    pub fn version(&self) -> WitVersion {
+        self.version
+    }
+}
+
+/// A linker with the host's imports and nothing else: for each contract version, `types`,
+/// `log`, `cache` (and `cluster` from 0.2.0); the WASI clocks.
 ///
-/// `log` is defined by hand, not through bindgen's `Host` trait, so that its message is
-/// lifted as a bounded [`GuestText`] instead of an owned copy of whatever the guest passed.
+/// Every function is defined by hand (not through bindgen's `Host` traits): the same
+/// implementation serves the interface names of every version, guest strings are lifted as
+/// bounded [`GuestText`]s where the host only reads them, and the `cluster` functions reach the
+/// store to give the time spent waiting back to the call's deadline.
 pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine.wasmtime());
-    types::add_to_linker::<HostState, TypesImport>(&mut linker, |state| state)?;
-    linker.instance(LOG_IMPORT)?.func_wrap(
-        "log",
-        |mut store: StoreContextMut<'_, HostState>, (level, message): (log::Level, GuestText)| {
-            store.data_mut().log.log(level, message);
-            Ok(())
-        },
-    )?;
-    cache::add_to_linker::<HostState, CacheImport>(&mut linker, |state| &mut state.cache)?;
+    for version in WitVersion::ALL {
+        linker.instance(&version.interface("types"))?;
+        linker.instance(&version.interface("log"))?.func_wrap(
+            "log",
+            |mut store: StoreContextMut<'_, HostState>, (level, message): (log::Level, GuestText)| {
+                store.data_mut().log.log(level, message);
+                Ok(())
+            },
+        )?;
+        crate::plugin::imports::cache::link(&mut linker.instance(&version.interface("cache"))?)?;
+    }
+    crate::plugin::imports::cluster_link::link(&mut linker.instance(&WitVersion::V0_2.interface("cluster"))?)?;
+    crate::plugin::imports::clocks::link(&mut linker)?;
     Ok(linker)
+}
+
+/// Gives the time the guest waited on the cluster back to the call's deadline.
+pub fn after_wait(store: &mut StoreContextMut<'_, HostState>) {
+    let state = store.data_mut();
+    let waited = state.cluster.take_waited();
+    if waited > Duration::ZERO {
+        let ticks = state.deadline.after_wait(waited);
+        store.set_epoch_deadline(ticks);
+    }
 }
 
 /// Everything needed to start instances of one plugin. Cheap to share (`Arc` it).
 pub struct Sandbox {
     name: Arc<str>,
     engine: PluginEngine,
-    pre: HandlerPluginPre<HostState>,
+    pre: PluginPre,
     scope: Arc<CacheScope>,
+    cluster: Option<Arc<ClusterLink>>,
     resolver: Arc<dyn CacheResolver>,
     memory_limit: u64,
     call_timeout: Duration,
@@ -110,13 +166,15 @@ pub struct SandboxSettings {
     pub config_json: Arc<str>,
     /// What the plugin may read from the cache.
     pub scope: Arc<CacheScope>,
+    /// Where its `cluster` requests go (none: every request is `unavailable`).
+    pub cluster: Option<Arc<ClusterLink>>,
 }
 
 impl Sandbox {
     /// A sandbox for a pre-linked component.
     pub fn new(
         engine: PluginEngine,
-        pre: HandlerPluginPre<HostState>,
+        pre: PluginPre,
         settings: SandboxSettings,
         resolver: Arc<dyn CacheResolver>,
     ) -> Self {
@@ -125,6 +183,7 @@ impl Sandbox {
             engine,
             pre,
             scope: settings.scope,
+            cluster: settings.cluster,
             resolver,
             memory_limit: settings.memory_limit,
             call_timeout: settings.call_timeout,
@@ -142,6 +201,11 @@ impl Sandbox {
         self.call_timeout
     }
 
+    /// The contract version the plugin implements.
+    pub fn version(&self) -> WitVersion {
+        self.pre.version
+    }
+
     /// Starts a new instance and calls its `init`. Fails with the outcome to report:
     /// [`CallOutcome::Trap`] (including [`TrapKind::Instantiation`]) or
     /// [`CallOutcome::InitRejected`].
@@ -150,20 +214,21 @@ impl Sandbox {
         let state = HostState {
             log: LogSink::new(self.name.clone()),
             cache: CacheAccess::new(self.scope.clone(), self.resolver.clone()),
+            cluster: ClusterAccess::new(self.cluster.clone()),
             limiter: PluginLimiter::new(self.memory_limit),
+            deadline: CallDeadline::new(self.engine.clone(), self.call_timeout),
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
         let ticks = self.engine.deadline_ticks(self.call_timeout);
         store.set_epoch_deadline(ticks);
         let instantiation = |e: wasmtime::Error| CallOutcome::Trap(TrapKind::of_instantiation(&e));
-        let instance = self.pre.instance_pre().instantiate(&mut store).map_err(instantiation)?;
-        let bindings = HandlerPlugin::new(&mut store, &instance).map_err(instantiation)?;
-        let handlers = Handlers::new(&mut store, &instance).map_err(instantiation)?;
+        let instance = self.pre.pre.instantiate(&mut store).map_err(instantiation)?;
+        let handlers = Handlers::new(&mut store, &instance, self.pre.version).map_err(instantiation)?;
         let engine = self.engine.clone();
-        let mut instance = PluginInstance { store, bindings, handlers, ticks, poisoned: false, calls: 0, engine };
+        let mut instance = PluginInstance { store, handlers, ticks, poisoned: false, calls: 0, engine };
         let init: TypedFunc<(&str,), InitResult> = instance.handlers.init;
-        match instance.call(|_, s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
+        match instance.call(|s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
             Ok(Ok(())) => Ok(instance),
             Ok(Err(reason)) => Err(CallOutcome::InitRejected(reason)),
             Err(outcome) => Err(outcome),
@@ -171,46 +236,77 @@ impl Sandbox {
     }
 }
 
-type HandlerResult = (Result<(), GuestHandlerError>,);
 type InitResult = (Result<(), GuestText>,);
 
-/// The handler exports, typed to take objects borrowed from the host's cache (see
-/// [`ObjectRef`]): lowering copies each string once, straight into guest memory. The
-/// `'static` in the types is only nominal: a `TypedFunc` is covariant in its parameters, so
-/// each call passes objects borrowed for just that call. Results are lifted as
-/// [`GuestHandlerError`] / [`GuestText`]: bounded reads of the guest's strings.
+/// The handler exports of one contract version, typed to take objects borrowed from the
+/// host's cache (see [`ObjectRef`]): lowering copies each string once, straight into guest
+/// memory. The `'static` in the types is only nominal: a `TypedFunc` is covariant in its
+/// parameters, so each call passes objects borrowed for just that call. Results are lifted
+/// as [`GuestHandlerError`] / [`GuestText`]: bounded reads of the guest's strings.
+struct EventFuncs<R: 'static> {
+    on_add: TypedFunc<(ObjectRef<'static>, bool), (Result<R, GuestHandlerError>,)>,
+    on_update: TypedFunc<(ObjectRef<'static>, ObjectRef<'static>), (Result<R, GuestHandlerError>,)>,
+    on_delete: TypedFunc<(ObjectRef<'static>, bool), (Result<R, GuestHandlerError>,)>,
+}
+
+impl<R> Clone for EventFuncs<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for EventFuncs<R> {}
+
+/// The handler exports: 0.1.0 handlers return nothing, 0.2.0 handlers an `action`.
+enum Events {
+    V0_1(EventFuncs<()>),
+    V0_2(EventFuncs<GuestAction>),
+}
+
 struct Handlers {
     init: TypedFunc<(&'static str,), InitResult>,
-    on_add: TypedFunc<(ObjectRef<'static>, bool), HandlerResult>,
-    on_update: TypedFunc<(ObjectRef<'static>, ObjectRef<'static>), HandlerResult>,
-    on_delete: TypedFunc<(ObjectRef<'static>, bool), HandlerResult>,
+    events: Events,
 }
 
 impl Handlers {
-    fn new(store: &mut Store<HostState>, instance: &Instance) -> wasmtime::Result<Self> {
+    fn new(store: &mut Store<HostState>, instance: &Instance, version: WitVersion) -> wasmtime::Result<Self> {
+        let export = version.handler_export();
         let iface = instance
-            .get_export_index(&mut *store, None, HANDLER_EXPORT)
-            .ok_or_else(|| wasmtime::format_err!("no `{HANDLER_EXPORT}` export"))?;
+            .get_export_index(&mut *store, None, export)
+            .ok_or_else(|| wasmtime::format_err!("no `{export}` export"))?;
         let index = |store: &mut Store<HostState>, name: &str| {
             instance
                 .get_export_index(&mut *store, Some(&iface), name)
-                .ok_or_else(|| wasmtime::format_err!("no `{name}` in `{HANDLER_EXPORT}`"))
+                .ok_or_else(|| wasmtime::format_err!("no `{name}` in `{export}`"))
         };
         let (add, update, delete) = (index(store, "on-add")?, index(store, "on-update")?, index(store, "on-delete")?);
         let init = index(store, "init")?;
-        Ok(Self {
-            init: instance.get_typed_func(&mut *store, init)?,
-            on_add: instance.get_typed_func(&mut *store, add)?,
-            on_update: instance.get_typed_func(&mut *store, update)?,
-            on_delete: instance.get_typed_func(&mut *store, delete)?,
-        })
+        fn funcs<R: wasmtime::component::ComponentType + wasmtime::component::Lift + 'static>(
+            store: &mut Store<HostState>,
+            instance: &Instance,
+            (add, update, delete): (
+                wasmtime::component::ComponentExportIndex,
+                wasmtime::component::ComponentExportIndex,
+                wasmtime::component::ComponentExportIndex,
+            ),
+        ) -> wasmtime::Result<EventFuncs<R>> {
+            Ok(EventFuncs {
+                on_add: instance.get_typed_func(&mut *store, add)?,
+                on_update: instance.get_typed_func(&mut *store, update)?,
+                on_delete: instance.get_typed_func(&mut *store, delete)?,
+            })
+        }
+        let events = match version {
+            WitVersion::V0_1 => Events::V0_1(funcs(store, instance, (add, update, delete))?),
+            WitVersion::V0_2 => Events::V0_2(funcs(store, instance, (add, update, delete))?),
+        };
+        Ok(Self { init: instance.get_typed_func(&mut *store, init)?, events })
     }
 }
 
 /// One live instance of a plugin: a store, its limits, and the component's exports.
 pub struct PluginInstance {
     store: Store<HostState>,
-    bindings: HandlerPlugin,
     handlers: Handlers,
     ticks: u64,
     poisoned: bool,
@@ -229,28 +325,44 @@ impl std::fmt::Debug for PluginInstance {
     }
 }
 
-fn outcome(result: Result<Result<(), GuestHandlerError>, CallOutcome>) -> CallOutcome {
+fn outcome<R: Into<Action>>(result: Result<Result<R, GuestHandlerError>, CallOutcome>) -> CallOutcome {
     match result {
-        Ok(Ok(())) => CallOutcome::Ok,
+        Ok(Ok(action)) => match action.into() {
+            Action::AwaitChange => CallOutcome::Ok,
+            Action::RequeueAfter(delay) => CallOutcome::Requeue(delay),
+        },
         Ok(Err(e)) => CallOutcome::HandlerError(e.into()),
         Err(outcome) => outcome,
     }
 }
 
+impl From<()> for Action {
+    fn from((): ()) -> Self {
+        Action::AwaitChange
+    }
+}
+
+/// One event call, with its arguments borrowed from the host's cache.
+enum EventCall<'a> {
+    Add(&'a Object, bool),
+    Update(&'a Object, &'a Object),
+    Delete(&'a Object, bool),
+}
+
 impl PluginInstance {
     /// Runs one export call with a fresh deadline; a trap poisons the instance.
-    fn call<R>(
-        &mut self,
-        f: impl FnOnce(&HandlerPlugin, &mut Store<HostState>) -> wasmtime::Result<R>,
-    ) -> Result<R, CallOutcome> {
+    fn call<R>(&mut self, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R, CallOutcome> {
         if self.poisoned {
             return Err(CallOutcome::Trap(TrapKind::Other("the instance trapped before and cannot be entered".into())));
         }
         self.calls += 1;
         let _running = self.engine.guest_running();
         self.store.set_epoch_deadline(self.ticks);
-        self.store.data_mut().log.begin_call();
-        let result = f(&self.bindings, &mut self.store);
+        let state = self.store.data_mut();
+        state.log.begin_call();
+        state.cluster.begin_call();
+        state.deadline.begin();
+        let result = f(&mut self.store);
         self.store.data_mut().log.end_call();
         result.map_err(|e| {
             self.poisoned = true;
@@ -258,25 +370,47 @@ impl PluginInstance {
         })
     }
 
+    fn event<R>(&mut self, funcs: EventFuncs<R>, call: EventCall<'_>) -> CallOutcome
+    where
+        R: Into<Action> + wasmtime::component::ComponentType + wasmtime::component::Lift + Send + Sync + 'static,
+    {
+        let EventFuncs { on_add, on_update, on_delete } = funcs;
+        outcome(self.call(|s| match call {
+            EventCall::Add(obj, initial) => {
+                let func: TypedFunc<(ObjectRef<'_>, bool), (Result<R, GuestHandlerError>,)> = on_add;
+                func.call(s, (object_ref(obj), initial)).map(|(r,)| r)
+            }
+            EventCall::Update(old, new) => {
+                let func: TypedFunc<(ObjectRef<'_>, ObjectRef<'_>), (Result<R, GuestHandlerError>,)> = on_update;
+                func.call(s, (object_ref(old), object_ref(new))).map(|(r,)| r)
+            }
+            EventCall::Delete(obj, unknown) => {
+                let func: TypedFunc<(ObjectRef<'_>, bool), (Result<R, GuestHandlerError>,)> = on_delete;
+                func.call(s, (object_ref(obj), unknown)).map(|(r,)| r)
+            }
+        }))
+    }
+
+    fn dispatch(&mut self, call: EventCall<'_>) -> CallOutcome {
+        match self.handlers.events {
+            Events::V0_1(funcs) => self.event(funcs, call),
+            Events::V0_2(funcs) => self.event(funcs, call),
+        }
+    }
+
     /// Calls `on-add`.
     pub fn on_add(&mut self, obj: &Object, initial_list: bool) -> CallOutcome {
-        let func: TypedFunc<(ObjectRef<'_>, bool), HandlerResult> = self.handlers.on_add;
-        let args = (object_ref(obj), initial_list);
-        outcome(self.call(|_, s| func.call(s, args).map(|(r,)| r)))
+        self.dispatch(EventCall::Add(obj, initial_list))
     }
 
     /// Calls `on-update`.
     pub fn on_update(&mut self, old: &Object, new: &Object) -> CallOutcome {
-        let func: TypedFunc<(ObjectRef<'_>, ObjectRef<'_>), HandlerResult> = self.handlers.on_update;
-        let args = (object_ref(old), object_ref(new));
-        outcome(self.call(|_, s| func.call(s, args).map(|(r,)| r)))
+        self.dispatch(EventCall::Update(old, new))
     }
 
     /// Calls `on-delete`.
     pub fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> CallOutcome {
-        let func: TypedFunc<(ObjectRef<'_>, bool), HandlerResult> = self.handlers.on_delete;
-        let args = (object_ref(obj), final_state_unknown);
-        outcome(self.call(|_, s| func.call(s, args).map(|(r,)| r)))
+        self.dispatch(EventCall::Delete(obj, final_state_unknown))
     }
 
     /// Delivers a notification through the matching export.

@@ -93,8 +93,10 @@ impl fmt::Display for TrapKind {
 /// The outcome of one call into a plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallOutcome {
-    /// The handler returned `ok`.
+    /// The handler returned `ok` (0.2.0: `ok(await-change)`).
     Ok,
+    /// The handler returned `ok(requeue-after(delay))`: call it again for this object then.
+    Requeue(std::time::Duration),
     /// The handler returned its own error (`retry` or `fatal`); the instance stays usable.
     HandlerError(HandlerError),
     /// `init` returned an error: the plugin refuses to start with this configuration. The
@@ -117,6 +119,7 @@ impl fmt::Display for CallOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallOutcome::Ok => f.write_str("ok"),
+            CallOutcome::Requeue(delay) => write!(f, "ok, requeue after {}", humantime::format_duration(*delay)),
             CallOutcome::HandlerError(e) => write!(f, "handler error: {e}"),
             CallOutcome::InitRejected(why) => write!(f, "init rejected: {why}"),
             CallOutcome::Trap(kind) => write!(f, "{kind}"),

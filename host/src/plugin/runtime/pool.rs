@@ -58,6 +58,8 @@ struct State {
     idle: usize,
     next_id: u64,
     retired_calls: u64,
+    /// Jobs that left the pool to wait outside the guest ([`block_in_place`]).
+    left_to_wait: u64,
     /// The watchdog sleeps with no deadline (no job was running): a job start must wake it.
     watchdog_idle: bool,
     shutdown: bool,
@@ -76,6 +78,31 @@ struct Shared {
 thread_local! {
     /// The id of the worker running on this thread, if it is a guest thread.
     static WORKER: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    /// The pool of the worker running on this thread, if it is a guest thread.
+    static POOL: std::cell::RefCell<Option<Arc<Shared>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `wait`, which blocks on something outside the guest (a request to the cluster), after
+/// handing this guest thread's place in its pool to a fresh thread, as tokio's
+/// `block_in_place` does: the job in progress goes on on this thread once `wait` returns,
+/// and the pool's other jobs do not wait for it meanwhile. Outside a guest thread (or on one
+/// that already left the pool) it just runs `wait`.
+pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
+    let id = WORKER.with(std::cell::Cell::get);
+    let shared = POOL.with(|pool| pool.borrow().clone());
+    if let (Some(id), Some(shared)) = (id, shared) {
+        let mut state = shared.state.lock();
+        if let Some(me) = state.workers.iter_mut().find(|w| w.id == id && !w.retired) {
+            me.retired = true;
+            state.active -= 1;
+            state.left_to_wait += 1;
+            let waiting = state.jobs.len().saturating_sub(state.idle);
+            for _ in 0..waiting.min(shared.size.saturating_sub(state.active)) {
+                spawn_worker(&shared, &mut state);
+            }
+        }
+    }
+    wait()
 }
 
 impl Shared {
@@ -159,6 +186,11 @@ impl GuestPool {
         self.shared.state.lock().retired_calls
     }
 
+    /// Jobs that left the pool to wait outside the guest ([`block_in_place`]) so far.
+    pub fn waits(&self) -> u64 {
+        self.shared.state.lock().left_to_wait
+    }
+
     /// Runs `job` on a guest thread and returns its result.
     pub async fn run<T, F>(&self, job: F) -> Result<T, GuestPoolError>
     where
@@ -217,7 +249,10 @@ fn spawn_worker(shared: &Arc<Shared>, state: &mut State) {
         tid: 0,
     });
     let shared = shared.clone();
-    let spawned = std::thread::Builder::new().name(format!("wink-guest-{id}")).spawn(move || worker_loop(&shared, id));
+    let spawned = std::thread::Builder::new().name(format!("wink-guest-{id}")).spawn(move || {
+        POOL.with(|pool| *pool.borrow_mut() = Some(shared.clone()));
+        worker_loop(&shared, id);
+    });
     if spawned.is_err() {
         // Out of threads: the jobs wait for the workers that exist.
         state.active -= 1;
@@ -361,6 +396,21 @@ mod tests {
         }
         assert_eq!(pool.busy(), 0);
         assert_eq!(pool.run(|| 7).await.unwrap(), 7, "a fresh thread serves the next job");
+    }
+
+    #[tokio::test]
+    async fn a_job_waiting_outside_the_guest_hands_its_place_to_a_fresh_thread() {
+        let pool = GuestPool::new(1);
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let runner = pool.clone();
+        let waiting = tokio::spawn(async move { runner.run(move || block_in_place(|| released.recv().is_ok())).await });
+        // The only guest thread is blocked in `block_in_place`: another job still runs.
+        let other = tokio::time::timeout(Duration::from_secs(10), pool.run(|| 7)).await;
+        assert_eq!(other.expect("a fresh thread took the waiting job's place").unwrap(), 7);
+        assert_eq!(pool.waits(), 1);
+        assert_eq!(pool.slow_calls(), 0, "waiting is not a slow call");
+        release.send(()).unwrap();
+        assert!(waiting.await.unwrap().unwrap(), "the waiting job finished on its own thread");
     }
 
     /// Whether this thread runs in `SCHED_IDLE` or at nice 19.

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use serde::Deserialize;
-use wink_guest::{Handler, HandlerError, Object};
+use wink_guest::{Action, Handler, HandlerError, Object};
 
 /// The manifest's `config`.
 #[derive(Debug, Default, Deserialize)]
@@ -25,7 +25,7 @@ struct BenchNoop {
 }
 
 impl BenchNoop {
-    fn touch(&self, obj: &Object) -> Result<(), HandlerError> {
+    fn touch(&self, obj: &Object) -> Result<Action, HandlerError> {
         if self.stall {
             let mut counter = 0u64;
             loop {
@@ -33,7 +33,7 @@ impl BenchNoop {
             }
         }
         black_box(obj.name().len());
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 }
 
@@ -44,15 +44,15 @@ impl Handler for BenchNoop {
         Ok(())
     }
 
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
         self.touch(obj)
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<(), HandlerError> {
+    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<Action, HandlerError> {
         self.touch(new)
     }
 
-    fn on_delete(&mut self, obj: &Object, _final_state_unknown: bool) -> Result<(), HandlerError> {
+    fn on_delete(&mut self, obj: &Object, _final_state_unknown: bool) -> Result<Action, HandlerError> {
         self.touch(obj)
     }
 }

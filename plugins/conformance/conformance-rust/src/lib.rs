@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use wink_guest::serde_json::Value;
-use wink_guest::{CacheError, Handler, HandlerError, Object, Resource, cache, debug, error, info, trace, warn};
+use wink_guest::{Action, CacheError, Handler, HandlerError, Object, Resource, cache, debug, error, info, trace, warn};
 
 /// The guest's state: the config's `lookupKey` and the keys already answered with a retry.
 #[derive(Default)]
@@ -39,7 +39,7 @@ fn failed(what: String) -> HandlerError {
 }
 
 impl Conformance {
-    fn lookup_get(&self, key: &str) -> Result<(), HandlerError> {
+    fn lookup_get(&self, key: &str) -> Result<Action, HandlerError> {
         match cache::get(&config_maps(), key) {
             Ok(Some(cm)) => {
                 let greeting = cm
@@ -48,18 +48,18 @@ impl Conformance {
                     .and_then(|v| v.pointer("/data/greeting").and_then(Value::as_str).map(str::to_owned))
                     .ok_or_else(|| failed(format!("{key} has no data.greeting")))?;
                 info!("lookup get key={key} found=true rv={} greeting={greeting}", cm.resource_version());
-                Ok(())
+                Ok(Action::AwaitChange)
             }
             Ok(None) => {
                 info!("lookup get key={key} found=false");
-                Ok(())
+                Ok(Action::AwaitChange)
             }
             Err(e) => Err(failed(format!("get {key}: {e}"))),
         }
     }
 
     /// Step 3 of the spec: the five cache reads.
-    fn lookup(&self, obj: &Object) -> Result<(), HandlerError> {
+    fn lookup(&self, obj: &Object) -> Result<Action, HandlerError> {
         let ns = obj.namespace().unwrap_or_default();
         self.lookup_get(&self.lookup_key)?;
         self.lookup_get(&format!("{ns}/absent"))?;
@@ -74,11 +74,11 @@ impl Conformance {
             Err(e) => info!("lookup denied index=no-such-index error={}", error_name(&e)),
             Ok(_) => return Err(failed("an unknown index was not refused".into())),
         }
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 
     /// Steps 1–3 of the spec, after the event's line.
-    fn react(&mut self, obj: &Object, may_look_up: bool) -> Result<(), HandlerError> {
+    fn react(&mut self, obj: &Object, may_look_up: bool) -> Result<Action, HandlerError> {
         let key = obj.key();
         if obj.label("conformance/retry") == Some("once") && self.retried.insert(key.clone()) {
             info!("retry key={key}");
@@ -91,7 +91,7 @@ impl Conformance {
         if may_look_up && obj.label("conformance/lookup") == Some("true") {
             self.lookup(obj)?;
         }
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 }
 
@@ -110,17 +110,17 @@ impl Handler for Conformance {
         Ok(())
     }
 
-    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<Action, HandlerError> {
         info!("add key={} rv={} initial={initial_list}", obj.key(), obj.resource_version());
         self.react(obj, true)
     }
 
-    fn on_update(&mut self, old: &Object, new: &Object) -> Result<(), HandlerError> {
+    fn on_update(&mut self, old: &Object, new: &Object) -> Result<Action, HandlerError> {
         info!("update key={} old_rv={} new_rv={}", new.key(), old.resource_version(), new.resource_version());
         self.react(new, true)
     }
 
-    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<(), HandlerError> {
+    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> Result<Action, HandlerError> {
         info!("delete key={} rv={} unknown={final_state_unknown}", obj.key(), obj.resource_version());
         self.react(obj, false)
     }

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde::Deserialize;
-use wink_guest::{Handler, HandlerError, Object, info, parse_config};
+use wink_guest::{Action, Handler, HandlerError, Object, info, parse_config};
 
 /// The label choosing what the plugin does with an object.
 const FORGE_LABEL: &str = "wink.test/forge";
@@ -49,7 +49,7 @@ fn huge(size: usize) -> String {
 }
 
 impl LogForger {
-    fn forge(&self, obj: &Object) -> Result<(), HandlerError> {
+    fn forge(&self, obj: &Object) -> Result<Action, HandlerError> {
         let key = obj.key();
         match obj.label(FORGE_LABEL) {
             Some("log") => {
@@ -59,17 +59,17 @@ impl LogForger {
                 info!("separators\u{2028}{FAKE}\u{2029}\u{85}c1\u{202e}bidi\u{2066}isolate");
                 wink_guest::log::info(&huge(self.size));
                 info!("forge done key={key}");
-                Ok(())
+                Ok(Action::AwaitChange)
             }
             Some("retry") => {
                 let n = RETRIES.fetch_add(1, Ordering::Relaxed) + 1;
                 info!("retry attempt {n} key={key}");
-                if n <= 2 { Err(HandlerError::retry(huge(self.size))) } else { Ok(()) }
+                if n <= 2 { Err(HandlerError::retry(huge(self.size))) } else { Ok(Action::AwaitChange) }
             }
             Some("fatal") => Err(HandlerError::fatal(huge(self.size))),
             _ => {
                 info!("seen key={key}");
-                Ok(())
+                Ok(Action::AwaitChange)
             }
         }
     }
@@ -82,11 +82,11 @@ impl Handler for LogForger {
         if config.init_error { Err(huge(config.size)) } else { Ok(()) }
     }
 
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
         self.forge(obj)
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<(), HandlerError> {
+    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<Action, HandlerError> {
         self.forge(new)
     }
 }

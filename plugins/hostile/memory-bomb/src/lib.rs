@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::sync::Mutex;
 
-use wink_guest::{Handler, HandlerError, Object, info};
+use wink_guest::{Action, Handler, HandlerError, Object, info};
 
 /// Everything allocated so far; kept so that nothing is freed.
 static HOARD: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
@@ -21,7 +21,7 @@ const CHUNK: usize = 1 << 20;
 struct MemoryBomb;
 
 impl Handler for MemoryBomb {
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
         info!("memory-bomb key={}", obj.key());
         let mut hoard = HOARD.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         loop {

@@ -6,14 +6,14 @@
 
 use std::hint::black_box;
 
-use wink_guest::{Handler, HandlerError, Object, info};
+use wink_guest::{Action, Handler, HandlerError, Object, info};
 
 /// Never returns from on-add.
 #[derive(Default)]
 struct Spin;
 
 impl Handler for Spin {
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
         info!("spin key={}", obj.key());
         let mut counter = 0u64;
         loop {

@@ -4,7 +4,7 @@
 //! guest does with an `unreachable` trap, when the object carries the label; every other call
 //! succeeds. A test can so mix good and bad events. Build with `cargo xtask build-plugins`.
 
-use wink_guest::{Handler, HandlerError, Object, info};
+use wink_guest::{Action, Handler, HandlerError, Object, info};
 
 /// The label that makes this plugin trap when its value is `true`.
 const TRAP_LABEL: &str = "wink.test/trap";
@@ -14,14 +14,14 @@ const TRAP_LABEL: &str = "wink.test/trap";
 struct Trap;
 
 impl Handler for Trap {
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<(), HandlerError> {
+    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
         trap_if_asked(obj);
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<(), HandlerError> {
+    fn on_update(&mut self, _old: &Object, new: &Object) -> Result<Action, HandlerError> {
         trap_if_asked(new);
-        Ok(())
+        Ok(Action::AwaitChange)
     }
 }
 

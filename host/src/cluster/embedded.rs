@@ -1,0 +1,83 @@
+//! [`EmbeddedClient`]: plugins' requests to the embedded cluster (the directory source),
+//! applied in memory with the API server's rules.
+//!
+//! The cluster is a set of [`MemorySource`]s, one per kind, which the informers watching that
+//! kind list and watch; a write goes through [`MemorySource::write`], so the rules run under
+//! the store's lock, and a change reaches every watching plugin as an event.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{ClusterClient, Identity, Request, RequestError, ResourceInfo};
+use crate::informer::{Object, object_key};
+use crate::source::MemorySource;
+
+/// A kind the embedded cluster serves.
+#[derive(Clone, Debug)]
+pub struct Collection {
+    /// Its resource name and scope.
+    pub info: ResourceInfo,
+    /// Whether it has a status subresource.
+    pub status_subresource: bool,
+    /// Whether it is a built-in kind (not a custom resource).
+    pub built_in: bool,
+    /// Where its objects live.
+    pub source: MemorySource,
+}
+
+/// The in-memory cluster a client writes to.
+pub trait EmbeddedCluster: Send + Sync + 'static {
+    /// The kind `kind` of `api_version`, if the cluster serves it.
+    fn collection(&self, api_version: &str, kind: &str) -> Option<Collection>;
+}
+
+/// A [`ClusterClient`] over an [`EmbeddedCluster`]. Identities are ignored: the embedded
+/// cluster has no accounts (wink's own permission check still applies).
+#[derive(Clone)]
+pub struct EmbeddedClient {
+    cluster: Arc<dyn EmbeddedCluster>,
+}
+
+impl std::fmt::Debug for EmbeddedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedClient").finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedClient {
+    /// A client of `cluster`.
+    pub fn new(cluster: Arc<dyn EmbeddedCluster>) -> Self {
+        Self { cluster }
+    }
+
+    fn collection(&self, api_version: &str, kind: &str) -> Result<Collection, RequestError> {
+        self.cluster.collection(api_version, kind).ok_or_else(|| {
+            RequestError::NotFound(format!("the server could not find the requested resource ({api_version} {kind})"))
+        })
+    }
+}
+
+#[async_trait]
+impl ClusterClient for EmbeddedClient {
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+        Ok(self.collection(api_version, kind)?.info)
+    }
+
+    async fn execute(&self, request: Request, _identity: Option<&Identity>) -> Result<Option<Object>, RequestError> {
+        let collection = self.collection(&request.api_version, &request.kind)?;
+        let namespace = if collection.info.namespaced {
+            Some(request.namespace.clone().ok_or_else(|| {
+                RequestError::BadRequest(format!("{} {} needs a namespace", request.api_version, request.kind))
+            })?)
+        } else {
+            None
+        };
+        super::embedded_rules::execute(&collection, namespace.as_deref(), request)
+    }
+}
+
+/// The key of an object of `collection`.
+pub(super) fn key_of(namespace: Option<&str>, name: &str) -> String {
+    object_key(namespace, name)
+}

@@ -1,0 +1,195 @@
+//! [`KubeClient`]: requests to a real API server through the kube client, optionally as a
+//! service account (Kubernetes impersonation: `Impersonate-User` / `Impersonate-Group`), so
+//! that the server's own RBAC enforces a tenant's rights too. wink's own account then needs
+//! only `impersonate` on the accounts its plugins name.
+//!
+//! Kinds are resolved once through discovery and remembered; one kube client is kept per
+//! identity.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{Scope, pinned_kind};
+use parking_lot::Mutex;
+
+use super::{
+    Cause, ClusterClient, Identity, PatchType, Propagation, Request, RequestError, ResourceInfo, Subresource, Verb,
+};
+use crate::informer::Object;
+
+/// Resolved kinds: (apiVersion, kind) → the resource, and whether it is namespaced.
+type Kinds = HashMap<(String, String), (ApiResource, bool)>;
+
+/// A [`ClusterClient`] over a real API server.
+#[derive(Clone)]
+pub struct KubeClient {
+    config: kube::Config,
+    client: kube::Client,
+    kinds: Arc<Mutex<Kinds>>,
+    impersonated: Arc<Mutex<HashMap<Identity, kube::Client>>>,
+}
+
+impl std::fmt::Debug for KubeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeClient").field("cluster", &self.config.cluster_url.to_string()).finish_non_exhaustive()
+    }
+}
+
+fn error(e: kube::Error) -> RequestError {
+    match e {
+        kube::Error::Api(status) => {
+            let causes = status
+                .details
+                .as_ref()
+                .map(|d| {
+                    d.causes
+                        .iter()
+                        .map(|c| Cause { field: c.field.clone(), reason: c.reason.clone(), message: c.message.clone() })
+                        .collect()
+                })
+                .unwrap_or_default();
+            RequestError::from_status(status.code, &status.reason, status.message.clone(), causes)
+        }
+        kube::Error::SerdeError(e) => RequestError::BadRequest(format!("cannot decode the answer: {e}")),
+        other => RequestError::Unavailable(other.to_string()),
+    }
+}
+
+fn bad_json(e: serde_json::Error) -> RequestError {
+    RequestError::BadRequest(format!("not valid JSON: {e}"))
+}
+
+fn to_object(obj: &DynamicObject) -> Result<Object, RequestError> {
+    let json = serde_json::to_string(obj).map_err(|e| RequestError::BadRequest(e.to_string()))?;
+    Object::from_string(json).map_err(|e| RequestError::BadRequest(format!("the server's answer: {e}")))
+}
+
+impl KubeClient {
+    /// A client from a kube configuration (the one the kube source uses).
+    pub fn new(config: kube::Config) -> Result<Self, kube::Error> {
+        let client = kube::Client::try_from(config.clone())?;
+        Ok(Self { config, client, kinds: Arc::default(), impersonated: Arc::default() })
+    }
+
+    fn client_for(&self, identity: Option<&Identity>) -> Result<kube::Client, RequestError> {
+        let Some(identity) = identity else { return Ok(self.client.clone()) };
+        if let Some(client) = self.impersonated.lock().get(identity) {
+            return Ok(client.clone());
+        }
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(identity.user.clone());
+        config.auth_info.impersonate_groups = Some(identity.groups.clone());
+        let client = kube::Client::try_from(config).map_err(|e| RequestError::Unavailable(e.to_string()))?;
+        self.impersonated.lock().insert(identity.clone(), client.clone());
+        Ok(client)
+    }
+
+    async fn kind(&self, api_version: &str, kind: &str) -> Result<(ApiResource, bool), RequestError> {
+        let key = (api_version.to_owned(), kind.to_owned());
+        if let Some(found) = self.kinds.lock().get(&key) {
+            return Ok(found.clone());
+        }
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, caps) = pinned_kind(&self.client, &gvk).await.map_err(|e| match e {
+            kube::Error::Discovery(_) => {
+                RequestError::NotFound(format!("the server does not serve {api_version} {kind}"))
+            }
+            other => error(other),
+        })?;
+        let found = (resource, caps.scope == Scope::Namespaced);
+        self.kinds.lock().insert(key, found.clone());
+        Ok(found)
+    }
+}
+
+#[async_trait]
+impl ClusterClient for KubeClient {
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+        let (resource, namespaced) = self.kind(api_version, kind).await?;
+        Ok(ResourceInfo { group: resource.group.clone(), plural: resource.plural.clone(), namespaced })
+    }
+
+    async fn execute(&self, request: Request, identity: Option<&Identity>) -> Result<Option<Object>, RequestError> {
+        let (resource, namespaced) = self.kind(&request.api_version, &request.kind).await?;
+        let client = self.client_for(identity)?;
+        let api: Api<DynamicObject> = match (&request.namespace, namespaced) {
+            (Some(ns), true) => Api::namespaced_with(client, ns, &resource),
+            (None, true) => {
+                return Err(RequestError::BadRequest(format!(
+                    "{} {} needs a namespace",
+                    request.api_version, request.kind
+                )));
+            }
+            (_, false) => Api::all_with(client, &resource),
+        };
+        let name = request.name.as_str();
+        let status = request.subresource == Some(Subresource::Status);
+        let pp = PostParams::default();
+        let answer = match &request.verb {
+            Verb::Get => api.get(name).await.map_err(error)?,
+            Verb::Create => {
+                let obj: DynamicObject = serde_json::from_str(&request.body).map_err(bad_json)?;
+                api.create(&pp, &obj).await.map_err(error)?
+            }
+            Verb::Update if status => {
+                let obj: DynamicObject = serde_json::from_str(&request.body).map_err(bad_json)?;
+                api.replace_status(name, &pp, &obj).await.map_err(error)?
+            }
+            Verb::Update => {
+                let obj: DynamicObject = serde_json::from_str(&request.body).map_err(bad_json)?;
+                api.replace(name, &pp, &obj).await.map_err(error)?
+            }
+            Verb::Patch(patch_type) => {
+                let mut params = PatchParams::default();
+                let patch: Patch<serde_json::Value> = match patch_type {
+                    PatchType::Merge => Patch::Merge(serde_json::from_str(&request.body).map_err(bad_json)?),
+                    PatchType::StrategicMerge => {
+                        Patch::Strategic(serde_json::from_str(&request.body).map_err(bad_json)?)
+                    }
+                    PatchType::Json => Patch::Json(serde_json::from_str(&request.body).map_err(bad_json)?),
+                    PatchType::Apply { field_manager, force } => {
+                        params = PatchParams::apply(field_manager);
+                        if *force {
+                            params = params.force();
+                        }
+                        Patch::Apply(serde_json::from_str(&request.body).map_err(bad_json)?)
+                    }
+                };
+                if status {
+                    api.patch_status(name, &params, &patch).await.map_err(error)?
+                } else {
+                    api.patch(name, &params, &patch).await.map_err(error)?
+                }
+            }
+            Verb::Delete(options) => {
+                let params = DeleteParams {
+                    grace_period_seconds: options.grace_period_seconds.map(|s| s.max(0) as u32),
+                    propagation_policy: options.propagation.map(|p| match p {
+                        Propagation::Orphan => PropagationPolicy::Orphan,
+                        Propagation::Background => PropagationPolicy::Background,
+                        Propagation::Foreground => PropagationPolicy::Foreground,
+                    }),
+                    preconditions: (options.uid.is_some() || options.resource_version.is_some()).then(|| {
+                        Preconditions { uid: options.uid.clone(), resource_version: options.resource_version.clone() }
+                    }),
+                    ..DeleteParams::default()
+                };
+                return match api.delete(name, &params).await.map_err(error)? {
+                    either::Either::Left(obj) => {
+                        // The object remains (finalizers); one that came back without a
+                        // deletionTimestamp was deleted at once and is only its final state.
+                        let pending = obj.metadata.deletion_timestamp.is_some()
+                            && obj.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty());
+                        if pending { to_object(&obj).map(Some) } else { Ok(None) }
+                    }
+                    either::Either::Right(_) => Ok(None),
+                };
+            }
+        };
+        to_object(&answer).map(Some)
+    }
+}

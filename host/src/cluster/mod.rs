@@ -1,0 +1,41 @@
+//! Requests to a cluster: what plugins' `cluster` imports are executed by.
+//!
+//! A [`ClusterClient`] executes one [`Request`] (get, create, update, patch, delete, on the
+//! object or its status subresource) and answers with the object the server returned or a
+//! typed [`RequestError`]. Two clients exist: the embedded cluster of the directory source
+//! ([`EmbeddedClient`]: plugins' writes applied in memory with the API server's rules) and a
+//! real API server through the kube client ([`KubeClient`], optionally impersonating a
+//! service account). Permissions, budgets and timeouts are the plugin layer's business
+//! ([`crate::plugin`]); a client only executes.
+//!
+//! [`EventRecorder`] sends Events through a client, aggregating repeats as client-go's
+//! recorder does.
+
+mod embedded;
+mod embedded_rules;
+mod error;
+mod events;
+mod kube_client;
+mod request;
+
+pub use embedded::{Collection, EmbeddedClient, EmbeddedCluster};
+pub use error::{Cause, RequestError};
+pub use events::{EventRecorder, EventSpec, EventType, Regarding};
+pub use kube_client::KubeClient;
+pub use request::{DeleteOptions, Identity, PatchType, Propagation, Request, ResourceInfo, Subresource, Verb};
+
+use async_trait::async_trait;
+
+use crate::informer::Object;
+
+/// Executes requests against one cluster.
+#[async_trait]
+pub trait ClusterClient: Send + Sync + 'static {
+    /// What the cluster knows of a kind: its plural resource name and scope. `NotFound` when
+    /// it serves no such kind.
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError>;
+
+    /// Executes one request, as `identity` when given (impersonation), and returns the
+    /// object the server answered with: `None` only for a delete that removed the object.
+    async fn execute(&self, request: Request, identity: Option<&Identity>) -> Result<Option<Object>, RequestError>;
+}

@@ -1,0 +1,176 @@
+//! One request to a cluster, in the terms of the Kubernetes API: a verb on a resource (or
+//! its status subresource), with a body or a patch.
+
+use std::fmt;
+
+/// A Kubernetes API verb, as RBAC names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// Read one object.
+    Get,
+    /// Create an object from `body`.
+    Create,
+    /// Replace an object with `body`.
+    Update,
+    /// Patch an object.
+    Patch(PatchType),
+    /// Delete an object.
+    Delete(DeleteOptions),
+}
+
+impl Verb {
+    /// The verb's RBAC name: `get`, `create`, `update`, `patch`, `delete`.
+    pub fn rbac(&self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch(_) => "patch",
+            Verb::Delete(_) => "delete",
+        }
+    }
+}
+
+/// The type of a patch, with what it needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    /// JSON merge patch (RFC 7386).
+    Merge,
+    /// JSON patch (RFC 6902).
+    Json,
+    /// Kubernetes strategic merge patch.
+    StrategicMerge,
+    /// Server-side apply with this field manager.
+    Apply {
+        /// The field manager (the plugin's name).
+        field_manager: String,
+        /// Take over fields other managers own.
+        force: bool,
+    },
+}
+
+impl PatchType {
+    /// The request's content type.
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::Json => "application/json-patch+json",
+            PatchType::StrategicMerge => "application/strategic-merge-patch+json",
+            PatchType::Apply { .. } => "application/apply-patch+yaml",
+        }
+    }
+}
+
+/// How dependents of a deleted object are treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// Orphan the dependents.
+    Orphan,
+    /// Delete the object now, the dependents in the background.
+    Background,
+    /// Keep the object until its blocking dependents are gone.
+    Foreground,
+}
+
+impl Propagation {
+    /// The API's name: `Orphan`, `Background`, `Foreground`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Orphan => "Orphan",
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+        }
+    }
+}
+
+/// The options of a delete.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// Precondition: the object's uid.
+    pub uid: Option<String>,
+    /// Precondition: the object's resourceVersion.
+    pub resource_version: Option<String>,
+    /// How dependents are treated.
+    pub propagation: Option<Propagation>,
+    /// Seconds before deletion.
+    pub grace_period_seconds: Option<i64>,
+}
+
+/// A subresource a request addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// `status`.
+    Status,
+}
+
+/// What a cluster knows of a kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// The API group (`""` for the core group).
+    pub group: String,
+    /// The plural resource name, e.g. `deployments`.
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// One request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// What to do.
+    pub verb: Verb,
+    /// The object's `apiVersion`.
+    pub api_version: String,
+    /// The object's `kind`.
+    pub kind: String,
+    /// The namespace (none for cluster-scoped objects).
+    pub namespace: Option<String>,
+    /// The name (for create: from the body, possibly empty with `generateName`).
+    pub name: String,
+    /// The subresource addressed, if any.
+    pub subresource: Option<Subresource>,
+    /// The object (create, update) or the patch document (patch); empty otherwise.
+    pub body: String,
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.verb.rbac(), self.api_version, self.kind)?;
+        if let Some(sub) = self.subresource {
+            write!(
+                f,
+                " ({})",
+                match sub {
+                    Subresource::Status => "status",
+                }
+            )?;
+        }
+        match &self.namespace {
+            Some(ns) => write!(f, " {ns}/{}", self.name),
+            None => write!(f, " {}", self.name),
+        }
+    }
+}
+
+/// Who a request is made as (Kubernetes impersonation).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Identity {
+    /// The user name, e.g. `system:serviceaccount:team-a:reloader`.
+    pub user: String,
+    /// The groups.
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    /// The identity of a service account, with the groups the API server gives it.
+    pub fn service_account(namespace: &str, name: &str) -> Self {
+        Self {
+            user: format!("system:serviceaccount:{namespace}:{name}"),
+            groups: vec![
+                "system:serviceaccounts".to_owned(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".to_owned(),
+            ],
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! What a plugin may ask of the cluster: RBAC-shaped rules in its manifest, capped by the
+//! operator's policy, and its request budget.
+//!
+//! ```yaml
+//! permissions:                      # nothing is allowed without a rule
+//!   - apiGroups: ["apps"]
+//!     resources: ["deployments"]    # "deployments/status" for the status subresource
+//!     verbs: ["get", "patch"]
+//!     namespaces: ["shop"]          # wink's addition; absent: every namespace
+//!     resourceNames: ["web"]        # optional, as in RBAC (never limits create)
+//! requests: { qps: 5, burst: 10, timeout: 10s, perCall: 20 }
+//! serviceAccount: team-a/reloader   # impersonated on a real cluster
+//! ```
+//!
+//! Matching follows Kubernetes RBAC: a request is allowed when one rule names its API group,
+//! its resource (plural, `resource/subresource` for a subresource) and its verb, `*`
+//! matching anything; `resourceNames` restricts get/update/patch/delete to those names
+//! (a create, whose name may be generated, never matches a rule with names). Recording an
+//! Event needs `create` and `patch` on `events` in `events.k8s.io`, as client-go's recorder
+//! does.
+//!
+//! The operator can cap every manifest with a [`Policy`] (`wink run --policy FILE`): a
+//! request must then be allowed by the plugin's manifest **and** by the policy's rules for
+//! that plugin, and only the service accounts the policy lists may be impersonated. A tenant
+//! who writes its own manifest thus cannot grant itself more than the operator allows.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// One rule, as in an RBAC `Role`, plus an optional namespace restriction.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicyRule {
+    /// API groups (`""`: the core group; `*`: any).
+    pub api_groups: Vec<String>,
+    /// Plural resource names, `resource/subresource`, or `*`.
+    pub resources: Vec<String>,
+    /// Verbs: `get`, `create`, `update`, `patch`, `delete`, or `*`.
+    pub verbs: Vec<String>,
+    /// Only objects with these names (empty: any). Never allows `create`.
+    #[serde(default)]
+    pub resource_names: Vec<String>,
+    /// Only in these namespaces (absent: every namespace, and cluster-scoped objects).
+    #[serde(default)]
+    pub namespaces: Option<Vec<String>>,
+}
+
+/// The request a rule is matched against.
+#[derive(Clone, Copy, Debug)]
+pub struct Attributes<'a> {
+    /// The API group.
+    pub group: &'a str,
+    /// The resource, with `/subresource` when one is addressed.
+    pub resource: &'a str,
+    /// The verb.
+    pub verb: &'a str,
+    /// The namespace (none: cluster-scoped).
+    pub namespace: Option<&'a str>,
+    /// The object's name (empty for a create with `generateName`).
+    pub name: &'a str,
+}
+
+impl std::fmt::Display for Attributes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.group.is_empty() { "core" } else { self.group };
+        write!(f, "{} {} ({group})", self.verb, self.resource)?;
+        if let Some(ns) = self.namespace {
+            write!(f, " in namespace {ns}")?;
+        }
+        if !self.name.is_empty() {
+            write!(f, " named {}", self.name)?;
+        }
+        Ok(())
+    }
+}
+
+fn names(list: &[String], value: &str) -> bool {
+    list.iter().any(|item| item == "*" || item == value)
+}
+
+impl PolicyRule {
+    /// Whether this rule allows the request.
+    pub fn allows(&self, request: &Attributes<'_>) -> bool {
+        let resource = names(&self.resources, request.resource)
+            || request
+                .resource
+                .split_once('/')
+                .is_some_and(|(_, sub)| self.resources.iter().any(|r| r.strip_prefix("*/").is_some_and(|s| s == sub)));
+        let name = self.resource_names.is_empty()
+            || (request.verb != "create" && self.resource_names.iter().any(|n| n == request.name));
+        let namespace = match (&self.namespaces, request.namespace) {
+            (None, _) => true,
+            (Some(list), Some(ns)) => names(list, ns),
+            (Some(_), None) => false,
+        };
+        names(&self.api_groups, request.group) && resource && names(&self.verbs, request.verb) && name && namespace
+    }
+}
+
+/// Whether any of `rules` allows the request.
+pub fn allowed(rules: &[PolicyRule], request: &Attributes<'_>) -> bool {
+    rules.iter().any(|rule| rule.allows(request))
+}
+
+/// A plugin's request budget.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RequestLimits {
+    /// Sustained requests per second (client-go's default: 5).
+    #[serde(default = "default_qps")]
+    pub qps: f64,
+    /// Requests allowed in a burst above the rate (client-go's default: 10).
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+    /// The longest a request may wait for its answer, rate limiting included.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// The most requests one handler call may make.
+    #[serde(default = "default_per_call")]
+    pub per_call: u32,
+}
+
+fn default_qps() -> f64 {
+    5.0
+}
+fn default_burst() -> u32 {
+    10
+}
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_per_call() -> u32 {
+    20
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        Self { qps: default_qps(), burst: default_burst(), timeout: default_timeout(), per_call: default_per_call() }
+    }
+}
+
+/// A service account named `namespace/name`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServiceAccountRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ServiceAccountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl std::str::FromStr for ServiceAccountRef {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+                Ok(Self { namespace: ns.to_owned(), name: name.to_owned() })
+            }
+            _ => Err(format!("a service account is written `namespace/name`, not `{s}`")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ServiceAccountRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The operator's cap on what manifests may claim.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Policy {
+    /// The cap of plugins not listed in `plugins`.
+    #[serde(default)]
+    pub default: PolicyEntry,
+    /// The cap of each named plugin.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PolicyEntry>,
+}
+
+/// What one plugin may claim.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicyEntry {
+    /// The most the plugin's `permissions` may allow.
+    #[serde(default)]
+    pub rules: Vec<PolicyRule>,
+    /// The service accounts the plugin may name.
+    #[serde(default)]
+    pub service_accounts: Vec<ServiceAccountRef>,
+}
+
+/// A policy file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// It cannot be read.
+    #[error("cannot read the policy {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It is not a valid policy.
+    #[error("invalid policy {}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong, with the field's path.
+        message: String,
+    },
+}
+
+impl Policy {
+    /// Reads a policy file (YAML).
+    pub fn load(path: &Path) -> Result<Self, PolicyError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
+        let de = serde_norway::Deserializer::from_str(&text);
+        serde_path_to_error::deserialize(de).map_err(|e| PolicyError::Invalid {
+            path: path.to_owned(),
+            message: format!("{}: {}", e.path(), e.inner()),
+        })
+    }
+
+    /// The cap of a plugin.
+    pub fn entry(&self, plugin: &str) -> &PolicyEntry {
+        self.plugins.get(plugin).unwrap_or(&self.default)
+    }
+}
+
+/// A plugin's effective permissions: its manifest's rules, capped by the policy if any.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Permissions {
+    /// The manifest's rules.
+    pub rules: Vec<PolicyRule>,
+    /// The operator's cap, when a policy is in force.
+    pub cap: Option<PolicyEntry>,
+}
+
+/// Why a request is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No rule of the manifest allows it.
+    Manifest,
+    /// The manifest allows it, the operator's policy does not.
+    Policy,
+}
+
+impl Permissions {
+    /// Checks one request.
+    pub fn check(&self, request: &Attributes<'_>) -> Result<(), Refusal> {
+        if !allowed(&self.rules, request) {
+            return Err(Refusal::Manifest);
+        }
+        match &self.cap {
+            Some(cap) if !allowed(&cap.rules, request) => Err(Refusal::Policy),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the plugin may act as this service account.
+    pub fn may_impersonate(&self, account: &ServiceAccountRef) -> bool {
+        self.cap.as_ref().is_none_or(|cap| cap.service_accounts.contains(account))
+    }
+}
+
+#[cfg(test)]
+#[path = "permissions_tests.rs"]
+mod tests;

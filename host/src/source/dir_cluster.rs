@@ -1,0 +1,96 @@
+//! The directory source as an embedded cluster that accepts writes.
+//!
+//! Plugins' writes (through [`EmbeddedClient`](crate::cluster::EmbeddedClient)) are applied in
+//! memory, on the same per-kind stores the files fill, with the API server's rules; every
+//! watching plugin sees them as events. Writes live in memory only: they are gone when wink
+//! stops, and never touch the files.
+//!
+//! **When a file and a plugin both change an object**, the file's change wins as of when it
+//! is read: the object becomes what the file now defines (as `kubectl replace` would), keeping
+//! its uid and creation time, and keeping the status plugins wrote when the file defines
+//! none. A plugin's later write applies on top again. An object a plugin created (in no file)
+//! lives until a plugin deletes it; an object whose files are all gone is deleted, finalizers
+//! or not. A file that does not change is not read again, so a plugin's write to an object
+//! stays until that object's definition changes.
+
+use serde_json::Value;
+
+use super::dir::DirSource;
+use super::memory::Write;
+use super::scope::group_of;
+use crate::cluster::{Collection, EmbeddedCluster, RequestError, ResourceInfo};
+use crate::informer::{Object, ObjectError};
+
+/// Built-in kinds with a status subresource (group, kind).
+const WITH_STATUS: &[(&str, &str)] = &[
+    ("", "Namespace"),
+    ("", "Node"),
+    ("", "PersistentVolume"),
+    ("", "PersistentVolumeClaim"),
+    ("", "Pod"),
+    ("", "ReplicationController"),
+    ("", "ResourceQuota"),
+    ("", "Service"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService"),
+    ("apps", "DaemonSet"),
+    ("apps", "Deployment"),
+    ("apps", "ReplicaSet"),
+    ("apps", "StatefulSet"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("batch", "CronJob"),
+    ("batch", "Job"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("networking.k8s.io", "Ingress"),
+    ("networking.k8s.io", "ServiceCIDR"),
+    ("policy", "PodDisruptionBudget"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("storage.k8s.io", "VolumeAttachment"),
+];
+
+impl EmbeddedCluster for DirSource {
+    fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
+        let group = group_of(api_version);
+        let (namespaced, built_in, plural, status) = match super::scope::built_in(api_version, kind) {
+            Some(scope) => {
+                let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
+                let gvk = kube::core::GroupVersionKind::gvk(g, v, kind);
+                let plural = kube::core::ApiResource::from_gvk(&gvk).plural;
+                (scope == super::Scope::Namespaced, true, plural, WITH_STATUS.contains(&(group, kind)))
+            }
+            None => {
+                let custom = self.custom_kind(api_version, kind)?;
+                (custom.scope == super::Scope::Namespaced, false, custom.plural, custom.status)
+            }
+        };
+        Some(Collection {
+            info: ResourceInfo { group: group.to_owned(), plural, namespaced },
+            status_subresource: status,
+            built_in,
+            source: self.store(api_version, kind),
+        })
+    }
+}
+
+/// The write a file's (new) definition of an object makes: the object as the file defines
+/// it, keeping the stored object's uid and creation time, and its status when the file has
+/// none.
+pub(super) fn file_write(current: Option<&Object>, mut value: Value) -> Result<Write, RequestError> {
+    let Some(current) = current else { return Ok(Write::Put(value)) };
+    let stored = current.to_value().map_err(|e: ObjectError| RequestError::BadRequest(e.to_string()))?;
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in ["uid", "creationTimestamp"] {
+            if let Some(kept) = stored["metadata"].get(field) {
+                meta.insert(field.to_owned(), kept.clone());
+            }
+        }
+    }
+    if value.get("status").is_none()
+        && let (Some(status), Some(obj)) = (stored.get("status"), value.as_object_mut())
+    {
+        obj.insert("status".to_owned(), status.clone());
+    }
+    Ok(Write::Put(value))
+}
