@@ -1,14 +1,17 @@
 //! A wink host assembled from the library, as `wink run` assembles it: a source — a
 //! [`DirSource`] over a cluster folder (watched), or a [`KubeSource`] over an API server such
 //! as the local [`ApiServer`](crate::apiserver::ApiServer) — one [`InformerFactory`], and a
-//! [`PluginRegistry`] that loads a plugins folder and keeps watching it.
+//! [`PluginRegistry`] that loads a plugins folder and keeps watching it. Over a folder,
+//! plugins' `cluster` requests go to the embedded cluster, as with `wink run`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
+use wink::cluster::EmbeddedClient;
 use wink::informer::owner_uid_index_func;
 use wink::informer::{InformerConfig, InformerFactory, OWNER_UID_INDEX, ResourceKey};
+use wink::plugin::ClusterContext;
 use wink::plugin::{
     EngineConfig, GuestPool, MetricsRegistry, PluginEngine, PluginMetrics, PluginRegistry, PluginStatus, PoolLimits,
 };
@@ -26,6 +29,8 @@ pub struct TestHost {
     /// The plugins folder it watches.
     pub plugins: PathBuf,
     cancel: CancellationToken,
+    /// The folder source, when the host runs over one (its stores are the embedded cluster).
+    source: Option<Arc<DirSource>>,
 }
 
 impl TestHost {
@@ -37,7 +42,9 @@ impl TestHost {
         let cancel = CancellationToken::new();
         let source = DirSource::open(cluster).expect("opening the cluster folder");
         source.watch(cancel.child_token()).expect("watching the cluster folder");
-        Self::assemble(InformerFactory::new(source), plugins, cancel).await
+        let client = ClusterContext::new(Arc::new(EmbeddedClient::new(source.clone())), false);
+        let host = Self::assemble(InformerFactory::new(source.clone()), plugins, cancel, Some(client)).await;
+        Self { source: Some(source), ..host }
     }
 
     /// Starts a host over a Kubernetes API server with the plugins of `plugins` (every one
@@ -48,23 +55,31 @@ impl TestHost {
         logs();
         config.indexers.push((OWNER_UID_INDEX.to_owned(), owner_uid_index_func()));
         let factory = InformerFactory::new(Arc::new(source)).with_config(config);
-        Self::assemble(factory, plugins, CancellationToken::new()).await
+        Self::assemble(factory, plugins, CancellationToken::new(), None).await
     }
 
-    async fn assemble(factory: InformerFactory, plugins: &Path, cancel: CancellationToken) -> Self {
+    async fn assemble(
+        factory: InformerFactory,
+        plugins: &Path,
+        cancel: CancellationToken,
+        cluster: Option<ClusterContext>,
+    ) -> Self {
         // Small pool limits: several hosts run at once in one test binary.
         let config = EngineConfig { pool: Some(PoolLimits::small()), cache_dir: None, ..EngineConfig::default() };
         let engine = PluginEngine::new(config).expect("starting the wasm engine");
         let factory = Arc::new(factory);
-        let registry =
-            Arc::new(PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::new(2)));
+        let mut registry = PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::new(2));
+        if let Some(cluster) = cluster {
+            registry = registry.with_cluster(cluster);
+        }
+        let registry = Arc::new(registry);
         let failed = registry.sync_dir(plugins).await.expect("reading the plugins folder");
         let failed: Vec<String> = failed.iter().map(ToString::to_string).collect();
         assert!(failed.is_empty(), "plugins failed to deploy: {failed:?}");
         registry.watch_dir(plugins, cancel.child_token()).expect("watching the plugins folder");
         factory.start();
         factory.wait_for_cache_sync(&cancel).await;
-        Self { factory, registry, plugins: plugins.to_owned(), cancel }
+        Self { factory, registry, plugins: plugins.to_owned(), cancel, source: None }
     }
 
     /// Waits until every deployed plugin has received its initial objects.
@@ -88,6 +103,18 @@ impl TestHost {
     pub fn pod_rv(&self, key: &str) -> Option<String> {
         let informer = self.factory.existing(&ResourceKey::new("v1", "Pod"))?;
         informer.store().get_by_key(key).map(|o| o.resource_version().to_owned())
+    }
+
+    /// An object as the embedded cluster holds it now (hosts over a folder only).
+    pub fn object(&self, api_version: &str, kind: &str, key: &str) -> Option<serde_json::Value> {
+        let source = self.source.as_ref().expect("a host over a folder");
+        source.objects(api_version, kind).into_iter().find(|o| o.key() == key).map(|o| o.to_value().unwrap())
+    }
+
+    /// Every object of a kind the embedded cluster holds now (hosts over a folder only).
+    pub fn objects(&self, api_version: &str, kind: &str) -> Vec<serde_json::Value> {
+        let source = self.source.as_ref().expect("a host over a folder");
+        source.objects(api_version, kind).iter().map(|o| o.to_value().unwrap()).collect()
     }
 
     /// Stops the watchers and the informers, waiting for calls in flight.

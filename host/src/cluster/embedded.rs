@@ -81,3 +81,7 @@ impl ClusterClient for EmbeddedClient {
 pub(super) fn key_of(namespace: Option<&str>, name: &str) -> String {
     object_key(namespace, name)
 }
+
+#[cfg(test)]
+#[path = "embedded_tests.rs"]
+mod tests;

@@ -443,6 +443,11 @@ impl DirSource {
         self.state.lock().kinds.keys().cloned().collect()
     }
 
+    /// The objects of a kind now (plugins' writes included).
+    pub fn objects(&self, api_version: &str, kind: &str) -> Vec<crate::informer::Object> {
+        self.store(api_version, kind).objects()
+    }
+
     /// The store of a kind (created empty on first use).
     pub(crate) fn store(&self, api_version: &str, kind: &str) -> MemorySource {
         self.state.lock().source(api_version, kind)

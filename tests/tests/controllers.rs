@@ -1,0 +1,103 @@
+//! Controllers that act: plugins writing to the embedded cluster through `wink:plugin/cluster`.
+//!
+//! Specifies that:
+//! - the reloader (a Rust plugin) annotates a Deployment's pod template with the hash of the
+//!   ConfigMaps it names, rolls it out again when one changes, records an Event each time,
+//!   and stops there: its own write, which it watches, makes no further write;
+//! - a plugin whose manifest grants no write is refused before any request, and the object
+//!   stays as it was.
+//!
+//! Run with `cargo xtask test`, or `cargo test -p wink-tests --test controllers`.
+
+use serde_json::Value;
+use wink_tests::cluster::Cluster;
+use wink_tests::host::TestHost;
+use wink_tests::install_plugin;
+use wink_tests::wait::wait_for;
+
+const HASH: &str = "reloader.wink.dev/config-hash";
+
+fn deployment() -> String {
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {reloader.wink.dev/configmaps: web-settings}\nspec:\n  replicas: 2\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web:1}]}\n".to_owned()
+}
+
+fn config_map(currency: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: web-settings, namespace: shop}}\ndata: {{currency: {currency}}}\n"
+    )
+}
+
+fn template_hash(host: &TestHost) -> Option<String> {
+    let web = host.object("apps/v1", "Deployment", "shop/web")?;
+    web.pointer("/spec/template/metadata/annotations")
+        .and_then(|a| a.get(HASH))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn generation(host: &TestHost) -> i64 {
+    host.object("apps/v1", "Deployment", "shop/web").and_then(|w| w["metadata"]["generation"].as_i64()).unwrap_or(0)
+}
+
+fn events(host: &TestHost) -> Vec<Value> {
+    host.objects("events.k8s.io/v1", "Event")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reloader_rolls_a_deployment_out_when_its_config_map_changes_and_stops_there() {
+    let cluster = Cluster::new();
+    cluster.write("web.yaml", &deployment());
+    cluster.write("settings.yaml", &config_map("EUR"));
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("reloader", plugins.path(), "reloader", None);
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    wait_for("the pod template to get the config hash", || template_hash(&host).is_some(), String::new).await;
+    let first = template_hash(&host).unwrap();
+    let rolled_out_once = generation(&host);
+
+    cluster.write("settings.yaml", &config_map("USD"));
+    wait_for(
+        "a new hash after the ConfigMap changed",
+        || template_hash(&host).is_some_and(|h| h != first),
+        String::new,
+    )
+    .await;
+    assert_eq!(generation(&host), rolled_out_once + 1, "one write per change: the plugin's own update made none");
+
+    // A ConfigMap edit that changes nothing it hashes: the plugin runs, writes nothing.
+    let second = template_hash(&host).unwrap();
+    let calls = host.metrics("reloader").calls();
+    cluster.write("settings.yaml", &format!("{}  # a comment\n", config_map("USD").trim_end()));
+    cluster.write("other.yaml", &config_map("GBP").replace("web-settings", "unrelated"));
+    wait_for("the plugin to see the unrelated ConfigMap", || host.metrics("reloader").calls() > calls, String::new)
+        .await;
+    assert_eq!(template_hash(&host).as_deref(), Some(second.as_str()));
+    assert_eq!(generation(&host), rolled_out_once + 1, "no write without a change");
+
+    let events = events(&host);
+    let reloads: Vec<&Value> = events.iter().filter(|e| e["reason"] == "ConfigChanged").collect();
+    assert_eq!(reloads.len(), 2, "one Event per write: {events:?}");
+    for event in reloads {
+        assert_eq!(event["regarding"]["name"], "web");
+        assert_eq!(event["reportingController"], "reloader");
+        assert_eq!(event["type"], "Normal");
+    }
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_manifest_does_not_grant_is_refused_before_any_request() {
+    let cluster = Cluster::new();
+    cluster.write("web.yaml", &deployment());
+    cluster.write("settings.yaml", &config_map("EUR"));
+    let plugins = tempfile::tempdir().unwrap();
+    // The same plugin, without its `permissions:`.
+    let tail = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\n";
+    install_plugin("reloader", plugins.path(), "reloader", Some(tail));
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    wait_for("the refused write to fail the handler", || host.metrics("reloader").handler_errors().1 > 0, String::new)
+        .await;
+    assert_eq!(template_hash(&host), None, "the Deployment is unchanged");
+    assert!(events(&host).is_empty());
+    host.stop().await;
+}
