@@ -14,6 +14,7 @@
 
 #include "handler_plugin.h"
 #include "wink.h"
+#include "wink_internal.h"
 
 /* Defined by the plugin with WINK_EXPORT_HANDLER. */
 extern const wink_handler wink_plugin_handler;
@@ -45,6 +46,7 @@ static void arena_free(void) {
         arena = next;
     }
     last_cache_error = "";
+    wink_reset_request_error();
 }
 
 /* Formats into a string from `alloc` (the arena, or malloc for log lines). */
@@ -74,7 +76,7 @@ char *wink_sprintf(const char *fmt, ...) {
 
 /* ---- objects ------------------------------------------------------------------------- */
 
-static const char *copy_str(const handler_plugin_string_t *s) {
+const char *wink_copy_str(const handler_plugin_string_t *s) {
     char *c = wink_alloc(s->len + 1);
     if (s->len > 0) {
         memcpy(c, s->ptr, s->len);
@@ -86,41 +88,41 @@ static const char *copy_str(const handler_plugin_string_t *s) {
 static const wink_pair *copy_pairs(const handler_plugin_list_tuple2_string_string_t *list) {
     wink_pair *pairs = wink_alloc(sizeof(wink_pair) * (list->len ? list->len : 1));
     for (size_t i = 0; i < list->len; i++) {
-        pairs[i].key = copy_str(&list->ptr[i].f0);
-        pairs[i].value = copy_str(&list->ptr[i].f1);
+        pairs[i].key = wink_copy_str(&list->ptr[i].f0);
+        pairs[i].value = wink_copy_str(&list->ptr[i].f1);
     }
     return pairs;
 }
 
-static void convert(const wink_plugin_types_object_t *in, wink_object *out) {
+void wink_convert(const wink_plugin_types_object_t *in, wink_object *out) {
     const wink_plugin_types_object_meta_t *m = &in->meta;
-    out->api_version = copy_str(&m->api_version);
-    out->kind = copy_str(&m->kind);
-    out->namespace_ = m->namespace_.is_some ? copy_str(&m->namespace_.val) : NULL;
-    out->name = copy_str(&m->name);
+    out->api_version = wink_copy_str(&m->api_version);
+    out->kind = wink_copy_str(&m->kind);
+    out->namespace_ = m->namespace_.is_some ? wink_copy_str(&m->namespace_.val) : NULL;
+    out->name = wink_copy_str(&m->name);
     out->key = out->namespace_ != NULL ? wink_sprintf("%s/%s", out->namespace_, out->name) : out->name;
-    out->uid = copy_str(&m->uid);
-    out->resource_version = copy_str(&m->resource_version);
+    out->uid = wink_copy_str(&m->uid);
+    out->resource_version = wink_copy_str(&m->resource_version);
     out->has_generation = m->generation.is_some;
     out->generation = m->generation.is_some ? m->generation.val : 0;
     out->labels = copy_pairs(&m->labels);
     out->labels_len = m->labels.len;
     out->annotations = copy_pairs(&m->annotations);
     out->annotations_len = m->annotations.len;
-    out->deletion_timestamp = m->deletion_timestamp.is_some ? copy_str(&m->deletion_timestamp.val) : NULL;
+    out->deletion_timestamp = m->deletion_timestamp.is_some ? wink_copy_str(&m->deletion_timestamp.val) : NULL;
     size_t owners = m->owner_references.len;
     wink_owner_ref *refs = wink_alloc(sizeof(wink_owner_ref) * (owners ? owners : 1));
     for (size_t i = 0; i < owners; i++) {
         const wink_plugin_types_owner_reference_t *r = &m->owner_references.ptr[i];
-        refs[i].api_version = copy_str(&r->api_version);
-        refs[i].kind = copy_str(&r->kind);
-        refs[i].name = copy_str(&r->name);
-        refs[i].uid = copy_str(&r->uid);
+        refs[i].api_version = wink_copy_str(&r->api_version);
+        refs[i].kind = wink_copy_str(&r->kind);
+        refs[i].name = wink_copy_str(&r->name);
+        refs[i].uid = wink_copy_str(&r->uid);
         refs[i].controller = r->controller;
     }
     out->owner_refs = refs;
     out->owner_refs_len = owners;
-    out->json = copy_str(&in->json);
+    out->json = wink_copy_str(&in->json);
     out->json_len = in->json.len;
 }
 
@@ -144,14 +146,14 @@ const char *wink_annotation(const wink_object *obj, const char *key) {
 /* ---- results ------------------------------------------------------------------------- */
 
 wink_result wink_ok(void) {
-    wink_result r = {WINK_RESULT_OK, NULL};
+    wink_result r = {WINK_RESULT_OK, NULL, 0};
     return r;
 }
 
 wink_result wink_retry(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    wink_result r = {WINK_RESULT_RETRY, vformat(wink_alloc, fmt, ap)};
+    wink_result r = {WINK_RESULT_RETRY, vformat(wink_alloc, fmt, ap), 0};
     va_end(ap);
     return r;
 }
@@ -159,8 +161,13 @@ wink_result wink_retry(const char *fmt, ...) {
 wink_result wink_fatal(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    wink_result r = {WINK_RESULT_FATAL, vformat(wink_alloc, fmt, ap)};
+    wink_result r = {WINK_RESULT_FATAL, vformat(wink_alloc, fmt, ap), 0};
     va_end(ap);
+    return r;
+}
+
+wink_result wink_requeue_after(uint64_t milliseconds) {
+    wink_result r = {WINK_RESULT_REQUEUE, NULL, milliseconds};
     return r;
 }
 
@@ -181,9 +188,17 @@ void wink_log(wink_level level, const char *fmt, ...) {
 
 static bool initialized;
 
-/* Ends an event callback: fills in `err` (freed by the bindings after the call returns). */
-static bool finish(wink_result r, exports_wink_plugin_handler_handler_error_t *err) {
-    bool ok = r.kind == WINK_RESULT_OK;
+/* Ends an event callback: fills in `ret` or `err` (freed by the bindings after the call
+ * returns). */
+static bool finish(wink_result r, exports_wink_plugin_handler_action_t *ret,
+                   exports_wink_plugin_handler_handler_error_t *err) {
+    bool ok = r.kind == WINK_RESULT_OK || r.kind == WINK_RESULT_REQUEUE;
+    if (r.kind == WINK_RESULT_REQUEUE) {
+        ret->tag = WINK_PLUGIN_TYPES_ACTION_REQUEUE_AFTER;
+        ret->val.requeue_after = r.requeue_after_ms;
+    } else if (ok) {
+        ret->tag = WINK_PLUGIN_TYPES_ACTION_AWAIT_CHANGE;
+    }
     if (!ok) {
         const char *message = r.message != NULL ? r.message : "";
         if (r.kind == WINK_RESULT_RETRY) {
@@ -204,10 +219,10 @@ static wink_result not_initialized(const char *event) {
 
 bool exports_wink_plugin_handler_init(handler_plugin_string_t *config, handler_plugin_string_t *err) {
     initialized = false;
-    const char *text = copy_str(config);
+    const char *text = wink_copy_str(config);
     handler_plugin_string_free(config);
     wink_result r = wink_plugin_handler.init != NULL ? wink_plugin_handler.init(text) : wink_ok();
-    bool ok = r.kind == WINK_RESULT_OK;
+    bool ok = r.kind == WINK_RESULT_OK || r.kind == WINK_RESULT_REQUEUE;
     if (!ok) {
         handler_plugin_string_dup(err, r.message != NULL ? r.message : "init failed");
     }
@@ -217,46 +232,49 @@ bool exports_wink_plugin_handler_init(handler_plugin_string_t *config, handler_p
 }
 
 bool exports_wink_plugin_handler_on_add(exports_wink_plugin_handler_object_t *obj, bool initial_list,
+                                        exports_wink_plugin_handler_action_t *ret,
                                         exports_wink_plugin_handler_handler_error_t *err) {
     wink_object o;
-    convert(obj, &o);
+    wink_convert(obj, &o);
     exports_wink_plugin_handler_object_free(obj);
     if (!initialized) {
-        return finish(not_initialized("on-add"), err);
+        return finish(not_initialized("on-add"), ret, err);
     }
-    return finish(wink_plugin_handler.on_add != NULL ? wink_plugin_handler.on_add(&o, initial_list) : wink_ok(), err);
+    return finish(wink_plugin_handler.on_add != NULL ? wink_plugin_handler.on_add(&o, initial_list) : wink_ok(), ret, err);
 }
 
 bool exports_wink_plugin_handler_on_update(exports_wink_plugin_handler_object_t *old,
                                            exports_wink_plugin_handler_object_t *new_,
+                                           exports_wink_plugin_handler_action_t *ret,
                                            exports_wink_plugin_handler_handler_error_t *err) {
     wink_object o, n;
-    convert(old, &o);
-    convert(new_, &n);
+    wink_convert(old, &o);
+    wink_convert(new_, &n);
     exports_wink_plugin_handler_object_free(old);
     exports_wink_plugin_handler_object_free(new_);
     if (!initialized) {
-        return finish(not_initialized("on-update"), err);
+        return finish(not_initialized("on-update"), ret, err);
     }
-    return finish(wink_plugin_handler.on_update != NULL ? wink_plugin_handler.on_update(&o, &n) : wink_ok(), err);
+    return finish(wink_plugin_handler.on_update != NULL ? wink_plugin_handler.on_update(&o, &n) : wink_ok(), ret, err);
 }
 
 bool exports_wink_plugin_handler_on_delete(exports_wink_plugin_handler_object_t *obj, bool final_state_unknown,
+                                           exports_wink_plugin_handler_action_t *ret,
                                            exports_wink_plugin_handler_handler_error_t *err) {
     wink_object o;
-    convert(obj, &o);
+    wink_convert(obj, &o);
     exports_wink_plugin_handler_object_free(obj);
     if (!initialized) {
-        return finish(not_initialized("on-delete"), err);
+        return finish(not_initialized("on-delete"), ret, err);
     }
     return finish(
         wink_plugin_handler.on_delete != NULL ? wink_plugin_handler.on_delete(&o, final_state_unknown) : wink_ok(),
-        err);
+        ret, err);
 }
 
 /* ---- the cache ----------------------------------------------------------------------- */
 
-static wink_plugin_cache_resource_t resource(const char *api_version, const char *kind) {
+wink_plugin_cache_resource_t wink_resource(const char *api_version, const char *kind) {
     wink_plugin_cache_resource_t r;
     handler_plugin_string_set(&r.api_version, api_version);
     handler_plugin_string_set(&r.kind, kind);
@@ -267,10 +285,10 @@ static wink_cache_status refused(wink_plugin_cache_cache_error_t *e) {
     wink_cache_status status;
     if (e->tag == WINK_PLUGIN_CACHE_CACHE_ERROR_NOT_PERMITTED) {
         status = WINK_CACHE_NOT_PERMITTED;
-        last_cache_error = copy_str(&e->val.not_permitted);
+        last_cache_error = wink_copy_str(&e->val.not_permitted);
     } else {
         status = WINK_CACHE_UNKNOWN_INDEX;
-        last_cache_error = copy_str(&e->val.unknown_index);
+        last_cache_error = wink_copy_str(&e->val.unknown_index);
     }
     wink_plugin_cache_cache_error_free(e);
     return status;
@@ -279,7 +297,7 @@ static wink_cache_status refused(wink_plugin_cache_cache_error_t *e) {
 static void convert_list(wink_plugin_cache_list_object_t *list, wink_objects *out) {
     wink_object *items = wink_alloc(sizeof(wink_object) * (list->len ? list->len : 1));
     for (size_t i = 0; i < list->len; i++) {
-        convert(&list->ptr[i], &items[i]);
+        wink_convert(&list->ptr[i], &items[i]);
     }
     out->items = items;
     out->len = list->len;
@@ -288,7 +306,7 @@ static void convert_list(wink_plugin_cache_list_object_t *list, wink_objects *ou
 
 wink_cache_status wink_cache_get(const char *api_version, const char *kind, const char *key,
                                  const wink_object **found) {
-    wink_plugin_cache_resource_t r = resource(api_version, kind);
+    wink_plugin_cache_resource_t r = wink_resource(api_version, kind);
     handler_plugin_string_t k;
     handler_plugin_string_set(&k, key);
     wink_plugin_cache_option_object_t ret;
@@ -300,7 +318,7 @@ wink_cache_status wink_cache_get(const char *api_version, const char *kind, cons
     last_cache_error = "";
     if (ret.is_some) {
         wink_object *o = wink_alloc(sizeof(wink_object));
-        convert(&ret.val, o);
+        wink_convert(&ret.val, o);
         *found = o;
     }
     wink_plugin_cache_option_object_free(&ret);
@@ -309,7 +327,7 @@ wink_cache_status wink_cache_get(const char *api_version, const char *kind, cons
 
 wink_cache_status wink_cache_list(const char *api_version, const char *kind, const char *namespace_,
                                   wink_objects *out) {
-    wink_plugin_cache_resource_t r = resource(api_version, kind);
+    wink_plugin_cache_resource_t r = wink_resource(api_version, kind);
     handler_plugin_string_t ns;
     if (namespace_ != NULL) {
         handler_plugin_string_set(&ns, namespace_);
@@ -328,7 +346,7 @@ wink_cache_status wink_cache_list(const char *api_version, const char *kind, con
 
 wink_cache_status wink_cache_by_index(const char *api_version, const char *kind, const char *index,
                                       const char *value, wink_objects *out) {
-    wink_plugin_cache_resource_t r = resource(api_version, kind);
+    wink_plugin_cache_resource_t r = wink_resource(api_version, kind);
     handler_plugin_string_t i, v;
     handler_plugin_string_set(&i, index);
     handler_plugin_string_set(&v, value);

@@ -12,8 +12,10 @@
  *
  *     WINK_EXPORT_HANDLER(.on_add = on_add);
  *
- * This header hides the bindings wit-bindgen generates for wit/wink-plugin.wit: objects come
- * as NUL-terminated strings, logging is printf-style, errors are `wink_retry` / `wink_fatal`.
+ * This header hides the bindings wit-bindgen generates for wit/wink-plugin.wit (0.2.0):
+ * objects come as NUL-terminated strings, logging is printf-style, errors are `wink_retry` /
+ * `wink_fatal`, `wink_requeue_after` asks to be called again later, and the `wink_cluster_*`
+ * functions send requests to the cluster (objects and patches as JSON strings).
  *
  * Memory: everything the SDK hands you (objects, their strings, cache results, strings from
  * the JSON helpers and `wink_sprintf`) lives until your callback returns, then the SDK frees
@@ -90,17 +92,23 @@ typedef enum wink_result_kind {
     WINK_RESULT_RETRY = 1,
     /* A permanent failure for this event: the host records it and moves on. */
     WINK_RESULT_FATAL = 2,
+    /* Success; call again for this object after `requeue_after_ms`, with its newest state. */
+    WINK_RESULT_REQUEUE = 3,
 } wink_result_kind;
 
 /* What a callback returns. Make one with wink_ok(), wink_retry() or wink_fatal(). */
 typedef struct wink_result {
     wink_result_kind kind;
     const char *message;
+    uint64_t requeue_after_ms;
 } wink_result;
 
 wink_result wink_ok(void);
 wink_result wink_retry(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 wink_result wink_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Success, and a request to be called again for this object after `milliseconds` with its
+ * newest state (controller-runtime's RequeueAfter). For on_add/on_update/on_delete. */
+wink_result wink_requeue_after(uint64_t milliseconds);
 
 /* ---- the handler --------------------------------------------------------------------- */
 
@@ -165,6 +173,70 @@ wink_cache_status wink_cache_by_index(const char *api_version, const char *kind,
                                       const char *value, wink_objects *out);
 /* Why the last cache read was refused (the host's message), or "" after a successful one. */
 const char *wink_cache_error(void);
+
+/* ---- the cluster -------------------------------------------------------------------- */
+
+/*
+ * Requests to the cluster, checked by the host against the manifest's `permissions:` and
+ * budgeted by its `requests:`. Objects and patches are JSON strings; an answer is a
+ * wink_object (living until the callback returns), set through `out` when it is not NULL.
+ * On failure the status says why and wink_request_error() gives the host's message.
+ */
+typedef enum wink_request_status {
+    WINK_REQUEST_OK = 0,
+    WINK_REQUEST_NOT_PERMITTED = 1,  /* refused by wink, before any request */
+    WINK_REQUEST_FORBIDDEN = 2,      /* refused by the API server (403) */
+    WINK_REQUEST_NOT_FOUND = 3,
+    WINK_REQUEST_ALREADY_EXISTS = 4,
+    WINK_REQUEST_CONFLICT = 5,       /* stale resourceVersion or failed precondition */
+    WINK_REQUEST_INVALID = 6,
+    WINK_REQUEST_BAD_REQUEST = 7,
+    WINK_REQUEST_RATE_LIMITED = 8,
+    WINK_REQUEST_TIMED_OUT = 9,
+    WINK_REQUEST_UNAVAILABLE = 10,
+} wink_request_status;
+
+typedef enum wink_patch_type {
+    WINK_PATCH_MERGE = 0,       /* JSON merge patch (RFC 7386) */
+    WINK_PATCH_JSON = 1,        /* JSON patch (RFC 6902) */
+    WINK_PATCH_STRATEGIC = 2,   /* strategic merge patch (built-in kinds) */
+    WINK_PATCH_APPLY = 3,       /* server-side apply, the plugin's name as field manager */
+    WINK_PATCH_APPLY_FORCE = 4, /* server-side apply taking over conflicting fields */
+} wink_patch_type;
+
+/* The object, read live from the API server. */
+wink_request_status wink_cluster_get(const char *api_version, const char *kind, const char *namespace_,
+                                     const char *name, const wink_object **out);
+/* Creates the object `json` (its namespace is metadata.namespace). */
+wink_request_status wink_cluster_create(const char *json, const wink_object **out);
+/* Replaces the object `json`; its metadata.resourceVersion is the version it was read at. */
+wink_request_status wink_cluster_update(const char *json, const wink_object **out);
+/* Replaces the status of the object `json` (its status subresource). */
+wink_request_status wink_cluster_update_status(const char *json, const wink_object **out);
+/* Patches an object. */
+wink_request_status wink_cluster_patch(const char *api_version, const char *kind, const char *namespace_,
+                                       const char *name, wink_patch_type type, const char *patch,
+                                       const wink_object **out);
+/* Patches the status subresource of an object. */
+wink_request_status wink_cluster_patch_status(const char *api_version, const char *kind, const char *namespace_,
+                                              const char *name, wink_patch_type type, const char *patch,
+                                              const wink_object **out);
+/* Deletes an object; `*remaining` is set to it while its finalizers run, else to NULL. */
+wink_request_status wink_cluster_delete(const char *api_version, const char *kind, const char *namespace_,
+                                        const char *name, const wink_object **remaining);
+/* Records an Event about `regarding` (Normal, or Warning when `warning`). Identical Events are
+ * aggregated by the host. */
+wink_request_status wink_cluster_record_event(const wink_object *regarding, bool warning, const char *reason,
+                                              const char *action, const char *note);
+/* The host's message about the last failed request, or "" after a successful one. */
+const char *wink_request_error(void);
+/* The name of a status: "ok", "not-permitted", "conflict", ... */
+const char *wink_request_status_name(wink_request_status status);
+
+/* ---- clocks -------------------------------------------------------------------------- */
+
+/* The wall clock: milliseconds since 1970-01-01T00:00:00Z. */
+int64_t wink_now_ms(void);
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 /*

@@ -51,19 +51,69 @@ export const cache: {
   byIndex(apiVersion: string, kind: string, index: string, value: string): KubeObject[];
 };
 
+/** A failed request to the cluster. */
+export class RequestError extends Error {
+  reason:
+    | "not-permitted"
+    | "forbidden"
+    | "not-found"
+    | "already-exists"
+    | "conflict"
+    | "invalid"
+    | "bad-request"
+    | "rate-limited"
+    | "timed-out"
+    | "unavailable";
+  causes: { field: string; reason: string; message: string }[];
+  readonly transient: boolean;
+}
+
+export type PatchType = "merge" | "json" | "strategic" | "apply";
+
+export interface DeleteOptions {
+  uid?: string;
+  resourceVersion?: string;
+  propagation?: "orphan" | "background" | "foreground";
+  gracePeriodSeconds?: number;
+}
+
+export const cluster: {
+  get(apiVersion: string, kind: string, namespace: string | null, name: string): KubeObject;
+  create(obj: object | string): KubeObject;
+  update(obj: object | string): KubeObject;
+  updateStatus(obj: object | string): KubeObject;
+  patch(
+    apiVersion: string,
+    kind: string,
+    namespace: string | null,
+    name: string,
+    patch: object | string,
+    type?: PatchType,
+    options?: { force?: boolean },
+  ): KubeObject;
+  patchStatus(apiVersion: string, kind: string, namespace: string | null, name: string, patch: object | string, type?: PatchType): KubeObject;
+  apply(obj: object, options?: { force?: boolean }): KubeObject;
+  delete(apiVersion: string, kind: string, namespace: string | null, name: string, options?: DeleteOptions): KubeObject | null;
+  recordEvent(regarding: KubeObject, type: "Normal" | "Warning", reason: string, action: string, note: string): void;
+};
+
+/** A handler's request to be called again for the object after `ms` milliseconds. */
+export interface Requeue {}
+export function requeueAfter(ms: number): Requeue;
+
 export interface Plugin {
   init?(config: any): void;
-  onAdd?(obj: KubeObject, initialList: boolean): void;
-  onUpdate?(old: KubeObject, obj: KubeObject): void;
-  onDelete?(obj: KubeObject, finalStateUnknown: boolean): void;
+  onAdd?(obj: KubeObject, initialList: boolean): void | Requeue;
+  onUpdate?(old: KubeObject, obj: KubeObject): void | Requeue;
+  onDelete?(obj: KubeObject, finalStateUnknown: boolean): void | Requeue;
 }
 
 /** The component's `handler` export, as componentize-qjs expects it. */
 export interface HandlerExport {
   init(config: string): void;
-  onAdd(obj: unknown, initialList: boolean): void;
-  onUpdate(old: unknown, obj: unknown): void;
-  onDelete(obj: unknown, finalStateUnknown: boolean): void;
+  onAdd(obj: unknown, initialList: boolean): unknown;
+  onUpdate(old: unknown, obj: unknown): unknown;
+  onDelete(obj: unknown, finalStateUnknown: boolean): unknown;
 }
 
 export function definePlugin(plugin: Plugin | (() => Plugin)): HandlerExport;

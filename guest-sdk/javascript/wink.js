@@ -11,19 +11,20 @@
 //     });
 //
 // `cargo xtask build-plugins` turns it into a WebAssembly component with componentize-qjs
-// (QuickJS). This module hides the generated bindings of wit/wink-plugin.wit: objects are
-// `KubeObject`s, `throw new Retry(...)` / `throw new Fatal(...)` are the handler errors, and
-// `log` and `cache` wrap the host's imports. See README.md beside this file.
+// (QuickJS). This module hides the generated bindings of wit/wink-plugin.wit (0.2.0): objects
+// are `KubeObject`s, `throw new Retry(...)` / `throw new Fatal(...)` are the handler errors, a
+// handler may `return requeueAfter(ms)`, and `log`, `cache` and `cluster` wrap the host's
+// imports. See README.md beside this file.
 //
-// The sandbox has no WASI: no clock (`Date.now()` and `new Date()` throw; `new Date(text)`
-// works), no real randomness (`Math.random()` repeats the same sequence in every instance),
-// no console (the SDK routes `console.*` to the host's log).
+// The sandbox gives the clocks (`Date` works) and randomness, nothing else: no files, no
+// environment, no console (the SDK routes `console.*` to the host's log).
 
-import rawCache from "wink:plugin/cache@0.1.0";
-import rawLog from "wink:plugin/log@0.1.0";
+import rawCache from "wink:plugin/cache@0.2.0";
+import rawCluster from "wink:plugin/cluster@0.2.0";
+import rawLog from "wink:plugin/log@0.2.0";
 
 /** The version of the WIT package (`wink:plugin`) this SDK implements. */
-export const WIT_VERSION = "0.1.0";
+export const WIT_VERSION = "0.2.0";
 
 // ---- errors --------------------------------------------------------------------------
 
@@ -87,23 +88,6 @@ globalThis.console = {
   warn: log.warn,
   error: log.error,
 };
-
-// There is no clock: reading it would trap the instance. Throw a catchable error instead.
-{
-  const RealDate = Date;
-  const noClock = () => {
-    throw new Error("wink plugins have no clock: Date.now() and new Date() are unavailable");
-  };
-  function WinkDate(...args) {
-    if (args.length === 0) noClock();
-    return new.target ? new RealDate(...args) : new RealDate(...args).toString();
-  }
-  WinkDate.prototype = RealDate.prototype;
-  WinkDate.now = noClock;
-  WinkDate.parse = RealDate.parse;
-  WinkDate.UTC = RealDate.UTC;
-  globalThis.Date = WinkDate;
-}
 
 // ---- objects -------------------------------------------------------------------------
 
@@ -202,19 +186,143 @@ export const cache = {
   },
 };
 
+// ---- the cluster ---------------------------------------------------------------------
+
+/** A failed request to the cluster. `reason` is one of "not-permitted" (refused by wink, before
+ * any request), "forbidden", "not-found", "already-exists", "conflict", "invalid",
+ * "bad-request", "rate-limited", "timed-out", "unavailable"; `causes` lists the fields at
+ * fault of an "invalid" one ({field, reason, message}). */
+export class RequestError extends Error {
+  constructor(reason, message, causes = []) {
+    super(message);
+    this.name = "RequestError";
+    this.reason = reason;
+    this.causes = causes;
+  }
+
+  /** Whether trying again later may succeed. */
+  get transient() {
+    return ["conflict", "rate-limited", "timed-out", "unavailable"].includes(this.reason);
+  }
+}
+
+function requested(call) {
+  try {
+    return call();
+  } catch (e) {
+    const payload = e && e.payload;
+    if (payload && typeof payload.tag === "string") {
+      if (payload.tag === "invalid") throw new RequestError("invalid", payload.val.message, payload.val.causes);
+      throw new RequestError(payload.tag, String(payload.val));
+    }
+    throw e;
+  }
+}
+
+const object = (raw) => new KubeObject(raw);
+const jsonText = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+
+function patchDocument(patch, type, force) {
+  if (type === "apply") return { tag: "apply", val: { body: jsonText(patch), force: Boolean(force) } };
+  const tags = { merge: "merge", json: "json", strategic: "strategic-merge", "strategic-merge": "strategic-merge" };
+  if (!tags[type]) throw new TypeError(`unknown patch type ${type}: merge, json, strategic or apply`);
+  return { tag: tags[type], val: jsonText(patch) };
+}
+
+/** Requests to the cluster, within the plugin's permissions and budget. Objects are plain
+ * objects (or JSON text); answers are KubeObjects. A failure throws a RequestError. */
+export const cluster = {
+  /** The object, read live from the API server. */
+  get(apiVersion, kind, namespace, name) {
+    return object(requested(() => rawCluster.get({ apiVersion, kind }, namespace ?? undefined, name)));
+  },
+  /** Creates `obj` (its namespace is metadata.namespace). */
+  create(obj) {
+    return object(requested(() => rawCluster.create(jsonText(obj))));
+  },
+  /** Replaces `obj`; its metadata.resourceVersion is the version it was read at. */
+  update(obj) {
+    return object(requested(() => rawCluster.update(jsonText(obj))));
+  },
+  /** Replaces the status of `obj`. */
+  updateStatus(obj) {
+    return object(requested(() => rawCluster.updateStatus(jsonText(obj))));
+  },
+  /** Patches an object: `type` is "merge" (default), "json", "strategic" or "apply". */
+  patch(apiVersion, kind, namespace, name, patch, type = "merge", { force = false } = {}) {
+    const doc = patchDocument(patch, type, force);
+    return object(requested(() => rawCluster.patch({ apiVersion, kind }, namespace ?? undefined, name, doc)));
+  },
+  /** Patches the status subresource of an object. */
+  patchStatus(apiVersion, kind, namespace, name, patch, type = "merge") {
+    const doc = patchDocument(patch, type, false);
+    return object(requested(() => rawCluster.patchStatus({ apiVersion, kind }, namespace ?? undefined, name, doc)));
+  },
+  /** Server-side applies `obj`, with the plugin's name as field manager. */
+  apply(obj, { force = false } = {}) {
+    const m = obj.metadata ?? {};
+    return cluster.patch(obj.apiVersion, obj.kind, m.namespace, m.name, obj, "apply", { force });
+  },
+  /** Deletes an object; returns it while its finalizers run, else null. `options`:
+   * {uid, resourceVersion, propagation: "orphan"|"background"|"foreground", gracePeriodSeconds}. */
+  delete(apiVersion, kind, namespace, name, options = {}) {
+    const opts = {
+      uid: options.uid ?? undefined,
+      resourceVersion: options.resourceVersion ?? undefined,
+      propagation: options.propagation ?? undefined,
+      gracePeriodSeconds: options.gracePeriodSeconds === undefined ? undefined : BigInt(options.gracePeriodSeconds),
+    };
+    const raw = requested(() => rawCluster.delete({ apiVersion, kind }, namespace ?? undefined, name, opts));
+    return raw == null ? null : object(raw);
+  },
+  /** Records an Event about `regarding` (a KubeObject); `type` is "Normal" or "Warning".
+   * Identical Events are aggregated by the host. */
+  recordEvent(regarding, type, reason, action, note) {
+    const event = {
+      regarding: {
+        apiVersion: regarding.apiVersion,
+        kind: regarding.kind,
+        namespace: regarding.namespace ?? undefined,
+        name: regarding.name,
+        uid: regarding.uid,
+      },
+      eventType: type === "Warning" ? "warning" : "normal",
+      reason,
+      action,
+      note,
+    };
+    requested(() => rawCluster.recordEvent(event));
+  },
+};
+
 // ---- the handler ---------------------------------------------------------------------
+
+const REQUEUE = Symbol("requeue");
+
+/** What a handler returns to be called again for the same object after `ms` milliseconds,
+ * with its newest state (controller-runtime's RequeueAfter). */
+export function requeueAfter(ms) {
+  return { [REQUEUE]: Math.max(0, Math.floor(ms)) };
+}
+
+function action(result) {
+  if (result && typeof result === "object" && REQUEUE in result) return { tag: "requeue-after", val: BigInt(result[REQUEUE]) };
+  return { tag: "await-change" };
+}
 
 function describe(e) {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
-/** Runs an event handler and turns its outcome into the WIT result (thrown `handler-error`). */
+/** Runs an event handler and turns its outcome into the WIT result: an `action`, or a thrown
+ * `handler-error`. */
 function call(event, fn) {
   try {
-    fn();
+    return action(fn());
   } catch (e) {
     if (e instanceof Retry) throw { tag: "retry", val: e.message };
     if (e instanceof Fatal) throw { tag: "fatal", val: e.message };
+    if (e instanceof RequestError) throw { tag: e.transient ? "retry" : "fatal", val: `${e.reason}: ${e.message}` };
     // A bug in the plugin: say where, then drop the event.
     log.error(`${event} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
     throw { tag: "fatal", val: describe(e) };
@@ -228,7 +336,9 @@ function call(event, fn) {
  *
  * - `init(config)`: the manifest's `config`, parsed (null when absent); throw to refuse it.
  * - `onAdd(obj, initialList)`, `onUpdate(old, obj)`, `onDelete(obj, finalStateUnknown)`:
- *   `obj` is a KubeObject; throw `Retry` or `Fatal` to fail the event.
+ *   `obj` is a KubeObject; throw `Retry` or `Fatal` to fail the event (a RequestError that
+ *   escapes is a retry when transient, else fatal); return `requeueAfter(ms)` to be called
+ *   again later.
  */
 export function definePlugin(plugin) {
   let current = null;
@@ -249,15 +359,15 @@ export function definePlugin(plugin) {
     },
     onAdd(obj, initialList) {
       const h = handlerOf("on-add", "onAdd");
-      if (h) call("on-add", () => h(new KubeObject(obj), initialList));
+      return h ? call("on-add", () => h(new KubeObject(obj), initialList)) : action();
     },
     onUpdate(old, obj) {
       const h = handlerOf("on-update", "onUpdate");
-      if (h) call("on-update", () => h(new KubeObject(old), new KubeObject(obj)));
+      return h ? call("on-update", () => h(new KubeObject(old), new KubeObject(obj))) : action();
     },
     onDelete(obj, finalStateUnknown) {
       const h = handlerOf("on-delete", "onDelete");
-      if (h) call("on-delete", () => h(new KubeObject(obj), finalStateUnknown));
+      return h ? call("on-delete", () => h(new KubeObject(obj), finalStateUnknown)) : action();
     },
   };
 }

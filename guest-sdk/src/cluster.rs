@@ -9,16 +9,16 @@
 //!
 //! ```no_run
 //! use wink_guest::cluster::{self, RequestError};
-//! use wink_guest::{Resource, serde_json};
+//! use wink_guest::{HandlerError, Resource};
 //!
-//! fn scale(namespace: &str, name: &str, replicas: i64) -> Result<(), RequestError> {
+//! fn scale(namespace: &str, name: &str, replicas: i64) -> Result<(), HandlerError> {
 //!     let deployments = Resource::new("apps/v1", "Deployment");
 //!     loop {
-//!         let mut live = cluster::get(&deployments, Some(namespace), name)?.value().clone();
+//!         let mut live = cluster::get(&deployments, Some(namespace), name)?.json_value()?;
 //!         live["spec"]["replicas"] = replicas.into();
 //!         match cluster::update(&live) {
 //!             Err(RequestError::Conflict(_)) => continue,
-//!             other => return other.map(drop),
+//!             other => return other.map(drop).map_err(Into::into),
 //!         }
 //!     }
 //! }

@@ -321,13 +321,14 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
     let mut lines = vec![
         format!("plugin {} is valid", plugin.name()),
         format!(
-            "  component: {} ({}, implements wink:plugin/handler-plugin@0.1.0)",
+            "  component: {} ({}, implements wink:plugin/handler-plugin@{})",
             plugin.component_path.display(),
             match plugin.cache {
                 CacheOutcome::Hit => "compiled earlier, from the cache",
                 CacheOutcome::Miss => "compiled now, cached",
                 CacheOutcome::Disabled => "compiled now",
-            }
+            },
+            plugin.pre.version().as_str()
         ),
         format!("  limits: memory {} bytes, {:?} per call", m.limits.memory.bytes(), m.limits.call_timeout),
         format!(
@@ -339,6 +340,27 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
             format_bytes(budget.total())
         ),
     ];
+    if !plugin.pre.refused_wasi().is_empty() {
+        lines.push(format!(
+            "  WASI: clocks and randomness given; refused (calls trap): {}",
+            plugin.pre.refused_wasi().join(", ")
+        ));
+    }
+    if m.permissions.is_empty() {
+        lines.push("  cluster: no permissions (every request is refused)".to_owned());
+    }
+    for rule in &m.permissions {
+        let namespaces = rule.namespaces.as_ref().map_or("all namespaces".to_owned(), |ns| ns.join(", "));
+        lines.push(format!(
+            "  may {} {} (groups {}) in {namespaces}",
+            rule.verbs.join(", "),
+            rule.resources.join(", "),
+            rule.api_groups.iter().map(|g| if g.is_empty() { "core" } else { g }).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if let Some(account) = &m.service_account {
+        lines.push(format!("  requests as service account {account} on a real cluster"));
+    }
     for r in &m.resources {
         let namespaces = r.namespaces.as_ref().map_or("all namespaces".to_owned(), |ns| ns.join(", "));
         let selector = r.label_selector.as_ref().map_or(String::new(), |s| format!(", labels {s}"));

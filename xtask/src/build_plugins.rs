@@ -252,7 +252,7 @@ fn package_rust(
         fs::read(&artifact.wasm).with_context(|| format!("plugin {name}: reading {}", artifact.wasm.display()))?;
     let component = component::encode(&core)
         .with_context(|| format!("plugin {name}: componentizing {}", artifact.wasm.display()))?;
-    let installed = package::install(plugin_dir, &name, &manifest, &component, contract, &out.join(relative))?;
+    let installed = package::install(plugin_dir, &name, &manifest, &component, contract, &out.join(relative), false)?;
     let detail = format!(
         "{} bytes core, {} bytes component{}; {}",
         core.len(),

@@ -60,6 +60,18 @@ impl Surface {
         Self { imports: names(&world.imports), exports: names(&world.exports) }
     }
 
+    /// The same surface without the WASI imports a language runtime brings (all but the
+    /// clocks), which the host refuses: every call to them traps.
+    pub fn without_runtime_wasi(&self) -> Self {
+        let imports = self
+            .imports
+            .iter()
+            .filter(|name| !name.starts_with("wasi:") || ALLOWED_IMPORT_PREFIXES.iter().any(|p| name.starts_with(p)))
+            .cloned()
+            .collect();
+        Self { imports, exports: self.exports.clone() }
+    }
+
     /// Fails unless every import is a `wink:plugin/*` interface or a WASI clock: no other
     /// WASI, no bare functions.
     pub fn check_only_wink_imports(&self) -> Result<()> {
@@ -94,8 +106,14 @@ impl Surface {
                 list_or_nothing(&self.exports)
             );
         }
-        let extra: Vec<&str> =
-            self.imports.iter().filter(|name| !contract.imports.contains(name)).map(String::as_str).collect();
+        // The WASI clocks may be imported at any 0.2.x version: the host matches them.
+        let clock = |name: &str| ALLOWED_IMPORT_PREFIXES[1..].iter().any(|p| name.starts_with(p));
+        let extra: Vec<&str> = self
+            .imports
+            .iter()
+            .filter(|name| !contract.imports.contains(name) && !clock(name))
+            .map(String::as_str)
+            .collect();
         if !extra.is_empty() {
             bail!("the component imports {}, which the `{WORLD}` world does not offer", extra.join(", "));
         }

@@ -70,13 +70,17 @@ pub fn install(
     component: &[u8],
     contract: &Contract,
     dest: &Path,
+    runtime_wasi: bool,
 ) -> Result<Installed> {
     let surface =
         Surface::of_component(component).with_context(|| format!("plugin {name}: reading the component's world"))?;
-    surface.check_only_wink_imports().with_context(|| format!("plugin {name}"))?;
+    // A language runtime (CPython, QuickJS) imports parts of WASI the host refuses (calls
+    // trap); they are not the plugin's contract.
+    let checked = if runtime_wasi { surface.without_runtime_wasi() } else { surface.clone() };
+    checked.check_only_wink_imports().with_context(|| format!("plugin {name}"))?;
     // A plugin with a `wit/` folder of its own implements another world on purpose.
     if !plugin_dir.join("wit").is_dir() {
-        contract.check(&surface).with_context(|| format!("plugin {name} is not a wink plugin"))?;
+        contract.check(&checked).with_context(|| format!("plugin {name} is not a wink plugin"))?;
     }
     let component_path = dest.join(component_file(name));
     let written = write_atomic(&component_path, component)?;

@@ -12,19 +12,23 @@ A plugin is a module ``app.py`` that subclasses :class:`Plugin` and exports it::
     Handler = wink.export(Greeter)
 
 ``cargo xtask build-plugins`` turns it into a WebAssembly component with componentize-py
-(guest-sdk/python/README.md says how, and what the manifest holds). The component imports no
-WASI: no files, sockets, clocks or randomness. ``print`` goes to the host's log.
+(guest-sdk/python/README.md says how, and what the manifest holds). The host gives the
+plugin the clocks (``time``, ``datetime``) and randomness, nothing else: no files, sockets or
+environment. ``print`` goes to the host's log.
 
-- :class:`Plugin`: override ``init``, ``on_add``, ``on_update``, ``on_delete``.
+- :class:`Plugin`: override ``init``, ``on_add``, ``on_update``, ``on_delete``; return
+  :func:`requeue_after` from an event handler to be called again later.
 - :class:`Object`: an object's metadata (parsed by the host) and its JSON (``obj.body``).
-- :mod:`wink.log`: ``log.info(...)`` and friends; :mod:`wink.cache`: scoped cache reads.
+- :mod:`wink.log`: ``log.info(...)`` and friends; :mod:`wink.cache`: scoped cache reads;
+  :mod:`wink.cluster`: live reads, writes and Events, within the manifest's permissions.
 - :class:`Retry`, :class:`Fatal`: raise them to have the host retry the event or drop it.
 """
 
-from . import cache, log
+from . import cache, cluster, log
+from .cluster import RequestError
 from .errors import CacheError, Fatal, Retry
 from .objects import Object, OwnerReference
-from .plugin import Plugin, export
+from .plugin import Plugin, Requeue, export, requeue_after
 
 __all__ = [
     "CacheError",
@@ -32,11 +36,15 @@ __all__ = [
     "Object",
     "OwnerReference",
     "Plugin",
+    "RequestError",
+    "Requeue",
     "Retry",
     "cache",
+    "cluster",
     "export",
     "log",
+    "requeue_after",
 ]
 
 #: The version of the WIT package (``wink:plugin``) this SDK implements.
-WIT_VERSION = "0.1.0"
+WIT_VERSION = "0.2.0"

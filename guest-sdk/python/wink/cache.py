@@ -10,6 +10,7 @@ from typing import List, Optional
 
 from componentize_py_types import Err
 from wit_world.imports import cache as _raw
+from wit_world.imports import types as _types
 
 from .errors import CacheError
 from .objects import Object
@@ -31,7 +32,7 @@ def get(api_version: str, kind: str, key: str) -> Optional[Object]:
     """The object of ``(api_version, kind)`` with this key (``namespace/name`` or ``name``),
     or ``None`` when it is not cached."""
     try:
-        raw = _raw.get(_raw.Resource(api_version, kind), key)
+        raw = _raw.get(_types.Resource(api_version, kind), key)
     except Err as err:
         raise _refused(err) from None
     return Object(raw) if raw is not None else None
@@ -40,7 +41,7 @@ def get(api_version: str, kind: str, key: str) -> Optional[Object]:
 def list(api_version: str, kind: str, namespace: Optional[str] = None) -> List[Object]:
     """Every cached object of the resource, or those in ``namespace``."""
     try:
-        raw = _raw.list(_raw.Resource(api_version, kind), namespace)
+        raw = _raw.list(_types.Resource(api_version, kind), namespace)
     except Err as err:
         raise _refused(err) from None
     return [Object(o) for o in raw]
@@ -50,7 +51,7 @@ def by_index(api_version: str, kind: str, index: str, value: str) -> List[Object
     """The objects whose index ``index`` yields ``value`` (see :data:`NAMESPACE_INDEX`,
     :data:`OWNER_UID_INDEX`)."""
     try:
-        raw = _raw.by_index(_raw.Resource(api_version, kind), index, value)
+        raw = _raw.by_index(_types.Resource(api_version, kind), index, value)
     except Err as err:
         raise _refused(err) from None
     return builtins.list(Object(o) for o in raw)

@@ -9,8 +9,28 @@ from wit_world import exports
 from wit_world.imports import types as _types
 
 from . import log
+from .cluster import RequestError
 from .errors import Fatal, Retry
 from .objects import Object
+
+
+class Requeue:
+    """What a handler returns to be called again for the same object later (see
+    :func:`requeue_after`)."""
+
+    __slots__ = ("milliseconds",)
+
+    def __init__(self, milliseconds: int) -> None:
+        self.milliseconds = milliseconds
+
+
+def requeue_after(seconds: float) -> Requeue:
+    """Return this from a handler to be called again for the same object after ``seconds``,
+    with its newest state (controller-runtime's ``RequeueAfter``)::
+
+        return wink.requeue_after(30)
+    """
+    return Requeue(max(0, int(seconds * 1000)))
 
 
 class Plugin:
@@ -25,13 +45,14 @@ class Plugin:
         """Called after every (re)start with the manifest's ``config``, parsed from JSON
         (``None`` when absent). Raise any exception to refuse it; its message says why."""
 
-    def on_add(self, obj: Object, initial_list: bool) -> None:
-        """An object was added; ``initial_list`` is true for the informer's initial list."""
+    def on_add(self, obj: Object, initial_list: bool) -> Optional[Requeue]:
+        """An object was added; ``initial_list`` is true for the informer's initial list.
+        Every event handler may return :func:`requeue_after` to be called again later."""
 
-    def on_update(self, old: Object, new: Object) -> None:
+    def on_update(self, old: Object, new: Object) -> Optional[Requeue]:
         """An object changed; on a periodic resync ``old`` and ``new`` are the same."""
 
-    def on_delete(self, obj: Object, final_state_unknown: bool) -> None:
+    def on_delete(self, obj: Object, final_state_unknown: bool) -> Optional[Requeue]:
         """An object was deleted; if ``final_state_unknown``, ``obj`` is its last known state."""
 
 
@@ -51,19 +72,26 @@ _plugin_class: Optional[Type[Plugin]] = None
 _plugin: Optional[Plugin] = None
 
 
-def _call(event: str, handler: Callable[[], None]) -> None:
-    """Runs an event handler and turns its outcome into the WIT result."""
+def _call(event: str, handler: Callable[[], Optional[Requeue]]) -> Any:
+    """Runs an event handler and turns its outcome into the WIT result: an ``action``, or a
+    raised ``handler-error``."""
     if _plugin is None:
         raise Err(_types.HandlerError_Fatal(f"wink: {event} called before a successful init"))
     try:
-        handler()
+        result = handler()
     except Retry as e:
         raise Err(_types.HandlerError_Retry(str(e))) from None
     except Fatal as e:
         raise Err(_types.HandlerError_Fatal(str(e))) from None
+    except RequestError as e:
+        error = _types.HandlerError_Retry if e.transient else _types.HandlerError_Fatal
+        raise Err(error(f"{e.reason}: {e}")) from None
     except Exception as e:  # a bug in the plugin: say where, then drop the event
         log.error(f"{event} raised {type(e).__name__}: {e}\nTraceback (most recent call last):\n{_where(e)}")
         raise Err(_types.HandlerError_Fatal(f"{type(e).__name__}: {e}")) from None
+    if isinstance(result, Requeue):
+        return _types.Action_RequeueAfter(result.milliseconds)
+    return _types.Action_AwaitChange()
 
 
 class _Handler(exports.Handler):
@@ -81,14 +109,14 @@ class _Handler(exports.Handler):
             raise Err(str(e) or type(e).__name__) from None
         _plugin = plugin
 
-    def on_add(self, obj: _types.Object, initial_list: bool) -> None:
-        _call("on-add", lambda: _plugin.on_add(Object(obj), initial_list))
+    def on_add(self, obj: _types.Object, initial_list: bool) -> Any:
+        return _call("on-add", lambda: _plugin.on_add(Object(obj), initial_list))
 
-    def on_update(self, old: _types.Object, new: _types.Object) -> None:
-        _call("on-update", lambda: _plugin.on_update(Object(old), Object(new)))
+    def on_update(self, old: _types.Object, new: _types.Object) -> Any:
+        return _call("on-update", lambda: _plugin.on_update(Object(old), Object(new)))
 
-    def on_delete(self, obj: _types.Object, final_state_unknown: bool) -> None:
-        _call("on-delete", lambda: _plugin.on_delete(Object(obj), final_state_unknown))
+    def on_delete(self, obj: _types.Object, final_state_unknown: bool) -> Any:
+        return _call("on-delete", lambda: _plugin.on_delete(Object(obj), final_state_unknown))
 
 
 def export(plugin_class: Type[Plugin]) -> Type[exports.Handler]:

@@ -138,7 +138,7 @@ pub fn install(repo: &Path, toolchains: &Path, build: &Path) -> Result<Toolchain
             tools::tail(&version, 10)
         );
     }
-    generate_bindings(&super::wit_dir(repo), &toolchain.bindings)?;
+    generate_bindings(&repo.join("wit"), &toolchain.bindings)?;
     Ok(toolchain)
 }
 

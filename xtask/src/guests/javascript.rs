@@ -12,9 +12,9 @@
 //! Build: the plugin's files are staged into a build folder with the SDK as
 //! `node_modules/wink-guest`, so `import … from "wink-guest"` resolves as it would in an npm
 //! project; then `componentize-qjs --wit wit --world handler-plugin --js app.js --module-root
-//! <stage> --stub-wasi --sync`. `--stub-wasi` turns every WASI import of the runtime into a
-//! trapping stub (no clocks, randomness, files: `Date.now()` and `Math.random()` trap), and
-//! `--sync` picks the runtime without the component-model async ABI.
+//! <stage> --sync` (`--sync` picks the runtime without the component-model async ABI). The
+//! QuickJS runtime imports parts of WASI: the host gives it the clocks and randomness and
+//! refuses the rest (files, environment, streams: calls trap), so `Date` works.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -39,7 +39,7 @@ pub struct Toolchain {
 impl Toolchain {
     /// What the build depends on besides its sources: the tool's version and flags.
     pub fn fingerprint(&self) -> String {
-        format!("componentize-qjs {COMPONENTIZE_QJS} --stub-wasi --sync")
+        format!("componentize-qjs {COMPONENTIZE_QJS} --sync")
     }
 
     /// Builds the plugin in `plugin_dir` into a component under `work`; returns its path.
@@ -55,12 +55,12 @@ impl Toolchain {
                 .current_dir(work)
                 .arg(&self.cli)
                 .arg("--wit")
-                .arg(super::wit_dir(repo))
+                .arg(repo.join("wit"))
                 .args(["--world", "handler-plugin", "--js"])
                 .arg(stage.join("app.js"))
                 .arg("--module-root")
                 .arg(&stage)
-                .args(["--stub-wasi", "--sync", "-o"])
+                .args(["--sync", "-o"])
                 .arg(&output),
         )?;
         Ok(output)

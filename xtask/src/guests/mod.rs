@@ -33,13 +33,6 @@ use crate::component::Contract;
 use crate::package;
 use crate::report::{BuiltPlugin, Report, seconds};
 
-/// The WIT package the Python, JavaScript and C SDKs build against: they implement
-/// `wink:plugin@0.1.0` (which the host keeps serving beside 0.2.0), and so keep that version's
-/// guests under test.
-pub fn wit_dir(repo: &Path) -> PathBuf {
-    repo.join("wit").join("v0.1.0")
-}
-
 /// Where a build reads and writes.
 pub struct Context<'a> {
     /// The repository.
@@ -250,7 +243,7 @@ fn build_one(context: &Context<'_>, toolchain: &Toolchain, plugin: &GuestPlugin,
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
 
     let mut inputs = tools::InputHash::new(&toolchain.fingerprint());
-    inputs.add_tree("wit", &wit_dir(context.repo))?;
+    inputs.add_tree("wit", &context.repo.join("wit"))?;
     inputs.add_tree("sdk", &context.repo.join("guest-sdk").join(language.name()))?;
     inputs.add_tree("plugin", &plugin.dir)?;
     let inputs = inputs.finish();
@@ -269,7 +262,8 @@ fn build_one(context: &Context<'_>, toolchain: &Toolchain, plugin: &GuestPlugin,
     }
     let component = fs::read(&cached).with_context(|| format!("reading {}", cached.display()))?;
     let dest = context.out.join(&plugin.out_path);
-    let installed = package::install(&plugin.dir, &name, &manifest, &component, context.contract, &dest)?;
+    let runtime_wasi = language != Language::C;
+    let installed = package::install(&plugin.dir, &name, &manifest, &component, context.contract, &dest, runtime_wasi)?;
     let detail = format!(
         "{} bytes component, {}{}; {}",
         installed.component_size,

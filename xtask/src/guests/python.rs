@@ -5,10 +5,11 @@
 //! compiled to WebAssembly, so the machine's Python only runs pip.
 //!
 //! Build: `componentize-py -d wit -w handler-plugin componentize app -p <plugin> -p
-//! guest-sdk/python --stub-wasi`. The plugin's `app.py` is the entry module; the SDK (`wink`)
-//! and the bindings componentize-py generates (`wit_world`) are importable from it.
-//! `--stub-wasi` replaces every WASI import of the CPython runtime with a stub that traps, so
-//! the component imports only `wink:plugin/*`. The whole of CPython is in every component
+//! guest-sdk/python`. The plugin's `app.py` is the entry module; the SDK (`wink`) and the
+//! bindings componentize-py generates (`wit_world`) are importable from it. The CPython
+//! runtime imports parts of WASI: the host gives it the clocks and randomness and refuses the
+//! rest (files, environment, streams: calls trap), so `time` and `datetime` work and nothing
+//! else is reachable. The whole of CPython is in every component
 //! (about 18 MB; wasmtime compiles it in 5–15 s, which the host's compile cache pays once).
 
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ pub struct Toolchain {
 impl Toolchain {
     /// What the build depends on besides its sources: the tool's version and flags.
     pub fn fingerprint(&self) -> String {
-        format!("componentize-py {COMPONENTIZE_PY} --stub-wasi")
+        format!("componentize-py {COMPONENTIZE_PY}")
     }
 
     /// Builds the plugin in `plugin_dir` into a component under `work`; returns its path.
@@ -46,12 +47,11 @@ impl Toolchain {
             Command::new(&self.componentize_py)
                 .current_dir(work)
                 .arg("-d")
-                .arg(super::wit_dir(repo))
+                .arg(repo.join("wit"))
                 .args(["-w", "handler-plugin", "componentize", "app", "-p"])
                 .arg(&plugin)
                 .arg("-p")
                 .arg(&sdk)
-                .arg("--stub-wasi")
                 .arg("-o")
                 .arg(&output),
         )?;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use wasmtime::component::Component;
 
 use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
-use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink};
+use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, refused};
 use crate::plugin::runtime::bindings::{WitVersion, check_exports};
 use crate::plugin::runtime::engine::{CacheOutcome, EngineError, PluginEngine};
 use crate::plugin::runtime::footprint::InitialMemory;
@@ -114,14 +114,6 @@ pub enum LoadError {
         /// The engine's error.
         #[source]
         source: EngineError,
-    },
-    /// The component imports WASI, which plugins do not get.
-    #[error("{} imports WASI ({}), but plugins get only the WASI clocks: build it for a target without WASI (e.g. wasm32-unknown-unknown) or stub the rest of WASI out", path.display(), imports.join(", "))]
-    ImportsWasi {
-        /// The component file.
-        path: PathBuf,
-        /// The WASI imports.
-        imports: Vec<String>,
     },
     /// The component imports interfaces the host does not provide.
     #[error("{} imports {}, which the host does not provide to wink:plugin@{} plugins (allowed: {})", path.display(), imports.join(", "), version.as_str(), version.allowed_imports().join(", "))]
@@ -307,19 +299,18 @@ pub fn prepare_component(
         return Err(LoadError::MissingExport { path: path_buf(), exports });
     };
     let imports: Vec<String> = component_type.imports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
-    let refused: Vec<String> = imports.into_iter().filter(|i| !version.allows_import(i)).collect();
-    let (wasi, unknown): (Vec<String>, Vec<String>) = refused.into_iter().partition(|i| i.starts_with("wasi:"));
-    if !wasi.is_empty() {
-        return Err(LoadError::ImportsWasi { path: path_buf(), imports: wasi });
-    }
+    let unknown: Vec<String> =
+        imports.into_iter().filter(|i| !i.starts_with("wasi:") && !version.allows_import(i)).collect();
     if !unknown.is_empty() {
         return Err(LoadError::UnsupportedImports { path: path_buf(), version, imports: unknown });
     }
-    let linker = linker(engine).map_err(|source| LoadError::Link { path: path_buf(), source })?;
+    let link_error = |source| LoadError::Link { path: path_buf(), source };
+    let mut linker = linker(engine).map_err(link_error)?;
+    let refused = refused::link(&mut linker, &compiled.component).map_err(link_error)?;
     let pre = linker
         .instantiate_pre(&compiled.component)
-        .and_then(|pre| check_exports(&pre, version).map(|()| PluginPre::new(pre, version)))
-        .map_err(|source| LoadError::Link { path: path_buf(), source })?;
+        .and_then(|pre| check_exports(&pre, version).map(|()| PluginPre::new(pre, version, refused)))
+        .map_err(link_error)?;
     Ok((compiled, pre))
 }
 

@@ -1,13 +1,13 @@
 //! The WASI clocks every plugin gets: `wasi:clocks/wall-clock` and
 //! `wasi:clocks/monotonic-clock` (`now` and `resolution`), so that a guest's `time`,
 //! `datetime` or `Date` works. The monotonic clock counts nanoseconds from the host's start.
-//! `subscribe-*` (which needs `wasi:io/poll`) is not provided: a guest that imports it fails
-//! to link, naming the function.
+//! `subscribe-*` (which needs `wasi:io/poll`) is refused: calling it traps (see
+//! [`refused`](super::refused)).
 
 use std::sync::LazyLock;
 use std::time::{Instant, SystemTime};
 
-use wasmtime::component::{ComponentType, Linker, Lower};
+use wasmtime::component::{ComponentType, Linker, LinkerInstance, Lower};
 
 use crate::plugin::runtime::instance::HostState;
 
@@ -28,17 +28,33 @@ pub const WALL_CLOCK: &str = "wasi:clocks/wall-clock@0.2.0";
 /// See [`WALL_CLOCK`].
 pub const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.0";
 
-/// Defines both clocks.
+/// Defines both clocks (at 0.2.0; see [`define`] for the versions a component imports).
 pub fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     LazyLock::force(&START);
-    let mut wall = linker.instance(WALL_CLOCK)?;
-    wall.func_wrap("now", |_, (): ()| {
-        let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-        Ok((Datetime { seconds: since.as_secs(), nanoseconds: since.subsec_nanos() },))
-    })?;
-    wall.func_wrap("resolution", |_, (): ()| Ok((Datetime { seconds: 0, nanoseconds: 1 },)))?;
-    let mut monotonic = linker.instance(MONOTONIC_CLOCK)?;
-    monotonic.func_wrap("now", |_, (): ()| Ok((START.elapsed().as_nanos() as u64,)))?;
-    monotonic.func_wrap("resolution", |_, (): ()| Ok((1u64,)))?;
+    for (interface, items) in [(WALL_CLOCK, ["now", "resolution"]), (MONOTONIC_CLOCK, ["now", "resolution"])] {
+        let mut instance = linker.instance(interface)?;
+        for item in items {
+            define(&mut instance, interface, item)?;
+        }
+    }
     Ok(())
+}
+
+/// Defines `item` of the clock `interface` (any version) in `instance`; false when it is not
+/// one the host provides (`subscribe-*`).
+pub fn define(instance: &mut LinkerInstance<'_, HostState>, interface: &str, item: &str) -> wasmtime::Result<bool> {
+    let wall = interface.starts_with("wasi:clocks/wall-clock@");
+    match (wall, item) {
+        (true, "now") => instance.func_wrap("now", |_, (): ()| {
+            let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+            Ok((Datetime { seconds: since.as_secs(), nanoseconds: since.subsec_nanos() },))
+        })?,
+        (true, "resolution") => {
+            instance.func_wrap("resolution", |_, (): ()| Ok((Datetime { seconds: 0, nanoseconds: 1 },)))?
+        }
+        (false, "now") => instance.func_wrap("now", |_, (): ()| Ok((START.elapsed().as_nanos() as u64,)))?,
+        (false, "resolution") => instance.func_wrap("resolution", |_, (): ()| Ok((1u64,)))?,
+        _ => return Ok(false),
+    }
+    Ok(true)
 }

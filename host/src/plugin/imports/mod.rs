@@ -14,6 +14,7 @@ pub mod clocks;
 pub mod cluster;
 pub mod cluster_link;
 pub mod log;
+pub mod refused;
 
 pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
 pub use cluster::{ClusterAccess, ClusterContext, ClusterLink};

@@ -81,12 +81,19 @@ impl CallDeadline {
 pub struct PluginPre {
     pre: InstancePre<HostState>,
     version: WitVersion,
+    refused: Arc<[String]>,
 }
 
 impl PluginPre {
-    /// Wraps a pre-linked component implementing `version`.
-    pub fn new(pre: InstancePre<HostState>, version: WitVersion) -> Self {
-        Self { pre, version }
+    /// Wraps a pre-linked component implementing `version`, whose `refused` WASI imports
+    /// trap when called.
+    pub fn new(pre: InstancePre<HostState>, version: WitVersion, refused: Vec<String>) -> Self {
+        Self { pre, version, refused: refused.into() }
+    }
+
+    /// The WASI interfaces the component imports that the host refuses (calls trap).
+    pub fn refused_wasi(&self) -> &[String] {
+        &self.refused
     }
 
     /// The contract version the component implements.
