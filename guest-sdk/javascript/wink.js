@@ -270,7 +270,7 @@ export const cluster = {
       uid: options.uid ?? undefined,
       resourceVersion: options.resourceVersion ?? undefined,
       propagation: options.propagation ?? undefined,
-      gracePeriodSeconds: options.gracePeriodSeconds === undefined ? undefined : BigInt(options.gracePeriodSeconds),
+      gracePeriodSeconds: options.gracePeriodSeconds ?? undefined,
     };
     const raw = requested(() => rawCluster.delete({ apiVersion, kind }, namespace ?? undefined, name, opts));
     return raw == null ? null : object(raw);
@@ -306,7 +306,7 @@ export function requeueAfter(ms) {
 }
 
 function action(result) {
-  if (result && typeof result === "object" && REQUEUE in result) return { tag: "requeue-after", val: BigInt(result[REQUEUE]) };
+  if (result && typeof result === "object" && REQUEUE in result) return { tag: "requeue-after", val: result[REQUEUE] };
   return { tag: "await-change" };
 }
 

@@ -4,7 +4,40 @@
 
 use std::path::PathBuf;
 
+use wink::cluster::{Collection, EmbeddedCluster, ResourceInfo};
+use wink::source::MemorySource;
+
 use crate::{plugins_dir, repo_root};
+
+/// The scenario's cluster: one in-memory store per kind, which the guest's requests write to
+/// (with the API server's rules) and its informers watch.
+#[derive(Clone, Default)]
+pub struct ScenarioCluster {
+    kinds: Vec<(&'static str, &'static str, Collection)>,
+}
+
+impl ScenarioCluster {
+    /// Serves `source` as `(api_version, kind)`, named `plural` in `group`.
+    pub fn serve(
+        &mut self,
+        api_version: &'static str,
+        kind: &'static str,
+        plural: &str,
+        namespaced: bool,
+        source: MemorySource,
+    ) {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g).to_owned();
+        let info = ResourceInfo { group, plural: plural.to_owned(), namespaced };
+        let collection = Collection { info, status_subresource: kind == "Pod", built_in: true, source };
+        self.kinds.push((api_version, kind, collection));
+    }
+}
+
+impl EmbeddedCluster for ScenarioCluster {
+    fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
+        self.kinds.iter().find(|(a, k, _)| *a == api_version && *k == kind).map(|(_, _, c)| c.clone())
+    }
+}
 
 /// Calls `$mac!(rust, python, javascript, c)`: every language with a conformance guest, one
 /// identifier each, so that the runner gets one `#[test]` per language (as wasmtime's
@@ -33,6 +66,14 @@ cache:
 failurePolicy:
   onError: retry
   quarantineAfter: 0
+permissions:
+  - apiGroups: [\"\"]
+    resources: [configmaps]
+    verbs: [get, create, update, patch]
+    namespaces: [conf]
+  - apiGroups: [events.k8s.io]
+    resources: [events]
+    verbs: [create, patch]
 ";
 
 /// The manifest tail with `config` set to `config` (YAML), or with no `config` at all.

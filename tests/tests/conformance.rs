@@ -18,11 +18,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tracing::Level;
+use wink::cluster::EmbeddedClient;
 use wink::informer::{InformerFactory, ListerWatcher, Object, ResourceKey, SourceError};
+use wink::plugin::ClusterContext;
 use wink::plugin::{CallOutcome, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError};
 use wink::source::MemorySource;
 use wink_tests::compile_cache::cached_engine;
-use wink_tests::conformance::{built_guest, guest_name, guest_sources, manifest_tail};
+use wink_tests::conformance::{ScenarioCluster, built_guest, guest_name, guest_sources, manifest_tail};
 use wink_tests::install_plugin;
 use wink_tests::logs::logs;
 
@@ -72,6 +74,7 @@ struct Scenario {
     pods: MemorySource,
     namespaces: MemorySource,
     config_maps: MemorySource,
+    events: MemorySource,
     engine: PluginEngine,
     factory: Arc<InformerFactory>,
     registry: PluginRegistry,
@@ -109,13 +112,24 @@ impl Scenario {
         };
         let engine = cached_engine();
         let factory = Arc::new(InformerFactory::new(Arc::new(provider)));
-        let registry = PluginRegistry::new(engine.clone(), factory.clone(), MetricsRegistry::new(), GuestPool::new(2));
+        // The guest's requests go to the same stores, with the API server's rules.
+        let events = MemorySource::default();
+        let mut cluster = ScenarioCluster::default();
+        cluster.serve("v1", "Pod", "pods", true, pods.clone());
+        cluster.serve("v1", "Namespace", "namespaces", false, namespaces.clone());
+        cluster.serve("v1", "ConfigMap", "configmaps", true, config_maps.clone());
+        cluster.serve("v1", "Secret", "secrets", true, MemorySource::default());
+        cluster.serve("events.k8s.io/v1", "Event", "events", true, events.clone());
+        let client = ClusterContext::new(Arc::new(EmbeddedClient::new(Arc::new(cluster))), false);
+        let registry = PluginRegistry::new(engine.clone(), factory.clone(), MetricsRegistry::new(), GuestPool::new(2))
+            .with_cluster(client);
         Self {
             language,
             name: guest_name(language),
             pods,
             namespaces,
             config_maps,
+            events,
             engine,
             factory,
             registry,
@@ -263,12 +277,36 @@ async fn run(language: &'static str) {
     s.expect("conf/doomed", "fatal key=conf/doomed");
     s.settle("fatal").await;
 
-    // 9. Delete.
+    // 9. Writes: create, patch, a conflict and its recovery, a refused write, an Event, the
+    // clock, and a requeue.
+    let writer = s.pods.apply(pod("writer", json!({"conformance/write": "true"}))).unwrap();
+    let g = "conf/writer";
+    s.expect(g, format!("add key=conf/writer rv={} initial=false", rv(&writer)));
+    s.expect(g, "write create key=conf/writer-made step=created");
+    s.expect(g, "write patch key=conf/writer-made step=patched");
+    s.expect(g, "write conflict key=conf/writer-made");
+    s.expect(g, "write update key=conf/writer-made step=updated");
+    s.expect(g, "write denied resource=v1/Secret error=not-permitted");
+    s.expect(g, "write event reason=Conformance");
+    s.expect(g, "write clock ok");
+    s.expect(g, format!("update key=conf/writer old_rv={0} new_rv={0}", rv(&writer)));
+    s.expect(g, "requeue key=conf/writer");
+    s.settle("writes").await;
+    let made = s.config_maps.get("conf/writer-made").expect("the guest created conf/writer-made");
+    assert_eq!(made.to_value().unwrap()["data"]["step"], "updated", "[{language}] the last write wins");
+    let events: Vec<Value> = s.events.objects().iter().map(|e| e.to_value().unwrap()).collect();
+    assert_eq!(events.len(), 1, "[{language}] one Event: {events:?}");
+    assert_eq!(events[0]["regarding"]["name"], "writer");
+    assert_eq!(events[0]["reason"], "Conformance");
+    assert_eq!(events[0]["note"], "wrote conf/writer-made");
+    assert_eq!(events[0]["reportingController"], name.as_str());
+
+    // 10. Delete.
     let c_gone = s.pods.delete("conf/c").expect("conf/c exists");
     s.expect("conf/c", format!("delete key=conf/c rv={} unknown=false", rv(&c_gone)));
     s.settle("delete").await;
 
-    // 10. A delete missed while the watch was down: inferred on the relist.
+    // 11. A delete missed while the watch was down: inferred on the relist.
     s.pods.fail_next_watch(SourceError::Transport("the connection dropped (injected)".into()));
     s.pods.disconnect_watches();
     s.pods.delete("conf/b").expect("conf/b exists");
@@ -276,7 +314,7 @@ async fn run(language: &'static str) {
     s.expect("conf/b", format!("delete key=conf/b rv={} unknown=true", rv(&b)));
     s.settle("missed delete").await;
 
-    // 11. Exactly the expected records, in order per key, each at its level.
+    // 12. Exactly the expected records, in order per key, each at its level.
     let records = log.guest_records(&name);
     let mut logged: Vec<String> = records.iter().map(|r| r.message.clone()).collect();
     let mut wanted: Vec<String> = s.expected.iter().map(|e| e.line.clone()).collect();

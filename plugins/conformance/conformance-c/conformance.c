@@ -109,6 +109,62 @@ static wink_result lookup(const wink_object *obj) {
     return wink_ok();
 }
 
+/* Logs `write failed <what>` at error level and returns fatal(<what>). */
+static wink_result write_failed(const char *what, wink_request_status status) {
+    const char *text = wink_sprintf("%s: %s: %s", what, wink_request_status_name(status), wink_request_error());
+    wink_error("write failed %s", text);
+    return wink_fatal("%s", text);
+}
+
+/* A ConfigMap `name` in `ns` with data.step, at `rv` (none when NULL). */
+static const char *config_map(const char *ns, const char *name, const char *step, const char *rv) {
+    const char *version = rv != NULL ? wink_sprintf(",\"resourceVersion\":\"%s\"", rv) : "";
+    return wink_sprintf("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+                        "\"namespace\":\"%s\"%s},\"data\":{\"step\":\"%s\"}}",
+                        name, ns, version, step);
+}
+
+/* Step 4 of the spec: the requests to the cluster. */
+static wink_result write_objects(const wink_object *obj) {
+    const char *ns = obj->namespace_ != NULL ? obj->namespace_ : "";
+    const char *made_name = wink_sprintf("%s-made", obj->name);
+    const char *made = wink_sprintf("%s/%s", ns, made_name);
+    const wink_object *created, *patched, *live, *updated;
+    wink_request_status status = wink_cluster_create(config_map(ns, made_name, "created", NULL), &created);
+    if (status != WINK_REQUEST_OK) return write_failed("create", status);
+    wink_info("write create key=%s step=%s", made, wink_json_string(created->json, "data.step"));
+    status = wink_cluster_patch("v1", "ConfigMap", ns, made_name, WINK_PATCH_MERGE, "{\"data\":{\"step\":\"patched\"}}",
+                                &patched);
+    if (status != WINK_REQUEST_OK) return write_failed("patch", status);
+    wink_info("write patch key=%s step=%s", made, wink_json_string(patched->json, "data.step"));
+    status = wink_cluster_update(config_map(ns, made_name, "stale", created->resource_version), NULL);
+    if (status != WINK_REQUEST_CONFLICT) return write_failed("a stale update", status);
+    wink_info("write conflict key=%s", made);
+    status = wink_cluster_get("v1", "ConfigMap", ns, made_name, &live);
+    if (status != WINK_REQUEST_OK) return write_failed("get", status);
+    status = wink_cluster_update(config_map(ns, made_name, "updated", live->resource_version), &updated);
+    if (status != WINK_REQUEST_OK) return write_failed("update", status);
+    wink_info("write update key=%s step=%s", made, wink_json_string(updated->json, "data.step"));
+    const char *secret = wink_sprintf("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s-secret\","
+                                      "\"namespace\":\"%s\"}}",
+                                      obj->name, ns);
+    status = wink_cluster_create(secret, NULL);
+    if (status != WINK_REQUEST_NOT_PERMITTED) return write_failed("creating a Secret", status);
+    wink_info("write denied resource=v1/Secret error=%s", wink_request_status_name(status));
+    status = wink_cluster_record_event(obj, false, "Conformance", "Write", wink_sprintf("wrote %s", made));
+    if (status != WINK_REQUEST_OK) return write_failed("record-event", status);
+    wink_info("write event reason=Conformance");
+    if (wink_now_ms() > 1700000000000LL) {
+        wink_info("write clock ok");
+    }
+    return wink_requeue_after(1);
+}
+
+static bool labelled_true(const wink_object *obj, const char *label) {
+    const char *value = wink_label(obj, label);
+    return value != NULL && strcmp(value, "true") == 0;
+}
+
 /* Steps 1-3 of the spec, after the event's line. */
 static wink_result react(const wink_object *obj, bool may_look_up) {
     const char *retry = wink_label(obj, "conformance/retry");
@@ -131,12 +187,19 @@ static wink_result react(const wink_object *obj, bool may_look_up) {
 
 static wink_result on_add(const wink_object *obj, bool initial_list) {
     wink_info("add key=%s rv=%s initial=%s", obj->key, obj->resource_version, bool_str(initial_list));
-    return react(obj, true);
+    wink_result r = react(obj, true);
+    if (r.kind != WINK_RESULT_OK || !labelled_true(obj, "conformance/write")) return r;
+    return write_objects(obj);
 }
 
 static wink_result on_update(const wink_object *old, const wink_object *new_) {
     wink_info("update key=%s old_rv=%s new_rv=%s", new_->key, old->resource_version, new_->resource_version);
-    return react(new_, true);
+    wink_result r = react(new_, true);
+    if (r.kind == WINK_RESULT_OK && labelled_true(new_, "conformance/write") &&
+        strcmp(old->resource_version, new_->resource_version) == 0) {
+        wink_info("requeue key=%s", new_->key);
+    }
+    return r;
 }
 
 static wink_result on_delete(const wink_object *obj, bool final_state_unknown) {

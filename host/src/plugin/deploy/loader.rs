@@ -20,7 +20,7 @@ use std::sync::Arc;
 use wasmtime::component::Component;
 
 use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
-use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, refused};
+use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, wasi};
 use crate::plugin::runtime::bindings::{WitVersion, check_exports};
 use crate::plugin::runtime::engine::{CacheOutcome, EngineError, PluginEngine};
 use crate::plugin::runtime::footprint::InitialMemory;
@@ -306,7 +306,7 @@ pub fn prepare_component(
     }
     let link_error = |source| LoadError::Link { path: path_buf(), source };
     let mut linker = linker(engine).map_err(link_error)?;
-    let refused = refused::link(&mut linker, &compiled.component).map_err(link_error)?;
+    let refused = wasi::link(&mut linker, &compiled.component).map_err(link_error)?;
     let pre = linker
         .instantiate_pre(&compiled.component)
         .and_then(|pre| check_exports(&pre, version).map(|()| PluginPre::new(pre, version, refused)))

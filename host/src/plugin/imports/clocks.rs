@@ -1,13 +1,13 @@
 //! The WASI clocks every plugin gets: `wasi:clocks/wall-clock` and
 //! `wasi:clocks/monotonic-clock` (`now` and `resolution`), so that a guest's `time`,
 //! `datetime` or `Date` works. The monotonic clock counts nanoseconds from the host's start.
-//! `subscribe-*` (which needs `wasi:io/poll`) is refused: calling it traps (see
-//! [`refused`](super::refused)).
+//! `subscribe-*` (which needs `wasi:io/poll`) is refused: calling it traps. They are linked
+//! per component, at the version it imports ([`wasi`](super::wasi)).
 
 use std::sync::LazyLock;
 use std::time::{Instant, SystemTime};
 
-use wasmtime::component::{ComponentType, Linker, LinkerInstance, Lower};
+use wasmtime::component::{ComponentType, LinkerInstance, Lower};
 
 use crate::plugin::runtime::instance::HostState;
 
@@ -22,27 +22,10 @@ struct Datetime {
 /// What the monotonic clock counts from.
 static START: LazyLock<Instant> = LazyLock::new(Instant::now);
 
-/// The interface names the clocks are defined under (wasmtime matches imports of any
-/// compatible 0.2.x version to these).
-pub const WALL_CLOCK: &str = "wasi:clocks/wall-clock@0.2.0";
-/// See [`WALL_CLOCK`].
-pub const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.0";
-
-/// Defines both clocks (at 0.2.0; see [`define`] for the versions a component imports).
-pub fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    LazyLock::force(&START);
-    for (interface, items) in [(WALL_CLOCK, ["now", "resolution"]), (MONOTONIC_CLOCK, ["now", "resolution"])] {
-        let mut instance = linker.instance(interface)?;
-        for item in items {
-            define(&mut instance, interface, item)?;
-        }
-    }
-    Ok(())
-}
-
 /// Defines `item` of the clock `interface` (any version) in `instance`; false when it is not
 /// one the host provides (`subscribe-*`).
 pub fn define(instance: &mut LinkerInstance<'_, HostState>, interface: &str, item: &str) -> wasmtime::Result<bool> {
+    LazyLock::force(&START);
     let wall = interface.starts_with("wasi:clocks/wall-clock@");
     match (wall, item) {
         (true, "now") => instance.func_wrap("now", |_, (): ()| {

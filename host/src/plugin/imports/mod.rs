@@ -14,7 +14,7 @@ pub mod clocks;
 pub mod cluster;
 pub mod cluster_link;
 pub mod log;
-pub mod refused;
+pub mod wasi;
 
 pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
 pub use cluster::{ClusterAccess, ClusterContext, ClusterLink};

@@ -102,8 +102,9 @@ impl PluginPre {
     }
 }
 
-/// A linker with the host's imports and nothing else: for each contract version, `types`,
-/// `log`, `cache` (and `cluster` from 0.2.0); the WASI clocks.
+/// A linker with the host's imports: for each contract version, `types`, `log`, `cache` (and
+/// `cluster` from 0.2.0). The WASI a component imports is linked per component
+/// ([`wasi::link`](crate::plugin::imports::wasi::link)).
 ///
 /// Every function is defined by hand (not through bindgen's `Host` traits): the same
 /// implementation serves the interface names of every version, guest strings are lifted as
@@ -123,7 +124,6 @@ pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
         crate::plugin::imports::cache::link(&mut linker.instance(&version.interface("cache"))?)?;
     }
     crate::plugin::imports::cluster_link::link(&mut linker.instance(&WitVersion::V0_2.interface("cluster"))?)?;
-    crate::plugin::imports::clocks::link(&mut linker)?;
     Ok(linker)
 }
 

@@ -1,5 +1,5 @@
-//! WASI, refused: every WASI interface a component imports besides the clocks is linked to
-//! functions that trap when called, naming the interface and function.
+//! The WASI a plugin gets: the clocks and randomness; every other WASI interface a component
+//! imports is linked to functions that trap when called, naming the interface and function.
 //!
 //! Language runtimes (CPython, QuickJS) import parts of WASI whether or not a plugin uses
 //! them. The host grants none of them (no files, environment, standard streams, randomness
