@@ -12,9 +12,7 @@ use wink::cluster::EmbeddedClient;
 use wink::informer::owner_uid_index_func;
 use wink::informer::{InformerConfig, InformerFactory, OWNER_UID_INDEX, ResourceKey};
 use wink::plugin::ClusterContext;
-use wink::plugin::{
-    EngineConfig, GuestPool, MetricsRegistry, PluginEngine, PluginMetrics, PluginRegistry, PluginStatus, PoolLimits,
-};
+use wink::plugin::{GuestPool, MetricsRegistry, PluginMetrics, PluginRegistry, PluginStatus};
 use wink::source::{DirSource, KubeSource};
 
 use crate::logs::logs;
@@ -64,9 +62,9 @@ impl TestHost {
         cancel: CancellationToken,
         cluster: Option<ClusterContext>,
     ) -> Self {
-        // Small pool limits: several hosts run at once in one test binary.
-        let config = EngineConfig { pool: Some(PoolLimits::small()), cache_dir: None, ..EngineConfig::default() };
-        let engine = PluginEngine::new(config).expect("starting the wasm engine");
+        // Small pool limits (several hosts run at once in one test binary), and the tests'
+        // compile cache: a Python component is compiled once per machine, not per test.
+        let engine = crate::compile_cache::cached_engine();
         let factory = Arc::new(factory);
         let mut registry = PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::new(2));
         if let Some(cluster) = cluster {

@@ -5,7 +5,12 @@
 //!   ConfigMaps it names, rolls it out again when one changes, records an Event each time,
 //!   and stops there: its own write, which it watches, makes no further write;
 //! - a plugin whose manifest grants no write is refused before any request, and the object
-//!   stays as it was.
+//!   stays as it was;
+//! - namespace-defaults (a Python plugin) gives a team's Namespace its ResourceQuota and
+//!   RoleBinding, leaves other Namespaces alone, and records a Warning Event when a write
+//!   fails;
+//! - the label auditor records a Warning Event on an object that lacks required labels, one
+//!   per object however often it is audited (the host aggregates repeats).
 //!
 //! Run with `cargo xtask test`, or `cargo test -p wink-tests --test controllers`.
 
@@ -99,5 +104,75 @@ async fn a_write_the_manifest_does_not_grant_is_refused_before_any_request() {
         .await;
     assert_eq!(template_hash(&host), None, "the Deployment is unchanged");
     assert!(events(&host).is_empty());
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_label_auditor_records_a_warning_event_on_the_offending_object() {
+    let cluster = Cluster::new();
+    let pod = |labels: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: debug, namespace: shop, labels: {{{labels}}}}}\n")
+    };
+    cluster.write("debug.yaml", &pod("app: debug"));
+    cluster.write(
+        "ok.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: ok, namespace: shop, labels: {app: a, team: t}}\n",
+    );
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("label-auditor", plugins.path(), "label-auditor", None);
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    wait_for("a Warning Event about shop/debug", || !events(&host).is_empty(), String::new).await;
+    // Audited again (an edit that keeps the label missing): the same Event, counted.
+    cluster.write("debug.yaml", &pod("app: debug, tier: tools"));
+    let calls = host.metrics("label-auditor").calls();
+    wait_for("the edit to be audited", || host.metrics("label-auditor").calls() > calls, String::new).await;
+    let events = events(&host);
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["reason"], "MissingLabels");
+    assert_eq!(event["regarding"]["name"], "debug");
+    assert_eq!(event["note"], "missing required labels: team");
+    assert_eq!(event["series"]["count"], 2, "the repeat became a series: {event}");
+    host.stop().await;
+}
+
+const NAMESPACES: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: payments, labels: {team: payments}}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: scratch}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_defaults_gives_a_team_namespace_its_quota_and_role_binding() {
+    let cluster = Cluster::new();
+    cluster.write("namespaces.yaml", NAMESPACES);
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("namespace-defaults", plugins.path(), "namespace-defaults", None);
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    let binding = || host.object("rbac.authorization.k8s.io/v1", "RoleBinding", "payments/team-payments");
+    wait_for("the RoleBinding of team payments", || binding().is_some(), String::new).await;
+    let quota = host.object("v1", "ResourceQuota", "payments/team-defaults").expect("the quota comes first");
+    assert_eq!(quota["spec"]["hard"]["pods"], "50");
+    let binding = binding().unwrap();
+    assert_eq!(binding["roleRef"]["name"], "edit");
+    assert_eq!(binding["subjects"][0]["name"], "team-payments");
+    assert_eq!(host.objects("v1", "ResourceQuota").len(), 1, "the Namespace without a team gets nothing");
+    assert!(events(&host).is_empty());
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_defaults_records_a_warning_event_when_a_write_fails() {
+    let cluster = Cluster::new();
+    cluster.write("namespaces.yaml", NAMESPACES);
+    let plugins = tempfile::tempdir().unwrap();
+    // Without the permission to write RoleBindings.
+    let tail = "resources:\n  - {apiVersion: v1, kind: Namespace}\npermissions:\n  - {apiGroups: [\"\"], resources: [resourcequotas], verbs: [get, create, update]}\n  - {apiGroups: [events.k8s.io], resources: [events], verbs: [create, patch]}\nconfig: {quota: {pods: \"5\"}}\n";
+    install_plugin("namespace-defaults", plugins.path(), "namespace-defaults", Some(tail));
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    wait_for("a DefaultsFailed Event", || events(&host).iter().any(|e| e["reason"] == "DefaultsFailed"), String::new)
+        .await;
+    let event = events(&host).into_iter().find(|e| e["reason"] == "DefaultsFailed").unwrap();
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["regarding"]["kind"], "Namespace");
+    assert!(event["note"].as_str().unwrap().contains("not-permitted"), "{event}");
+    assert!(host.object("v1", "ResourceQuota", "payments/team-defaults").is_some(), "what it may write, it wrote");
     host.stop().await;
 }

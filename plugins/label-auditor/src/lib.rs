@@ -1,10 +1,13 @@
 //! label-auditor: warns about every object that lacks one of the required labels.
 //!
 //! Config: `{"required": ["app", "team"]}`. On every add and update, an object missing any of
-//! the required labels gets one warning naming the object and the missing labels. Build with
+//! the required labels gets one warning in the log naming the object and the missing labels,
+//! and a `Warning` Event (`MissingLabels`) on the object itself, which `kubectl describe`
+//! shows; repeats are aggregated into a count by the host. Build with
 //! `cargo xtask build-plugins`.
 
 use serde::Deserialize;
+use wink_guest::cluster::{self, EventType};
 use wink_guest::{Action, Handler, HandlerError, Object};
 
 /// The plugin's config, from the manifest's `config`.
@@ -26,7 +29,13 @@ impl LabelAuditor {
         let missing: Vec<&str> =
             self.required.iter().map(String::as_str).filter(|label| obj.label(label).is_none()).collect();
         if !missing.is_empty() {
-            wink_guest::warn!("{obj} is missing required labels: {}", missing.join(", "));
+            let note = format!("missing required labels: {}", missing.join(", "));
+            wink_guest::warn!("{obj} is {note}");
+            // The log line is the record of last resort: an Event that cannot be sent (no
+            // permission, a busy API server) is only reported.
+            if let Err(e) = cluster::record_event(obj, EventType::Warning, "MissingLabels", "Audit", &note) {
+                wink_guest::debug!("{obj}: no Event recorded: {}", e.message());
+            }
         }
     }
 }

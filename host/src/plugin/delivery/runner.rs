@@ -81,7 +81,17 @@ struct Shared {
     quarantined: AtomicBool,
     /// How long one batch may keep a guest thread before the rest goes back to the listener.
     batch_budget: Duration,
+    /// Whether every cache the plugin reads has synced: no event is delivered before.
+    start_gate: Option<StartGate>,
+    /// The gate was seen open (it never closes again).
+    started: AtomicBool,
 }
+
+/// Says whether a plugin may be called: every informer it watches or reads has synced.
+pub type StartGate = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How often a closed start gate is checked (client-go's WaitForCacheSync polls too).
+const START_GATE_POLL: Duration = Duration::from_millis(10);
 
 /// Runs one plugin's component for informer events. Cheap to clone; clones share the
 /// instance, the counters and the quarantine flag.
@@ -120,6 +130,8 @@ impl PluginHandler {
             consecutive_failures: AtomicU32::new(0),
             quarantined: AtomicBool::new(false),
             batch_budget: BATCH_BUDGET,
+            start_gate: None,
+            started: AtomicBool::new(false),
         };
         Self { shared: Arc::new(shared), slot: Arc::default(), pool }
     }
@@ -146,6 +158,30 @@ impl PluginHandler {
     ) -> Self {
         let sandbox = Arc::new(plugin.sandbox(engine, resolver, cluster));
         Self::new(sandbox, plugin.manifest.failure_policy.clone(), BackoffConfig::PLUGIN_RESTART, metrics, pool)
+    }
+
+    /// Delivers nothing until `gate` says every cache the plugin reads has synced, as
+    /// controller-runtime starts a controller's workers only after `WaitForCacheSync`: a
+    /// handler that reads one resource while reacting to another then never acts on a cache
+    /// that is still filling (a controller would see objects as missing and act on it). Must
+    /// be called before the handler is cloned.
+    #[must_use]
+    pub fn with_start_gate(mut self, gate: StartGate) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.start_gate = Some(gate);
+        }
+        self
+    }
+
+    async fn wait_for_start(&self) {
+        let Some(gate) = &self.shared.start_gate else { return };
+        if self.shared.started.load(Ordering::Acquire) {
+            return;
+        }
+        while !gate() {
+            tokio::time::sleep(START_GATE_POLL).await;
+        }
+        self.shared.started.store(true, Ordering::Release);
     }
 
     /// The plugin's name.
@@ -199,6 +235,7 @@ impl PluginHandler {
 
     /// Delivers a listener's batch in one guest-thread job (see the module docs).
     pub async fn deliver_many(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        self.wait_for_start().await;
         let owned = batch.to_vec();
         let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
         match self.on_guest_thread(span, move |shared, slot| run_batch(shared, slot, &owned)).await {

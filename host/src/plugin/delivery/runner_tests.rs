@@ -263,3 +263,25 @@ async fn a_stuck_call_leaves_the_pool_and_its_neighbours_keep_running() {
     assert_eq!(pool.busy(), 0, "the stuck call no longer counts against the pool");
     spinning.abort();
 }
+
+/// controller-runtime starts a controller's workers after `WaitForCacheSync`: a plugin is
+/// first called once every cache it reads has synced, so it never acts on a cache still
+/// filling.
+#[tokio::test(start_paused = true)]
+async fn nothing_is_delivered_until_the_start_gate_opens() {
+    let synced = Arc::new(AtomicBool::new(false));
+    let gate = synced.clone();
+    let h = handler(Guest::default(), FailurePolicy::default())
+        .with_start_gate(Arc::new(move || gate.load(Ordering::Acquire)));
+    let calls_before = h.metrics().calls();
+    let delivering = tokio::spawn({
+        let h = h.clone();
+        async move { h.on_add(&pod("a"), true).await }
+    });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(h.metrics().calls(), calls_before, "no call while a cache is still filling");
+    assert!(!delivering.is_finished());
+    synced.store(true, Ordering::Release);
+    assert_eq!(delivering.await.unwrap(), crate::informer::DONE);
+    assert!(h.metrics().calls() > calls_before);
+}

@@ -329,11 +329,22 @@ impl PluginRegistry {
             None => None,
         };
         let metrics = self.metrics.plugin(&name);
-        let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone());
+        let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
+            .with_start_gate(self.caches_synced(&loaded));
         match handler.warm_up().await {
             CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
             outcome => Err(RegistryError::Start { name, outcome }),
         }
+    }
+
+    /// Whether every informer `plugin` watches or reads has synced (its start gate).
+    fn caches_synced(&self, plugin: &LoadedPlugin) -> crate::plugin::delivery::runner::StartGate {
+        let m = &plugin.manifest;
+        let watched = m.resources.iter().map(|r| ResourceKey::new(&r.api_version, &r.kind));
+        let keys: Vec<ResourceKey> =
+            watched.chain(m.cache.iter().map(|g| ResourceKey::new(&g.api_version, &g.kind))).collect();
+        let factory = self.factory.clone();
+        Arc::new(move || keys.iter().all(|key| factory.existing(key).is_some_and(|informer| informer.has_synced())))
     }
 
     /// The lease on the informer of `spec`'s resource (created on first use).
