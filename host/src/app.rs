@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::apiserver::serve_api;
 use crate::cluster::{EmbeddedClient, KubeClient};
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
@@ -64,6 +65,9 @@ pub enum AppError {
         /// What `init` came to (its reason, or the trap).
         outcome: CallOutcome,
     },
+    /// `--serve-api` serves the embedded cluster: it needs a `dir:` source.
+    #[error("--serve-api serves the embedded cluster of a `dir:` source; with a Kubernetes source, use its API server")]
+    ServeApiNeedsDir,
     /// The policy file cannot be used.
     #[error(transparent)]
     Policy(#[from] PolicyError),
@@ -136,6 +140,8 @@ pub struct RunOptions {
     pub bounds: Bounds,
     /// The operator's cap on plugins' manifests (`None`: manifests are trusted as written).
     pub policy: Option<PathBuf>,
+    /// Where the embedded cluster is served over the Kubernetes API (`dir:` sources only).
+    pub serve_api: Option<std::net::SocketAddr>,
 }
 
 /// What the host lets its plugins take: memory, component size, compile cache size.
@@ -212,8 +218,15 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
             dir.watch(cancel.clone())?;
             tracing::info!(source = %path.display(), "watching manifests; plugins' writes are applied in memory");
             let client = Arc::new(EmbeddedClient::new(dir.clone()));
+            if let Some(addr) = options.serve_api {
+                let (bound, _task) = serve_api(addr, dir.clone(), cancel.clone())
+                    .await
+                    .map_err(|source| AppError::Listen { addr, source })?;
+                tracing::info!(addr = %bound, "serving the embedded cluster over the Kubernetes API (kubectl --server http://{bound})");
+            }
             (dir, ClusterContext::new(client, false))
         }
+        SourceSpec::Kube { .. } if options.serve_api.is_some() => return Err(AppError::ServeApiNeedsDir),
         SourceSpec::Kube { kubeconfig } => {
             let config = load_config(kubeconfig.as_deref()).await?;
             let kube = KubeSource::from_config(config.clone())?;

@@ -7,6 +7,7 @@
 //!   deploys them onto shared informers.
 //! - [`app`]: the `wink` command's subcommands, as library functions.
 //! - [`logging`]: the `wink` command's log output (text or JSON lines).
+pub mod apiserver;
 pub mod app;
 pub mod cluster;
 pub mod errors;

@@ -52,6 +52,11 @@ enum Command {
         /// `0.0.0.0:9090` (port 0: any free port, logged).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        /// Serve the embedded cluster (`--source dir:`) over the Kubernetes API on this address,
+        /// e.g. `127.0.0.1:8001`, for `kubectl --server http://ADDR`: plain HTTP, no
+        /// authentication (keep it on loopback).
+        #[arg(long, value_name = "ADDR")]
+        serve_api: Option<std::net::SocketAddr>,
         /// The operator's policy: the most each plugin's manifest may claim (`permissions:`
         /// rules and `serviceAccount:`). Without it, manifests are trusted as written.
         #[arg(long, value_name = "FILE")]
@@ -204,6 +209,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             plugin_ref_refresh,
             oci,
             policy,
+            serve_api,
             ..
         } => {
             let bounds = bounds.bounds();
@@ -227,6 +233,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 metrics_interval: Some(metrics_interval),
                 bounds,
                 policy,
+                serve_api,
             };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));

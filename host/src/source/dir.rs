@@ -453,6 +453,17 @@ impl DirSource {
         self.state.lock().source(api_version, kind)
     }
 
+    /// Every kind the folder's CustomResourceDefinitions define: (apiVersion, kind).
+    pub(crate) fn custom_kinds(&self) -> Vec<(String, String)> {
+        self.state
+            .lock()
+            .placer
+            .scopes()
+            .customs()
+            .map(|(api_version, kind, _)| (api_version, kind.to_owned()))
+            .collect()
+    }
+
     /// A kind the folder's CustomResourceDefinitions define.
     pub(crate) fn custom_kind(&self, api_version: &str, kind: &str) -> Option<super::scope::CustomKind> {
         self.state.lock().placer.scopes().custom(api_version, kind).cloned()

@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::dir::DirSource;
 use super::memory::Write;
 use super::scope::group_of;
+use crate::apiserver::{Served, ServedCluster};
 use crate::cluster::{Collection, EmbeddedCluster, RequestError, ResourceInfo};
 use crate::informer::{Object, ObjectError};
 
@@ -71,6 +72,37 @@ impl EmbeddedCluster for DirSource {
             built_in,
             source: self.store(api_version, kind),
         })
+    }
+}
+
+impl ServedCluster for DirSource {
+    fn served(&self) -> Vec<Served> {
+        let mut served: Vec<Served> = Vec::new();
+        let mut add = |api_version: String, kind: &str| {
+            if served.iter().any(|s| s.api_version == api_version && s.kind == kind) {
+                return;
+            }
+            if let Some(c) = self.collection(&api_version, kind) {
+                let (plural, namespaced, status) = (c.info.plural, c.info.namespaced, c.status_subresource);
+                served.push(Served { api_version, kind: kind.to_owned(), plural, namespaced, status });
+            }
+        };
+        for (group, kind, _) in super::scope::built_ins() {
+            if let Some(version) = crate::plugin::deploy::known_kinds::preferred_version(group) {
+                add(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }, kind);
+            }
+        }
+        let customs: Vec<(String, String)> = {
+            let state = self.custom_kinds();
+            state.into_iter().collect()
+        };
+        for (api_version, kind) in customs {
+            add(api_version, &kind);
+        }
+        for (api_version, kind) in self.kinds() {
+            add(api_version, &kind);
+        }
+        served
     }
 }
 

@@ -112,6 +112,11 @@ fn version_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or(api_version, |(_, version)| version)
 }
 
+/// Every built-in kind: (group, kind, scope).
+pub fn built_ins() -> impl Iterator<Item = (&'static str, &'static str, Scope)> {
+    BUILT_IN.iter().copied()
+}
+
 /// The built-in kinds of an API group (`""`: the core group), in table order.
 pub fn built_in_kinds(group: &str) -> impl Iterator<Item = &'static str> + '_ {
     BUILT_IN.iter().filter(move |(g, _, _)| *g == group).map(|(_, kind, _)| *kind)
@@ -185,6 +190,11 @@ impl Scopes {
     /// serving `api_version`; `None` when the kind is unknown.
     pub fn scope(&self, api_version: &str, kind: &str) -> Option<Scope> {
         built_in(api_version, kind).or_else(|| self.custom(api_version, kind).map(|c| c.scope))
+    }
+
+    /// Every kind the CustomResourceDefinitions define: (apiVersion, kind, definition).
+    pub fn customs(&self) -> impl Iterator<Item = (String, &str, &CustomKind)> {
+        self.custom.iter().map(|((group, version, kind), custom)| (format!("{group}/{version}"), kind.as_str(), custom))
     }
 
     /// The kind of `api_version` a CustomResourceDefinition defines, if any.

@@ -37,6 +37,11 @@ const SERVED_VERSIONS: &[(&str, &[&str])] = &[
     ("storagemigration.k8s.io", &["v1alpha1"]),
 ];
 
+/// The version Kubernetes prefers for a built-in API group (`""`: the core group).
+pub fn preferred_version(group: &str) -> Option<&'static str> {
+    SERVED_VERSIONS.iter().find(|(g, _)| *g == group).and_then(|(_, versions)| versions.first().copied())
+}
+
 /// Why `kind` of a well-formed `api_version` may not be served, or `None` when it is a
 /// built-in kind. The reason is one sentence for a warning.
 pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {

@@ -404,6 +404,12 @@ mod tests {
         let (release, released) = std::sync::mpsc::channel::<()>();
         let runner = pool.clone();
         let waiting = tokio::spawn(async move { runner.run(move || block_in_place(|| released.recv().is_ok())).await });
+        let entered = tokio::time::timeout(Duration::from_secs(10), async {
+            while pool.waits() == 0 {
+                tokio::task::yield_now().await;
+            }
+        });
+        entered.await.expect("the first job started waiting");
         // The only guest thread is blocked in `block_in_place`: another job still runs.
         let other = tokio::time::timeout(Duration::from_secs(10), pool.run(|| 7)).await;
         assert_eq!(other.expect("a fresh thread took the waiting job's place").unwrap(), 7);

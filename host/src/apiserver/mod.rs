@@ -1,0 +1,51 @@
+//! `wink run --serve-api ADDR`: the embedded cluster over the Kubernetes API, so that
+//! `kubectl --server http://ADDR get pods`, `kubectl apply -f`, `kubectl delete` work
+//! against it and plugins react.
+//!
+//! - [`discovery`]: `/version`, `/api`, `/apis`, `/api/v1`, `/apis/GROUP/VERSION`: every kind
+//!   the cluster serves (the built-in ones at their preferred version, the folder's custom
+//!   resources, and whatever the files hold).
+//! - [`handlers`]: LIST (paged, with label selectors), WATCH (a chunked stream of JSON lines),
+//!   GET, and the writes — POST, PUT, PATCH (merge, JSON, strategic merge, apply), DELETE —
+//!   through [`EmbeddedClient`](crate::cluster::EmbeddedClient): the same rules plugins'
+//!   writes follow. Errors are `Status` objects with the API server's codes and reasons.
+//!
+//! Plain HTTP on the address given, no authentication: bind it to loopback (as
+//! `kubectl proxy` does) unless the network around it is trusted.
+
+mod discovery;
+mod handlers;
+mod paths;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::EmbeddedCluster;
+
+pub use discovery::Served;
+
+/// What the endpoint serves: an embedded cluster, and the kinds it lists in discovery.
+pub trait ServedCluster: EmbeddedCluster {
+    /// Every kind served, for discovery.
+    fn served(&self) -> Vec<Served>;
+}
+
+/// Serves `cluster` on `addr` until `cancel` fires; returns the bound address.
+pub async fn serve_api(
+    addr: SocketAddr,
+    cluster: Arc<dyn ServedCluster>,
+    cancel: CancellationToken,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = axum::Router::new().fallback(handlers::handle).with_state(handlers::State::new(cluster));
+    let task = tokio::spawn(async move {
+        let shutdown = async move { cancel.cancelled().await };
+        if let Err(err) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+            tracing::error!(error = %err, "the Kubernetes API endpoint stopped");
+        }
+    });
+    Ok((bound, task))
+}

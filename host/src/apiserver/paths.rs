@@ -1,0 +1,103 @@
+//! Kubernetes API paths: `/api/v1[/namespaces/NS]/PLURAL[/NAME[/status]]` and
+//! `/apis/GROUP/VERSION/…` the same way.
+
+/// A path to a resource, a collection of it, or one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourcePath {
+    /// The group ("" for the core group).
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The namespace in the path, if any.
+    pub namespace: Option<String>,
+    /// The plural resource name.
+    pub plural: String,
+    /// The object's name, for an object path.
+    pub name: Option<String>,
+    /// `status`, for the status subresource.
+    pub status: bool,
+}
+
+impl ResourcePath {
+    /// The `apiVersion` of the path's group and version.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+}
+
+/// What a path asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// `/version`.
+    Version,
+    /// `/api`.
+    CoreVersions,
+    /// `/apis`.
+    Groups,
+    /// `/api/v1` or `/apis/GROUP/VERSION`.
+    Resources {
+        /// The group.
+        group: String,
+        /// The version.
+        version: String,
+    },
+    /// A resource path.
+    Resource(ResourcePath),
+    /// Anything else.
+    NotFound,
+}
+
+/// Parses a request path.
+pub fn route(path: &str) -> Route {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
+    let (group, version, rest) = match parts.as_slice() {
+        ["version"] => return Route::Version,
+        ["api"] => return Route::CoreVersions,
+        ["apis"] => return Route::Groups,
+        ["api", version, rest @ ..] => (String::new(), (*version).to_owned(), rest),
+        ["apis", group, version, rest @ ..] => ((*group).to_owned(), (*version).to_owned(), rest),
+        _ => return Route::NotFound,
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some((*ns).to_owned()), rest),
+        rest => (None, rest),
+    };
+    let resource = |plural: &str, name: Option<&str>, status| {
+        Route::Resource(ResourcePath {
+            group: group.clone(),
+            version: version.clone(),
+            namespace: namespace.clone(),
+            plural: plural.to_owned(),
+            name: name.map(str::to_owned),
+            status,
+        })
+    };
+    match rest {
+        [] => Route::Resources { group, version },
+        [plural] => resource(plural, None, false),
+        [plural, name] => resource(plural, Some(name), false),
+        [plural, name, "status"] => resource(plural, Some(name), true),
+        _ => Route::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_their_resource() {
+        assert_eq!(route("/api"), Route::CoreVersions);
+        assert_eq!(route("/apis/apps/v1"), Route::Resources { group: "apps".into(), version: "v1".into() });
+        let Route::Resource(p) = route("/apis/apps/v1/namespaces/shop/deployments/web/status") else { panic!() };
+        assert_eq!(
+            (p.api_version(), p.namespace.as_deref(), p.plural.as_str(), p.name.as_deref(), p.status),
+            ("apps/v1".into(), Some("shop"), "deployments", Some("web"), true)
+        );
+        let Route::Resource(p) = route("/api/v1/namespaces") else { panic!() };
+        assert_eq!((p.plural.as_str(), p.namespace), ("namespaces", None), "the collection of Namespaces");
+        let Route::Resource(p) = route("/api/v1/namespaces/shop") else { panic!() };
+        assert_eq!((p.plural.as_str(), p.name.as_deref()), ("namespaces", Some("shop")), "one Namespace");
+        assert_eq!(route("/healthz"), Route::NotFound);
+    }
+}

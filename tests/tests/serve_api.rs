@@ -1,0 +1,137 @@
+//! `wink run --serve-api`: the embedded cluster over the Kubernetes API, driven by the real
+//! `kubectl` (Debian's package), with plugins reacting to what kubectl writes.
+//!
+//! Specifies that kubectl can list (with short names, label and field selectors), get,
+//! create with `apply`, update with a second `apply` (a strategic merge patch), read
+//! Events plugins recorded, and delete; and that the reloader plugin rolls a Deployment out
+//! when kubectl changes the ConfigMap it names.
+//!
+//! Debian's kubectl is 1.20, which validates manifests against an OpenAPI
+//! document the endpoint does not serve: `apply` runs with `--validate=false`.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use wink_tests::binary::wink_binary;
+use wink_tests::kubectl::kubectl;
+use wink_tests::process::{Running, field};
+use wink_tests::wait::{TIMEOUT, eventually_blocking};
+use wink_tests::{install_plugin, write_atomic};
+
+struct Kubectl {
+    server: String,
+}
+
+impl Kubectl {
+    /// Runs kubectl with `args`; returns (success, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(kubectl().expect("kubectl"))
+            .arg("--server")
+            .arg(&self.server)
+            .args(["--request-timeout", "20s"])
+            .args(args)
+            .env("KUBECONFIG", "/dev/null")
+            .output()
+            .expect("running kubectl");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Runs kubectl and fails the test unless it succeeds; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "kubectl {args:?} failed: {err}\n{out}");
+        out
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json")
+    }
+}
+
+const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  labels: {app: web}\n  annotations: {reloader.wink.dev/configmaps: settings}\nspec:\n  replicas: 1\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web:1}]}\n";
+
+fn settings(currency: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  currency: {currency}\n"
+    )
+}
+
+fn template_hash(k: &Kubectl) -> Option<String> {
+    let web = k.json(&["get", "deploy", "web", "-n", "shop"]);
+    web.pointer("/spec/template/metadata/annotations/reloader.wink.dev~1config-hash")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
+    let work = tempfile::tempdir().unwrap();
+    let cluster = work.path().join("cluster");
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("web.yaml"), WEB);
+    write_atomic(&cluster.join("settings.yaml"), &settings("EUR"));
+    let plugins = work.path().join("plugins");
+    install_plugin("reloader", &plugins, "reloader", None);
+    let child = Running::spawn(
+        Command::new(wink_binary())
+            .args(["run", "--no-cache", "--serve-api", "127.0.0.1:0", "--plugins"])
+            .arg(&plugins)
+            .arg("--source")
+            .arg(format!("dir:{}", cluster.display()))
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR"),
+    );
+    let addr = child
+        .stderr
+        .clone()
+        .wait_for("the API endpoint's address", |l| {
+            l.contains("over the Kubernetes API").then(|| field(l, "addr").unwrap().to_owned())
+        })
+        .await;
+    let k = Kubectl { server: format!("http://{addr}") };
+    let blocking = tokio::task::spawn_blocking(move || {
+        // Reads: short names, selectors, one object.
+        let listed = k.ok(&["get", "deploy", "-n", "shop"]);
+        assert!(listed.contains("web"), "{listed}");
+        let by_label = k.json(&["get", "deployments", "-A", "-l", "app=web"]);
+        assert_eq!(by_label["items"].as_array().map(Vec::len), Some(1), "{by_label}");
+        let by_field = k.json(&["get", "cm", "-n", "shop", "--field-selector", "metadata.name=nothing"]);
+        assert_eq!(by_field["items"].as_array().map(Vec::len), Some(0), "{by_field}");
+
+        // The reloader annotated the Deployment at start; kubectl changes its ConfigMap.
+        assert!(eventually_blocking(TIMEOUT, || template_hash(&k).is_some()), "the reloader never wrote");
+        let first = template_hash(&k).unwrap();
+        let manifest = Path::new(&std::env::temp_dir()).join(format!("wink-settings-{}.yaml", std::process::id()));
+        std::fs::write(&manifest, settings("USD")).unwrap();
+        let applied = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        assert!(applied.contains("configmap/settings configured"), "{applied}");
+        assert!(eventually_blocking(TIMEOUT, || template_hash(&k).is_some_and(|h| h != first)), "no rollout");
+        let cm = k.json(&["get", "configmap", "settings", "-n", "shop"]);
+        assert_eq!(cm["data"]["currency"], "USD");
+        let events = k.json(&["get", "events.events.k8s.io", "-n", "shop"]);
+        let reasons: Vec<&str> =
+            events["items"].as_array().unwrap().iter().filter_map(|e| e["reason"].as_str()).collect();
+        assert!(reasons.contains(&"ConfigChanged"), "{events}");
+
+        // Create with apply, then delete.
+        std::fs::write(&manifest, settings("GBP").replace("name: settings", "name: extra")).unwrap();
+        let created = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        assert!(created.contains("configmap/extra created"), "{created}");
+        let (exists, _, err) = k.run(&["create", "configmap", "extra", "-n", "shop"]);
+        assert!(!exists && err.contains("AlreadyExists") || err.contains("already exists"), "{err}");
+        let deleted = k.ok(&["delete", "configmap", "extra", "-n", "shop"]);
+        assert!(deleted.contains("deleted"), "{deleted}");
+        let (found, _, err) = k.run(&["get", "configmap", "extra", "-n", "shop"]);
+        assert!(!found && err.contains("NotFound") || err.contains("not found"), "{err}");
+        let _ = std::fs::remove_file(&manifest);
+    });
+    blocking.await.unwrap();
+    child.sigterm();
+}
