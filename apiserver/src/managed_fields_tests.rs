@@ -1,0 +1,1 @@
+//! Tests of `managed_fields`.
