@@ -57,3 +57,6 @@ pub use resource::{CrdError, ResourceDef};
 pub use status::{Status, StatusCause, StatusDetails, StatusReason};
 pub use update::update;
 pub use write::{Subresource, Write, WriteOptions};
+
+#[cfg(test)]
+mod test_support;
