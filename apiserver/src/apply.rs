@@ -136,7 +136,9 @@ pub(crate) fn apply(
     let previous = entries.iter().find(|e| mine(e)).map(|e| e.fields.clone()).unwrap_or_default();
     let mut merged = current.clone();
     let dropped = previous.difference(&applied);
-    for path in dropped.iter().rev() {
+    // Parents sort before their children: an item removed takes its fields with it (removing
+    // the key field first would leave the item unfindable).
+    for path in dropped.iter() {
         if !entries.iter().any(|e| !mine(e) && e.fields.covers(path)) {
             remove_at(&mut merged, path);
         }
