@@ -1,7 +1,7 @@
 //! Server-side apply: merge a manager's configuration into the live object and track who owns
 //! which field.
 //!
-//! An apply with no live object creates it (through [`crate::create`]'s rules). Otherwise:
+//! An apply with no live object creates it (through [`mod@crate::create`]'s rules). Otherwise:
 //!
 //! 1. The configuration's fields ([`FieldSet::of_object`]) are compared with the other
 //!    managers' sets in `metadata.managedFields`. A field another manager owns whose applied

@@ -9,7 +9,7 @@
 //!   store removes those finalizers, as it would any other;
 //! - an object with finalizers is not removed: it gets `deletionTimestamp` (now),
 //!   `deletionGracePeriodSeconds` 0 and, for kinds that keep one, a new `generation`; it goes
-//!   once its last finalizer is removed (see [`crate::update`]). Deleting it again changes
+//!   once its last finalizer is removed (see [`mod@crate::update`]). Deleting it again changes
 //!   nothing ([`Write::Unchanged`]) unless the policy changes its finalizers;
 //! - an object without finalizers is removed ([`Write::Delete`]).
 //!

@@ -7,8 +7,9 @@
 //! store applies inside its lock: given the stored object (or none) and a request, the new
 //! object ([`Write`]) or the error the API server would answer ([`Status`]).
 //!
-//! - [`create`], [`update`], [`patch`] (JSON, merge, strategic merge, server-side apply) and
-//!   [`delete`]: the writes; each module's docs list its rules.
+//! - [`create()`], [`update()`], [`patch()`] (JSON, merge, strategic merge, server-side apply)
+//!   and [`delete()`]: the writes; each module's docs ([`mod@create`], [`mod@update`],
+//!   [`mod@patch`], [`mod@apply`], [`mod@delete`]) list its rules.
 //! - [`Status`]: the metav1.Status error, with the API server's messages and wire JSON.
 //! - [`ResourceDef`]: what the rules need to know of a resource type, from a built-in table
 //!   or a CustomResourceDefinition.

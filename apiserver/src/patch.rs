@@ -1,7 +1,7 @@
 //! Patch: change a stored object with a JSON, merge, strategic merge or apply patch.
 //!
 //! The patch is applied to the stored object, and the result goes through the update rules
-//! ([`crate::update`]): the resourceVersion the result carries is the stored one unless the
+//! ([`mod@crate::update`]): the resourceVersion the result carries is the stored one unless the
 //! patch sets its own, which then is a precondition.
 //!
 //! - `Json` (RFC 6902, `application/json-patch+json`): a body that is not a list of

@@ -3,7 +3,7 @@
 //! A strategic merge patch behaves like a JSON merge patch (RFC 7386: maps merge, `null`
 //! deletes a field, other values replace), except for lists the type declares mergeable:
 //! `containers` merge by `name`, `ports` by `containerPort`, `conditions` by `type`,
-//! `finalizers` as a set, and so on ([`list_strategy`] holds the table, covering the common
+//! `finalizers` as a set, and so on (`list_strategy` holds the table, covering the common
 //! fields of the core and apps types). Directives: `$patch: replace` on a map or in a list
 //! replaces it; `$patch: delete` on a map removes it, on a list item removes the item with
 //! that key; `$deleteFromPrimitiveList/<field>` removes values from a set list;

@@ -1,6 +1,6 @@
 //! Update (PUT): replace a stored object, under the API server's rules.
 //!
-//! The rules, in order ([`finish`] holds them; patch and apply end with them too):
+//! The rules, in order (`finish` holds them; patch and apply end with them too):
 //!
 //! - the object's apiVersion and kind must be the resource's (400); its name and namespace,
 //!   when set, must be the stored object's (400, as a name that differs from the URL's);
