@@ -49,11 +49,22 @@ impl TestHost {
     /// must deploy), as `wink run --kubeconfig` does, except that its informers use `config`
     /// (e.g. short backoffs, small pages; the factory's `owner-uid` index is added to its
     /// indexers). Returns once the informers have synced.
-    pub async fn start_kube(source: KubeSource, mut config: InformerConfig, plugins: &Path) -> Self {
+    pub async fn start_kube(source: KubeSource, config: InformerConfig, plugins: &Path) -> Self {
+        Self::start_kube_with(source, config, plugins, None).await
+    }
+
+    /// As [`start_kube`](Self::start_kube), with plugins' `cluster` requests sent through
+    /// `cluster` (e.g. a `KubeClient` to the same server).
+    pub async fn start_kube_with(
+        source: KubeSource,
+        mut config: InformerConfig,
+        plugins: &Path,
+        cluster: Option<ClusterContext>,
+    ) -> Self {
         logs();
         config.indexers.push((OWNER_UID_INDEX.to_owned(), owner_uid_index_func()));
         let factory = InformerFactory::new(Arc::new(source)).with_config(config);
-        Self::assemble(factory, plugins, CancellationToken::new(), None).await
+        Self::assemble(factory, plugins, CancellationToken::new(), cluster).await
     }
 
     async fn assemble(

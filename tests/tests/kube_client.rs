@@ -1,0 +1,124 @@
+//! Plugins' requests to a real API server go through the kube client ([`KubeClient`]): here
+//! against wink's own `--serve-api` endpoint, so every request crosses HTTP as it would to a
+//! cluster. Specifies that each request kind reaches the server and each API error comes back
+//! typed: create, get, update from a stale version (conflict), merge and JSON patches,
+//! status updates, delete, already-exists, not-found, invalid, and an unknown kind; and that
+//! a controller (the reloader) runs on a kube source, its informers and its writes both
+//! going through that API server.
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use wink::apiserver::serve_api;
+use wink::cluster::{ClusterClient, DeleteOptions, KubeClient, PatchType, Request, RequestError, Subresource, Verb};
+use wink::informer::InformerConfig;
+use wink::plugin::ClusterContext;
+use wink::source::{DirSource, KubeSource};
+use wink_tests::host::TestHost;
+use wink_tests::install_plugin;
+use wink_tests::wait::wait_for;
+
+fn request(verb: Verb, api_version: &str, kind: &str, ns: Option<&str>, name: &str, body: serde_json::Value) -> Request {
+    Request {
+        verb,
+        api_version: api_version.into(),
+        kind: kind.into(),
+        namespace: ns.map(str::to_owned),
+        name: name.into(),
+        subresource: None,
+        body: if body.is_null() { String::new() } else { body.to_string() },
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_kind_and_error_crosses_the_kube_client() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {replicas: 1}\n",
+    )
+    .unwrap();
+    let source = DirSource::open(dir.path()).unwrap();
+    let cancel = CancellationToken::new();
+    let (addr, _task) = serve_api("127.0.0.1:0".parse().unwrap(), source.clone(), cancel.clone()).await.unwrap();
+    let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+    let client = KubeClient::new(config).unwrap();
+
+    let info = client.resolve("apps/v1", "Deployment").await.unwrap();
+    assert_eq!((info.plural.as_str(), info.namespaced), ("deployments", true));
+    let err = client.resolve("acme.io/v1", "Gadget").await.unwrap_err();
+    assert!(matches!(err, RequestError::NotFound(_)), "{err:?}");
+
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop"}, "data": {"a": "1"}});
+    let created = client.execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "c", cm.clone()), None).await.unwrap().unwrap();
+    assert!(!created.uid().is_empty());
+    let err = client.execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "c", cm), None).await.unwrap_err();
+    assert!(matches!(err, RequestError::AlreadyExists(_)), "{err:?}");
+
+    let mut edit = created.to_value().unwrap();
+    edit["data"]["a"] = "2".into();
+    client.execute(request(Verb::Update, "v1", "ConfigMap", Some("shop"), "c", edit.clone()), None).await.unwrap();
+    edit["data"]["a"] = "3".into();
+    let err = client.execute(request(Verb::Update, "v1", "ConfigMap", Some("shop"), "c", edit), None).await.unwrap_err();
+    assert!(matches!(&err, RequestError::Conflict(m) if m.contains("modified")), "a stale update: {err:?}");
+
+    let merged = client
+        .execute(request(Verb::Patch(PatchType::Merge), "v1", "ConfigMap", Some("shop"), "c", json!({"data": {"b": "x"}})), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(merged.to_value().unwrap()["data"], json!({"a": "2", "b": "x"}));
+    let failed_test = json!([{"op": "test", "path": "/data/a", "value": "nope"}]);
+    let err = client
+        .execute(request(Verb::Patch(PatchType::Json), "v1", "ConfigMap", Some("shop"), "c", failed_test), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RequestError::Invalid { .. }), "{err:?}");
+
+    let web = client.execute(request(Verb::Get, "apps/v1", "Deployment", Some("shop"), "web", json!(null)), None).await.unwrap().unwrap();
+    let mut status = web.to_value().unwrap();
+    status["status"] = json!({"readyReplicas": 1});
+    let mut update_status = request(Verb::Update, "apps/v1", "Deployment", Some("shop"), "web", status);
+    update_status.subresource = Some(Subresource::Status);
+    let after = client.execute(update_status, None).await.unwrap().unwrap();
+    assert_eq!(after.to_value().unwrap()["status"]["readyReplicas"], 1);
+
+    let nameless = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "shop"}});
+    let err = client.execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "", nameless), None).await.unwrap_err();
+    assert!(matches!(&err, RequestError::Invalid { causes, .. } if !causes.is_empty()), "{err:?}");
+
+    let gone = client
+        .execute(request(Verb::Delete(DeleteOptions::default()), "v1", "ConfigMap", Some("shop"), "c", json!(null)), None)
+        .await
+        .unwrap();
+    assert!(gone.is_none(), "deleted at once: no finalizers");
+    let err = client.execute(request(Verb::Get, "v1", "ConfigMap", Some("shop"), "c", json!(null)), None).await.unwrap_err();
+    assert!(matches!(err, RequestError::NotFound(_)), "{err:?}");
+    assert!(source.objects("v1", "ConfigMap").is_empty());
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_on_a_kube_source_writes_through_the_kube_client() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {reloader.wink.dev/configmaps: settings}\nspec:\n  replicas: 1\n  template: {metadata: {labels: {app: web}}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\ndata: {currency: EUR}\n",
+    )
+    .unwrap();
+    let source = DirSource::open(dir.path()).unwrap();
+    let cancel = CancellationToken::new();
+    let (addr, _task) = serve_api("127.0.0.1:0".parse().unwrap(), source.clone(), cancel.clone()).await.unwrap();
+    let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+    let cluster = ClusterContext::new(std::sync::Arc::new(KubeClient::new(config.clone()).unwrap()), true);
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("reloader", plugins.path(), "reloader", None);
+    let kube = KubeSource::from_config(config).unwrap();
+    let host = TestHost::start_kube_with(kube, InformerConfig::default(), plugins.path(), Some(cluster)).await;
+    let hash = || {
+        let web = source.objects("apps/v1", "Deployment").into_iter().next()?.to_value().ok()?;
+        web.pointer("/spec/template/metadata/annotations/reloader.wink.dev~1config-hash")?.as_str().map(str::to_owned)
+    };
+    wait_for("the reloader's patch, through the kube client", || hash().is_some(), String::new).await;
+    host.stop().await;
+    cancel.cancel();
+}
