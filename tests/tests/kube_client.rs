@@ -4,12 +4,16 @@
 //! typed: create, get, update from a stale version (conflict), merge and JSON patches,
 //! status updates, delete, already-exists, not-found, invalid, and an unknown kind; and that
 //! a controller (the reloader) runs on a kube source, its informers and its writes both
-//! going through that API server.
+//! going through that API server; and that with a `serviceAccount` its writes are made as
+//! that account (impersonation), refused by the server's RBAC until a RoleBinding grants
+//! them.
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wink::apiserver::serve_api;
-use wink::cluster::{ClusterClient, DeleteOptions, KubeClient, PatchType, Request, RequestError, Subresource, Verb};
+use wink::cluster::{
+    ClusterClient, DeleteOptions, Identity, KubeClient, PatchType, Request, RequestError, Subresource, Verb,
+};
 use wink::informer::InformerConfig;
 use wink::plugin::ClusterContext;
 use wink::source::{DirSource, KubeSource};
@@ -17,7 +21,14 @@ use wink_tests::host::TestHost;
 use wink_tests::install_plugin;
 use wink_tests::wait::wait_for;
 
-fn request(verb: Verb, api_version: &str, kind: &str, ns: Option<&str>, name: &str, body: serde_json::Value) -> Request {
+fn request(
+    verb: Verb,
+    api_version: &str,
+    kind: &str,
+    ns: Option<&str>,
+    name: &str,
+    body: serde_json::Value,
+) -> Request {
     Request {
         verb,
         api_version: api_version.into(),
@@ -49,7 +60,11 @@ async fn every_request_kind_and_error_crosses_the_kube_client() {
     assert!(matches!(err, RequestError::NotFound(_)), "{err:?}");
 
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop"}, "data": {"a": "1"}});
-    let created = client.execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "c", cm.clone()), None).await.unwrap().unwrap();
+    let created = client
+        .execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "c", cm.clone()), None)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!created.uid().is_empty());
     let err = client.execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "c", cm), None).await.unwrap_err();
     assert!(matches!(err, RequestError::AlreadyExists(_)), "{err:?}");
@@ -58,11 +73,15 @@ async fn every_request_kind_and_error_crosses_the_kube_client() {
     edit["data"]["a"] = "2".into();
     client.execute(request(Verb::Update, "v1", "ConfigMap", Some("shop"), "c", edit.clone()), None).await.unwrap();
     edit["data"]["a"] = "3".into();
-    let err = client.execute(request(Verb::Update, "v1", "ConfigMap", Some("shop"), "c", edit), None).await.unwrap_err();
+    let err =
+        client.execute(request(Verb::Update, "v1", "ConfigMap", Some("shop"), "c", edit), None).await.unwrap_err();
     assert!(matches!(&err, RequestError::Conflict(m) if m.contains("modified")), "a stale update: {err:?}");
 
     let merged = client
-        .execute(request(Verb::Patch(PatchType::Merge), "v1", "ConfigMap", Some("shop"), "c", json!({"data": {"b": "x"}})), None)
+        .execute(
+            request(Verb::Patch(PatchType::Merge), "v1", "ConfigMap", Some("shop"), "c", json!({"data": {"b": "x"}})),
+            None,
+        )
         .await
         .unwrap()
         .unwrap();
@@ -74,7 +93,11 @@ async fn every_request_kind_and_error_crosses_the_kube_client() {
         .unwrap_err();
     assert!(matches!(err, RequestError::Invalid { .. }), "{err:?}");
 
-    let web = client.execute(request(Verb::Get, "apps/v1", "Deployment", Some("shop"), "web", json!(null)), None).await.unwrap().unwrap();
+    let web = client
+        .execute(request(Verb::Get, "apps/v1", "Deployment", Some("shop"), "web", json!(null)), None)
+        .await
+        .unwrap()
+        .unwrap();
     let mut status = web.to_value().unwrap();
     status["status"] = json!({"readyReplicas": 1});
     let mut update_status = request(Verb::Update, "apps/v1", "Deployment", Some("shop"), "web", status);
@@ -83,17 +106,31 @@ async fn every_request_kind_and_error_crosses_the_kube_client() {
     assert_eq!(after.to_value().unwrap()["status"]["readyReplicas"], 1);
 
     let nameless = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "shop"}});
-    let err = client.execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "", nameless), None).await.unwrap_err();
+    let err =
+        client.execute(request(Verb::Create, "v1", "ConfigMap", Some("shop"), "", nameless), None).await.unwrap_err();
     assert!(matches!(&err, RequestError::Invalid { causes, .. } if !causes.is_empty()), "{err:?}");
 
     let gone = client
-        .execute(request(Verb::Delete(DeleteOptions::default()), "v1", "ConfigMap", Some("shop"), "c", json!(null)), None)
+        .execute(
+            request(Verb::Delete(DeleteOptions::default()), "v1", "ConfigMap", Some("shop"), "c", json!(null)),
+            None,
+        )
         .await
         .unwrap();
     assert!(gone.is_none(), "deleted at once: no finalizers");
-    let err = client.execute(request(Verb::Get, "v1", "ConfigMap", Some("shop"), "c", json!(null)), None).await.unwrap_err();
+    let err =
+        client.execute(request(Verb::Get, "v1", "ConfigMap", Some("shop"), "c", json!(null)), None).await.unwrap_err();
     assert!(matches!(err, RequestError::NotFound(_)), "{err:?}");
     assert!(source.objects("v1", "ConfigMap").is_empty());
+
+    // As a service account no binding names: the server's RBAC refuses, as a real one does.
+    let nobody = Identity::service_account("team-a", "nobody");
+    let err = client
+        .execute(request(Verb::Get, "apps/v1", "Deployment", Some("shop"), "web", json!(null)), Some(&nobody))
+        .await
+        .unwrap_err();
+    let expected = "deployments \"web\" is forbidden: User \"system:serviceaccount:team-a:nobody\" cannot get resource \"deployments\" in API group \"apps\" in the namespace \"shop\"";
+    assert_eq!(err, RequestError::Forbidden(expected.into()));
     cancel.cancel();
 }
 
@@ -119,6 +156,45 @@ async fn a_controller_on_a_kube_source_writes_through_the_kube_client() {
         web.pointer("/spec/template/metadata/annotations/reloader.wink.dev~1config-hash")?.as_str().map(str::to_owned)
     };
     wait_for("the reloader's patch, through the kube client", || hash().is_some(), String::new).await;
+    host.stop().await;
+    cancel.cancel();
+}
+
+const RELOADER_AS_ACCOUNT: &str = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\npermissions:\n  - {apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}\nserviceAccount: team-a/reloader\n";
+
+const GRANT: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: reloader, namespace: shop}\nrules:\n  - {apiGroups: [apps], resources: [deployments], verbs: [patch]}\n  - {apiGroups: [events.k8s.io], resources: [events], verbs: [create, patch]}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: reloader, namespace: shop}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reloader}\nsubjects:\n  - {kind: ServiceAccount, name: reloader, namespace: team-a}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_acting_as_its_service_account_is_held_to_the_servers_rbac() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = |currency: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {{reloader.wink.dev/configmaps: settings}}\nspec:\n  replicas: 1\n  template: {{metadata: {{labels: {{app: web}}}}}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings, namespace: shop}}\ndata: {{currency: {currency}}}\n"
+        )
+    };
+    std::fs::write(dir.path().join("web.yaml"), objects("EUR")).unwrap();
+    let source = DirSource::open(dir.path()).unwrap();
+    let cancel = CancellationToken::new();
+    let (addr, _task) = serve_api("127.0.0.1:0".parse().unwrap(), source.clone(), cancel.clone()).await.unwrap();
+    let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+    let cluster = ClusterContext::new(std::sync::Arc::new(KubeClient::new(config.clone()).unwrap()), true);
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("reloader", plugins.path(), "reloader", Some(RELOADER_AS_ACCOUNT));
+    let kube = KubeSource::from_config(config).unwrap();
+    let host = TestHost::start_kube_with(kube, InformerConfig::default(), plugins.path(), Some(cluster)).await;
+    let hash = || {
+        let web = source.objects("apps/v1", "Deployment").into_iter().next()?.to_value().ok()?;
+        web.pointer("/spec/template/metadata/annotations/reloader.wink.dev~1config-hash")?.as_str().map(str::to_owned)
+    };
+    // wink's own check lets everything through; the server's RBAC does not.
+    wait_for("the write to be refused by RBAC", || host.metrics("reloader").handler_errors().1 > 0, String::new).await;
+    assert_eq!(hash(), None, "nothing was written");
+
+    // A RoleBinding for the service account, and a change to react to.
+    std::fs::write(dir.path().join("rbac.yaml"), GRANT).unwrap();
+    std::fs::write(dir.path().join("web.yaml"), objects("USD")).unwrap();
+    source.rescan().unwrap();
+    wait_for("the write, now allowed", || hash().is_some(), String::new).await;
     host.stop().await;
     cancel.cancel();
 }

@@ -14,12 +14,13 @@ use serde_json::{Value, json};
 use super::ServedCluster;
 use super::discovery::{self, Served};
 use super::paths::{ResourcePath, Route, route};
+use super::rbac::{self, User};
 use crate::cluster::{
     ClusterClient, Collection, DeleteOptions, EmbeddedClient, PatchType, Propagation, Request, RequestError,
     Subresource, Verb,
 };
 use crate::informer::{ListParams, ListerWatcher, Object, WatchEvent, WatchParams};
-use crate::plugin::LabelSelector;
+use crate::plugin::{Attributes, LabelSelector};
 
 /// What every request reads.
 #[derive(Clone)]
@@ -126,6 +127,25 @@ async fn resource(
     let params = query(uri);
     let namespace = if kind.namespaced { path.namespace.clone() } else { None };
     let name = path.name.clone().unwrap_or_default();
+    if let Some(user) = impersonated(headers) {
+        let watching = param(&params, "watch").is_some_and(|w| w == "true" || w == "1");
+        let verb = match (&method, path.name.is_some()) {
+            (&Method::GET, false) if watching => "watch",
+            (&Method::GET, false) => "list",
+            (&Method::GET, true) => "get",
+            (&Method::POST, _) => "create",
+            (&Method::PUT, _) => "update",
+            (&Method::PATCH, _) => "patch",
+            (&Method::DELETE, _) => "delete",
+            _ => "unknown",
+        };
+        let resource = if path.status { format!("{}/status", kind.plural) } else { kind.plural.clone() };
+        let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let attributes = Attributes { group, resource: &resource, verb, namespace: namespace.as_deref(), name: &name };
+        if let Err(message) = rbac::authorize(state.cluster.as_ref(), &user, &attributes) {
+            return failure(&RequestError::Forbidden(message));
+        }
+    }
     let request = |verb: Verb, body: String| Request {
         verb,
         api_version: kind.api_version.clone(),
@@ -181,6 +201,14 @@ async fn resource(
         ),
         Err(e) => failure(&e),
     }
+}
+
+/// The user a request impersonates (`Impersonate-User`, `Impersonate-Group`), if any.
+fn impersonated(headers: &HeaderMap) -> Option<User> {
+    let name = headers.get("impersonate-user")?.to_str().ok()?.to_owned();
+    let groups =
+        headers.get_all("impersonate-group").iter().filter_map(|v| v.to_str().ok().map(str::to_owned)).collect();
+    Some(User { name, groups })
 }
 
 fn delete_options(body: &str, params: &[(String, String)]) -> DeleteOptions {

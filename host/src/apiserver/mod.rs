@@ -10,12 +10,17 @@
 //!   through [`EmbeddedClient`](crate::cluster::EmbeddedClient): the same rules plugins'
 //!   writes follow. Errors are `Status` objects with the API server's codes and reasons.
 //!
+//! - [`rbac`]: a request that impersonates a user (`Impersonate-User`, `-Group`, as the kube
+//!   client does for a plugin's service account) is authorized by the Roles, ClusterRoles
+//!   and bindings in the cluster, and refused with 403 as the API server would.
+//!
 //! Plain HTTP on the address given, no authentication: bind it to loopback (as
 //! `kubectl proxy` does) unless the network around it is trusted.
 
 mod discovery;
 mod handlers;
 mod paths;
+pub mod rbac;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
