@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-use wink::cluster::EmbeddedClient;
+use wink::cluster::{ClusterClient, EmbeddedClient};
 use wink::informer::owner_uid_index_func;
 use wink::informer::{InformerConfig, InformerFactory, OWNER_UID_INDEX, ResourceKey};
 use wink::plugin::ClusterContext;
@@ -36,12 +36,23 @@ impl TestHost {
     /// deploy. Returns once the informers have synced; the plugins may still be receiving
     /// their initial objects (see [`TestHost::wait_synced`]).
     pub async fn start(cluster: &Path, plugins: &Path) -> Self {
+        Self::start_with_client(cluster, plugins, |embedded| embedded).await
+    }
+
+    /// As [`start`](Self::start), with plugins' requests sent to what `client` makes of the
+    /// embedded cluster's client (e.g. a wrapper that stalls, as a slow API server would).
+    pub async fn start_with_client(
+        cluster: &Path,
+        plugins: &Path,
+        client: impl FnOnce(Arc<dyn ClusterClient>) -> Arc<dyn ClusterClient>,
+    ) -> Self {
         logs();
         let cancel = CancellationToken::new();
         let source = DirSource::open(cluster).expect("opening the cluster folder");
         source.watch(cancel.child_token()).expect("watching the cluster folder");
-        let client = ClusterContext::new(Arc::new(EmbeddedClient::new(source.clone())), false);
-        let host = Self::assemble(InformerFactory::new(source.clone()), plugins, cancel, Some(client)).await;
+        let client = client(Arc::new(EmbeddedClient::new(source.clone())));
+        let context = ClusterContext::new(client, false);
+        let host = Self::assemble(InformerFactory::new(source.clone()), plugins, cancel, Some(context)).await;
         Self { source: Some(source), ..host }
     }
 

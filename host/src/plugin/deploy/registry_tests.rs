@@ -249,8 +249,14 @@ async fn a_replaced_plugin_receives_the_current_objects_then_live_events() {
         .unwrap();
     registry.deploy(&dir).await.unwrap();
     wait_until("init and two replayed adds", || metrics.calls() == 6).await;
-    let status = registry.status().await;
-    assert!(status[0].synced, "the new listeners have had their initial adds");
+    // A listener counts an add as delivered once its call has returned (just after the call
+    // is counted): wait for that, then check nothing more came.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !registry.status().await[0].synced {
+        assert!(std::time::Instant::now() < deadline, "the new listeners never had their initial adds");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(metrics.calls(), 6, "init and the two replayed adds, nothing more");
     assert_eq!(pods.list_requests().len(), 1, "the informer was not restarted: the replay comes from its cache");
 
     // Then live events.
