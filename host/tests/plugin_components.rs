@@ -203,6 +203,9 @@ fn owner_lookup_reads_the_scoped_cache() {
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
     tracing::subscriber::with_default(subscriber, || {
+        // Other tests of this binary may have hit the guest log's callsite with no subscriber
+        // interested: have every callsite ask again, now that this one is.
+        tracing::callsite::rebuild_interest_cache();
         let mut instance = plugin.sandbox(&engine, Arc::new(resolver), None).instantiate().unwrap();
         assert_eq!(instance.on_add(&pod, false), CallOutcome::Ok);
         assert_eq!(instance.on_add(&rs, false), CallOutcome::Ok);

@@ -1,10 +1,11 @@
 //! `wink run --serve-api`: the embedded cluster over the Kubernetes API, driven by the real
 //! `kubectl` (Debian's package), with plugins reacting to what kubectl writes.
 //!
-//! Specifies that kubectl can list (with short names, label and field selectors), get,
-//! create with `apply`, update with a second `apply` (a strategic merge patch), read
-//! Events plugins recorded, and delete; and that the reloader plugin rolls a Deployment out
-//! when kubectl changes the ConfigMap it names.
+//! Specifies that kubectl can create with `apply` (a Deployment and its ConfigMap), list
+//! (with short names, label and field selectors), get, update with a second `apply` (a
+//! strategic merge patch), read Events plugins recorded, and delete; and that the reloader
+//! plugin annotates the Deployment kubectl created and rolls it out again when kubectl
+//! changes the ConfigMap, as `kubectl get -o json` shows.
 //!
 //! Debian's kubectl is 1.20, which validates manifests against an OpenAPI
 //! document the endpoint does not serve: `apply` runs with `--validate=false`.
@@ -75,8 +76,8 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
     let work = tempfile::tempdir().unwrap();
     let cluster = work.path().join("cluster");
     std::fs::create_dir(&cluster).unwrap();
-    write_atomic(&cluster.join("web.yaml"), WEB);
-    write_atomic(&cluster.join("settings.yaml"), &settings("EUR"));
+    // Only the Namespace comes from a file: the Deployment and its ConfigMap come from kubectl.
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
     let plugins = work.path().join("plugins");
     install_plugin("reloader", &plugins, "reloader", None);
     let child = Running::spawn(
@@ -97,6 +98,11 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
         .await;
     let k = Kubectl { server: format!("http://{addr}") };
     let blocking = tokio::task::spawn_blocking(move || {
+        let manifest = Path::new(&std::env::temp_dir()).join(format!("wink-settings-{}.yaml", std::process::id()));
+        std::fs::write(&manifest, format!("{WEB}---\n{}", settings("EUR"))).unwrap();
+        let applied = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        assert!(applied.contains("deployment.apps/web created") && applied.contains("configmap/settings created"), "{applied}");
+
         // Reads: short names, selectors, one object.
         let listed = k.ok(&["get", "deploy", "-n", "shop"]);
         assert!(listed.contains("web"), "{listed}");
@@ -105,10 +111,9 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
         let by_field = k.json(&["get", "cm", "-n", "shop", "--field-selector", "metadata.name=nothing"]);
         assert_eq!(by_field["items"].as_array().map(Vec::len), Some(0), "{by_field}");
 
-        // The reloader annotated the Deployment at start; kubectl changes its ConfigMap.
+        // The reloader annotated the Deployment kubectl created; kubectl changes its ConfigMap.
         assert!(eventually_blocking(TIMEOUT, || template_hash(&k).is_some()), "the reloader never wrote");
         let first = template_hash(&k).unwrap();
-        let manifest = Path::new(&std::env::temp_dir()).join(format!("wink-settings-{}.yaml", std::process::id()));
         std::fs::write(&manifest, settings("USD")).unwrap();
         let applied = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
         assert!(applied.contains("configmap/settings configured"), "{applied}");
