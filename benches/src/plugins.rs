@@ -10,10 +10,15 @@ use std::time::Duration;
 
 use wink::informer::Store;
 use wink::plugin::{
-    CacheResolver, CacheScope, EngineConfig, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine, PluginHandler,
-    PoolLimits, Sandbox, SandboxSettings, load_plugin,
+    CacheResolver, CacheScope, ClusterLink, EngineConfig, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine,
+    PluginHandler, PoolLimits, Sandbox, SandboxSettings, load_plugin,
 };
 use wink::plugin::{FailurePolicy, OnError};
+
+/// The folder of the built `bench-writer` plugin (one request to the cluster per call).
+pub fn bench_writer() -> PathBuf {
+    wink_tests::plugin("bench/bench-writer")
+}
 
 /// The folder of the built `bench-noop` plugin.
 pub fn bench_noop() -> PathBuf {
@@ -125,6 +130,16 @@ impl PluginSettings {
 /// The sandbox of `plugin` under another name (the manifest's memory cap; `settings`
 /// override name, deadline and config).
 pub fn sandbox(plugin: &LoadedPlugin, engine: &PluginEngine, settings: &PluginSettings) -> Sandbox {
+    sandbox_with_cluster(plugin, engine, settings, None)
+}
+
+/// As [`sandbox`], with the plugin's `cluster` requests going through `cluster`.
+pub fn sandbox_with_cluster(
+    plugin: &LoadedPlugin,
+    engine: &PluginEngine,
+    settings: &PluginSettings,
+    cluster: Option<Arc<ClusterLink>>,
+) -> Sandbox {
     let m = &plugin.manifest;
     Sandbox::new(
         engine.clone(),
@@ -135,7 +150,7 @@ pub fn sandbox(plugin: &LoadedPlugin, engine: &PluginEngine, settings: &PluginSe
             call_timeout: settings.call_timeout,
             config_json: settings.config_json.as_str().into(),
             scope: Arc::new(CacheScope::from_manifest(m)),
-            cluster: None,
+            cluster,
         },
         Arc::new(OneCache(None)),
     )

@@ -101,7 +101,10 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
         let manifest = Path::new(&std::env::temp_dir()).join(format!("wink-settings-{}.yaml", std::process::id()));
         std::fs::write(&manifest, format!("{WEB}---\n{}", settings("EUR"))).unwrap();
         let applied = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
-        assert!(applied.contains("deployment.apps/web created") && applied.contains("configmap/settings created"), "{applied}");
+        assert!(
+            applied.contains("deployment.apps/web created") && applied.contains("configmap/settings created"),
+            "{applied}"
+        );
 
         // Reads: short names, selectors, one object.
         let listed = k.ok(&["get", "deploy", "-n", "shop"]);

@@ -1,6 +1,6 @@
 //! `cargo xtask bench [-- CRITERION ARGS]`: runs every benchmark and writes the results table.
 //!
-//! Builds the plugins (the benchmarks run the `bench-noop` Rust plugin and the Python and
+//! Builds the plugins (the benchmarks run the `bench-noop` and `bench-writer` Rust plugins and the Python and
 //! JavaScript components), runs `cargo bench -p wink-benches` with `WINK_PLUGINS_DIR` pointing
 //! at them (extra arguments go to every bench binary, e.g. a filter), then
 //! `wink-bench-table`, which prints the tables of `BENCHMARKS.md` and writes them to

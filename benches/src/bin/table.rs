@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use wink_benches::results::{Report, results_dir};
 
 /// The benches, in the order of `BENCHMARKS.md`.
-const ORDER: [&str; 7] = [
+const ORDER: [&str; 8] = [
     "informer_throughput",
     "wasm_vs_native",
     "call_overhead",
@@ -19,6 +19,7 @@ const ORDER: [&str; 7] = [
     "many_plugins",
     "delivery_lag",
     "idle_host",
+    "write_round_trip",
 ];
 
 fn machine() -> String {

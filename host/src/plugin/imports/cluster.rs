@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 use governor::clock::{Clock, DefaultClock};
 use governor::{Quota, RateLimiter};
 
-use crate::cluster::{ClusterClient, EventRecorder, EventSpec, Identity, Request, RequestError, Subresource, Verb};
+use crate::cluster::{
+    ClusterClient, EventRecorder, EventSpec, Identity, Request, RequestError, ResourceInfo, Subresource, Verb,
+};
 use crate::informer::Object;
 use crate::plugin::deploy::manifest::Manifest;
 use crate::plugin::deploy::permissions::{Attributes, Permissions, Policy, Refusal, RequestLimits};
@@ -37,6 +39,9 @@ pub struct ClusterLink {
     identity: Option<Identity>,
     limiter: Limiter,
     recorder: EventRecorder,
+    /// Kinds already resolved (a kind's resource name and scope do not change while it is
+    /// served): most requests then make one hop to the runtime, not two.
+    resolved: parking_lot::Mutex<std::collections::HashMap<(String, String), ResourceInfo>>,
 }
 
 impl std::fmt::Debug for ClusterLink {
@@ -62,7 +67,17 @@ impl ClusterLink {
         let burst = NonZeroU32::new(limits.burst.max(1)).unwrap_or(NonZeroU32::MIN);
         let quota = Quota::with_period(period).unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN)).allow_burst(burst);
         let recorder = EventRecorder::new(client.clone(), plugin.to_string());
-        Self { plugin, client, runtime, permissions, limits, identity, limiter: RateLimiter::direct(quota), recorder }
+        Self {
+            plugin,
+            client,
+            runtime,
+            permissions,
+            limits,
+            identity,
+            limiter: RateLimiter::direct(quota),
+            recorder,
+            resolved: parking_lot::Mutex::default(),
+        }
     }
 
     /// The Event recorder of this plugin.
@@ -193,10 +208,18 @@ impl ClusterAccess {
     }
 
     fn admit(&mut self, link: &ClusterLink, request: &Request, started: Instant) -> Result<(), RequestError> {
-        let info = {
-            let client = link.client.clone();
-            let (api_version, kind) = (request.api_version.clone(), request.kind.clone());
-            wait(&link.runtime, link.limits.timeout, async move { client.resolve(&api_version, &kind).await })?
+        let key = (request.api_version.clone(), request.kind.clone());
+        let cached = link.resolved.lock().get(&key).cloned();
+        let info = match cached {
+            Some(info) => info,
+            None => {
+                let client = link.client.clone();
+                let (api_version, kind) = key.clone();
+                let info =
+                    wait(&link.runtime, link.limits.timeout, async move { client.resolve(&api_version, &kind).await })?;
+                link.resolved.lock().insert(key, info.clone());
+                info
+            }
         };
         let resource = match request.subresource {
             Some(Subresource::Status) => format!("{}/status", info.plural),
