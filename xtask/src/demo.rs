@@ -1,7 +1,10 @@
 //! `cargo xtask demo`: builds the example plugins and runs them against `examples/cluster`.
 //!
 //! wink keeps running and watching the folder: edit a file under `examples/cluster` (change
-//! a label, delete a Pod) and the plugins log what they were told. Stop with Ctrl-C.
+//! a label, delete a Pod) and the plugins log what they were told. It also serves that
+//! cluster over the Kubernetes API on [`DEMO_API`] (`--serve-api`), for
+//! `kubectl --server http://127.0.0.1:8001`, unless the extra arguments name another address.
+//! Stop with Ctrl-C.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,6 +12,9 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::build_plugins;
+
+/// Where the demo serves the example cluster over the Kubernetes API.
+pub const DEMO_API: &str = "127.0.0.1:8001";
 
 /// Options of `cargo xtask demo`.
 #[derive(clap::Args)]
@@ -28,12 +34,20 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let cluster = repo.join("examples").join("cluster");
     eprintln!("xtask: running wink on {}; edit files there to see events, Ctrl-C to stop", cluster.display());
+    let mut serve_api = Vec::new();
+    if !args.wink_args.iter().any(|a| a.starts_with("--serve-api")) {
+        eprintln!(
+            "xtask: the cluster is served on http://{DEMO_API}: kubectl --server http://{DEMO_API} get deploy -A"
+        );
+        serve_api = vec!["--serve-api".to_owned(), DEMO_API.to_owned()];
+    }
     let status = Command::new(cargo)
         .current_dir(repo)
         .args(["run", "--quiet", "-p", "wink-host", "--bin", "wink", "--", "run", "--plugins"])
         .arg(&plugins)
         .arg("--source")
         .arg(format!("dir:{}", cluster.display()))
+        .args(&serve_api)
         .args(&args.wink_args)
         .status()
         .context("running `wink run`")?;
