@@ -16,8 +16,8 @@ use super::discovery::{self, Served};
 use super::paths::{ResourcePath, Route, route};
 use super::rbac::{self, User};
 use crate::cluster::{
-    ClusterClient, Collection, DeleteOptions, EmbeddedClient, PatchType, Propagation, Request, RequestError,
-    Subresource, Verb,
+    ClusterClient, Collection, DeleteOptions, EmbeddedClient, PatchType, Preconditions, PropagationPolicy, Request,
+    RequestError, Subresource, Verb,
 };
 use crate::informer::{ListParams, ListerWatcher, Object, WatchEvent, WatchParams};
 use crate::plugin::{Attributes, LabelSelector};
@@ -216,12 +216,14 @@ fn delete_options(body: &str, params: &[(String, String)]) -> DeleteOptions {
     let text = |v: &Value| v.as_str().map(str::to_owned);
     let propagation = options["propagationPolicy"].as_str().or_else(|| param(params, "propagationPolicy"));
     DeleteOptions {
-        uid: text(&options["preconditions"]["uid"]),
-        resource_version: text(&options["preconditions"]["resourceVersion"]),
-        propagation: match propagation {
-            Some("Orphan") => Some(Propagation::Orphan),
-            Some("Foreground") => Some(Propagation::Foreground),
-            Some("Background") => Some(Propagation::Background),
+        preconditions: Preconditions {
+            uid: text(&options["preconditions"]["uid"]),
+            resource_version: text(&options["preconditions"]["resourceVersion"]),
+        },
+        propagation_policy: match propagation {
+            Some("Orphan") => Some(PropagationPolicy::Orphan),
+            Some("Foreground") => Some(PropagationPolicy::Foreground),
+            Some("Background") => Some(PropagationPolicy::Background),
             _ => None,
         },
         grace_period_seconds: options["gracePeriodSeconds"]

@@ -6,31 +6,13 @@ use serde_json::Value;
 use wink_apiserver as api;
 
 use super::embedded::{Collection, key_of};
-use super::{Cause, PatchType, Propagation, Request, RequestError, Subresource, Verb};
+use super::{Request, RequestError, Verb};
 use crate::informer::{Object, ObjectError};
 use crate::source::Write;
 
 impl From<ObjectError> for RequestError {
     fn from(e: ObjectError) -> Self {
         RequestError::Invalid { message: e.to_string(), causes: Vec::new() }
-    }
-}
-
-impl From<api::Status> for RequestError {
-    fn from(status: api::Status) -> Self {
-        let reason =
-            serde_json::to_value(status.reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        let causes = status
-            .details
-            .as_ref()
-            .map(|d| {
-                d.causes
-                    .iter()
-                    .map(|c| Cause { field: c.field.clone(), reason: c.reason.clone(), message: c.message.clone() })
-                    .collect()
-            })
-            .unwrap_or_default();
-        RequestError::from_status(status.code, &reason, status.message, causes)
     }
 }
 
@@ -86,10 +68,7 @@ pub(super) fn execute(
 ) -> Result<Option<Object>, RequestError> {
     let def = definition(c, &request.api_version, &request.kind);
     let ctx = api::SystemContext;
-    let mut opts = api::WriteOptions::default();
-    if request.subresource == Some(Subresource::Status) {
-        opts = api::WriteOptions::status();
-    }
+    let opts = api::WriteOptions { subresource: request.subresource, ..api::WriteOptions::default() };
     let name = request.name.clone();
     match request.verb {
         Verb::Get => {
@@ -106,27 +85,12 @@ pub(super) fn execute(
             write(c, &key_of(namespace, &name), |current| api::update(&def, current, obj, &opts, &ctx))
         }
         Verb::Patch(patch_type) => {
-            let patch_type = match patch_type {
-                PatchType::Merge => api::PatchType::Merge,
-                PatchType::Json => api::PatchType::Json,
-                PatchType::StrategicMerge => api::PatchType::StrategicMerge,
-                PatchType::Apply { field_manager, force } => api::PatchType::Apply { field_manager, force },
-            };
             let body = request.body.into_bytes();
             write(c, &key_of(namespace, &name), |current| {
                 api::patch(&def, &name, namespace, current, &body, &patch_type, &opts, &ctx)
             })
         }
         Verb::Delete(options) => {
-            let options = api::DeleteOptions {
-                preconditions: api::Preconditions { uid: options.uid, resource_version: options.resource_version },
-                propagation_policy: options.propagation.map(|p| match p {
-                    Propagation::Orphan => api::PropagationPolicy::Orphan,
-                    Propagation::Background => api::PropagationPolicy::Background,
-                    Propagation::Foreground => api::PropagationPolicy::Foreground,
-                }),
-                grace_period_seconds: options.grace_period_seconds,
-            };
             write(c, &key_of(namespace, &name), |current| api::delete(&def, &name, current, &options, &ctx))
         }
     }

@@ -174,7 +174,8 @@ async fn a_delete_waits_for_finalizers_and_the_last_one_removed_deletes() {
 async fn delete_preconditions_are_checked() {
     let (_dir, _source, client) = cluster(&[]);
     run(&client, request(Verb::Create, "v1", "ConfigMap", Some("shop"), "", config_map("c", json!({})))).await.unwrap();
-    let options = DeleteOptions { uid: Some("not-its-uid".into()), ..DeleteOptions::default() };
+    let preconditions = crate::cluster::Preconditions { uid: Some("not-its-uid".into()), resource_version: None };
+    let options = DeleteOptions { preconditions, ..DeleteOptions::default() };
     let err = run(&client, request(Verb::Delete(options), "v1", "ConfigMap", Some("shop"), "c", json!(null)))
         .await
         .unwrap_err();

@@ -84,3 +84,23 @@ impl RequestError {
         }
     }
 }
+
+/// The error of an API server's `Status` (as the embedded rules return it, or as a real
+/// server sent it).
+impl From<wink_apiserver::Status> for RequestError {
+    fn from(status: wink_apiserver::Status) -> Self {
+        let reason =
+            serde_json::to_value(status.reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let causes = status
+            .details
+            .as_ref()
+            .map(|d| {
+                d.causes
+                    .iter()
+                    .map(|c| Cause { field: c.field.clone(), reason: c.reason.clone(), message: c.message.clone() })
+                    .collect()
+            })
+            .unwrap_or_default();
+        RequestError::from_status(status.code, &reason, status.message, causes)
+    }
+}

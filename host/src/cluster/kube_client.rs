@@ -10,13 +10,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
 use parking_lot::Mutex;
 
 use super::{
-    Cause, ClusterClient, Identity, PatchType, Propagation, Request, RequestError, ResourceInfo, Subresource, Verb,
+    ClusterClient, Identity, PatchType, PropagationPolicy, Request, RequestError, ResourceInfo, Subresource, Verb,
 };
 use crate::informer::Object;
 
@@ -40,18 +40,12 @@ impl std::fmt::Debug for KubeClient {
 
 fn error(e: kube::Error) -> RequestError {
     match e {
+        // The server's Status, read as the embedded cluster's rules write it: one conversion.
         kube::Error::Api(status) => {
-            let causes = status
-                .details
-                .as_ref()
-                .map(|d| {
-                    d.causes
-                        .iter()
-                        .map(|c| Cause { field: c.field.clone(), reason: c.reason.clone(), message: c.message.clone() })
-                        .collect()
-                })
-                .unwrap_or_default();
-            RequestError::from_status(status.code, &status.reason, status.message.clone(), causes)
+            match serde_json::to_value(&*status).and_then(serde_json::from_value::<wink_apiserver::Status>) {
+                Ok(status) => status.into(),
+                Err(_) => RequestError::from_status(status.code, &status.reason, status.message.clone(), Vec::new()),
+            }
         }
         kube::Error::SerdeError(e) => RequestError::BadRequest(format!("cannot decode the answer: {e}")),
         other => RequestError::Unavailable(other.to_string()),
@@ -168,14 +162,18 @@ impl ClusterClient for KubeClient {
             Verb::Delete(options) => {
                 let params = DeleteParams {
                     grace_period_seconds: options.grace_period_seconds.map(|s| s.max(0) as u32),
-                    propagation_policy: options.propagation.map(|p| match p {
-                        Propagation::Orphan => PropagationPolicy::Orphan,
-                        Propagation::Background => PropagationPolicy::Background,
-                        Propagation::Foreground => PropagationPolicy::Foreground,
+                    propagation_policy: options.propagation_policy.map(|p| match p {
+                        PropagationPolicy::Orphan => kube::api::PropagationPolicy::Orphan,
+                        PropagationPolicy::Background => kube::api::PropagationPolicy::Background,
+                        PropagationPolicy::Foreground => kube::api::PropagationPolicy::Foreground,
                     }),
-                    preconditions: (options.uid.is_some() || options.resource_version.is_some()).then(|| {
-                        Preconditions { uid: options.uid.clone(), resource_version: options.resource_version.clone() }
-                    }),
+                    preconditions: {
+                        let p = &options.preconditions;
+                        (p.uid.is_some() || p.resource_version.is_some()).then(|| kube::api::Preconditions {
+                            uid: p.uid.clone(),
+                            resource_version: p.resource_version.clone(),
+                        })
+                    },
                     ..DeleteParams::default()
                 };
                 return match api.delete(name, &params).await.map_err(error)? {

@@ -22,7 +22,9 @@ pub use embedded::{Collection, EmbeddedClient, EmbeddedCluster};
 pub use error::{Cause, RequestError};
 pub use events::{EventRecorder, EventSpec, EventType, Regarding};
 pub use kube_client::KubeClient;
-pub use request::{DeleteOptions, Identity, PatchType, Propagation, Request, ResourceInfo, Subresource, Verb};
+pub use request::{
+    DeleteOptions, Identity, PatchType, Preconditions, PropagationPolicy, Request, ResourceInfo, Subresource, Verb,
+};
 
 use async_trait::async_trait;
 

@@ -1,7 +1,10 @@
 //! One request to a cluster, in the terms of the Kubernetes API: a verb on a resource (or
-//! its status subresource), with a body or a patch.
+//! its status subresource), with a body or a patch. Patch types, delete options and
+//! subresources are [`wink_apiserver`]'s, whose rules the embedded cluster applies.
 
 use std::fmt;
+
+pub use wink_apiserver::{DeleteOptions, PatchType, Preconditions, PropagationPolicy, Subresource};
 
 /// A Kubernetes API verb, as RBAC names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,78 +32,6 @@ impl Verb {
             Verb::Delete(_) => "delete",
         }
     }
-}
-
-/// The type of a patch, with what it needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PatchType {
-    /// JSON merge patch (RFC 7386).
-    Merge,
-    /// JSON patch (RFC 6902).
-    Json,
-    /// Kubernetes strategic merge patch.
-    StrategicMerge,
-    /// Server-side apply with this field manager.
-    Apply {
-        /// The field manager (the plugin's name).
-        field_manager: String,
-        /// Take over fields other managers own.
-        force: bool,
-    },
-}
-
-impl PatchType {
-    /// The request's content type.
-    pub fn content_type(&self) -> &'static str {
-        match self {
-            PatchType::Merge => "application/merge-patch+json",
-            PatchType::Json => "application/json-patch+json",
-            PatchType::StrategicMerge => "application/strategic-merge-patch+json",
-            PatchType::Apply { .. } => "application/apply-patch+yaml",
-        }
-    }
-}
-
-/// How dependents of a deleted object are treated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Propagation {
-    /// Orphan the dependents.
-    Orphan,
-    /// Delete the object now, the dependents in the background.
-    Background,
-    /// Keep the object until its blocking dependents are gone.
-    Foreground,
-}
-
-impl Propagation {
-    /// The API's name: `Orphan`, `Background`, `Foreground`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Propagation::Orphan => "Orphan",
-            Propagation::Background => "Background",
-            Propagation::Foreground => "Foreground",
-        }
-    }
-}
-
-/// The options of a delete.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeleteOptions {
-    /// Precondition: the object's uid.
-    pub uid: Option<String>,
-    /// Precondition: the object's resourceVersion.
-    pub resource_version: Option<String>,
-    /// How dependents are treated.
-    pub propagation: Option<Propagation>,
-    /// Seconds before deletion.
-    pub grace_period_seconds: Option<i64>,
-}
-
-/// A subresource a request addresses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Subresource {
-    /// `status`.
-    Status,
 }
 
 /// What a cluster knows of a kind.

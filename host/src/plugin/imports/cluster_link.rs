@@ -9,7 +9,8 @@ use wasmtime::component::LinkerInstance;
 
 use super::cluster::requests::with_body;
 use crate::cluster::{
-    DeleteOptions, EventSpec, EventType, PatchType, Propagation, Regarding, Request, RequestError, Subresource, Verb,
+    DeleteOptions, EventSpec, EventType, PatchType, Preconditions, PropagationPolicy, Regarding, Request, RequestError,
+    Subresource, Verb,
 };
 use crate::informer::Object;
 use crate::plugin::runtime::bindings::{WitObject, cluster as wit, to_wit, types};
@@ -121,15 +122,14 @@ pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()
         "delete",
         |mut store: Store<'_>,
          (resource, namespace, name, options): (types::Resource, Option<String>, String, wit::DeleteOptions)| {
-            let propagation = options.propagation.map(|p| match p {
-                wit::Propagation::Orphan => Propagation::Orphan,
-                wit::Propagation::Background => Propagation::Background,
-                wit::Propagation::Foreground => Propagation::Foreground,
+            let propagation_policy = options.propagation.map(|p| match p {
+                wit::Propagation::Orphan => PropagationPolicy::Orphan,
+                wit::Propagation::Background => PropagationPolicy::Background,
+                wit::Propagation::Foreground => PropagationPolicy::Foreground,
             });
             let options = DeleteOptions {
-                uid: options.uid,
-                resource_version: options.resource_version,
-                propagation,
+                preconditions: Preconditions { uid: options.uid, resource_version: options.resource_version },
+                propagation_policy,
                 grace_period_seconds: options.grace_period_seconds,
             };
             let request = Request {
