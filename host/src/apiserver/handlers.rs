@@ -91,19 +91,21 @@ pub async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let served = state.cluster.served();
     match route(uri.path()) {
         Route::Version => json_response(StatusCode::OK, &discovery::version()),
         Route::CoreVersions => json_response(StatusCode::OK, &discovery::core_versions()),
-        Route::Groups => json_response(StatusCode::OK, &discovery::groups(&served)),
-        Route::Resources { group, version } => match discovery::resources(&served, &group, &version) {
+        Route::Groups => json_response(StatusCode::OK, &discovery::groups(&state.cluster.served())),
+        Route::Resources { group, version } => match discovery::resources(&state.cluster.served(), &group, &version) {
             Some(list) => json_response(StatusCode::OK, &list),
             None => not_found(uri.path()),
         },
         Route::NotFound => not_found(uri.path()),
         Route::Resource(path) => {
-            let Some(kind) =
-                served.into_iter().find(|s| s.api_version == path.api_version() && s.plural == path.plural)
+            let Some(kind) = state
+                .cluster
+                .served()
+                .into_iter()
+                .find(|s| s.api_version == path.api_version() && s.plural == path.plural)
             else {
                 return not_found(uri.path());
             };

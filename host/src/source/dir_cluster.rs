@@ -51,8 +51,16 @@ const WITH_STATUS: &[(&str, &str)] = &[
     ("storage.k8s.io", "VolumeAttachment"),
 ];
 
-impl EmbeddedCluster for DirSource {
-    fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
+/// What the cluster knows of a kind without touching its store: its resource name and
+/// scope, whether it has a status subresource, and whether it is built in.
+struct KindInfo {
+    info: ResourceInfo,
+    status: bool,
+    built_in: bool,
+}
+
+impl DirSource {
+    fn kind_info(&self, api_version: &str, kind: &str) -> Option<KindInfo> {
         let group = group_of(api_version);
         let (namespaced, built_in, plural, status) = match super::scope::built_in(api_version, kind) {
             Some(scope) => {
@@ -66,24 +74,27 @@ impl EmbeddedCluster for DirSource {
                 (custom.scope == super::Scope::Namespaced, false, custom.plural, custom.status)
             }
         };
-        Some(Collection {
-            info: ResourceInfo { group: group.to_owned(), plural, namespaced },
-            status_subresource: status,
-            built_in,
-            source: self.store(api_version, kind),
-        })
+        Some(KindInfo { info: ResourceInfo { group: group.to_owned(), plural, namespaced }, status, built_in })
+    }
+}
+
+impl EmbeddedCluster for DirSource {
+    fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
+        let KindInfo { info, status, built_in } = self.kind_info(api_version, kind)?;
+        Some(Collection { info, status_subresource: status, built_in, source: self.store(api_version, kind) })
     }
 }
 
 impl ServedCluster for DirSource {
+    /// Every kind served, from the kinds' definitions only: listing them creates no store.
     fn served(&self) -> Vec<Served> {
         let mut served: Vec<Served> = Vec::new();
         let mut add = |api_version: String, kind: &str| {
             if served.iter().any(|s| s.api_version == api_version && s.kind == kind) {
                 return;
             }
-            if let Some(c) = self.collection(&api_version, kind) {
-                let (plural, namespaced, status) = (c.info.plural, c.info.namespaced, c.status_subresource);
+            if let Some(k) = self.kind_info(&api_version, kind) {
+                let (plural, namespaced, status) = (k.info.plural, k.info.namespaced, k.status);
                 served.push(Served { api_version, kind: kind.to_owned(), plural, namespaced, status });
             }
         };
@@ -92,14 +103,7 @@ impl ServedCluster for DirSource {
                 add(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }, kind);
             }
         }
-        let customs: Vec<(String, String)> = {
-            let state = self.custom_kinds();
-            state.into_iter().collect()
-        };
-        for (api_version, kind) in customs {
-            add(api_version, &kind);
-        }
-        for (api_version, kind) in self.kinds() {
+        for (api_version, kind) in self.custom_kinds().into_iter().chain(self.kinds()) {
             add(api_version, &kind);
         }
         served

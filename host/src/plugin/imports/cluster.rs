@@ -171,11 +171,9 @@ impl ClusterAccess {
     pub fn execute(&mut self, request: Request) -> Result<Option<Object>, RequestError> {
         let link = self.link()?;
         let started = Instant::now();
+        let client = link.client.clone();
         let result = self.admit(&link, &request, started).and_then(|()| {
-            let client = link.client.clone();
-            let identity = link.identity.clone();
-            let deadline = link.limits.timeout.saturating_sub(started.elapsed());
-            wait(&link.runtime, deadline, async move { client.execute(request, identity.as_ref()).await })
+            send(&link, started, move |identity| async move { client.execute(request, identity.as_ref()).await })
         });
         self.waited += started.elapsed();
         result
@@ -193,15 +191,13 @@ impl ClusterAccess {
             namespace: Some(&namespace),
             name: "",
         };
+        let recorder = link.recorder.clone();
         let result = self
             .permit(&link, &check("create"))
             .and_then(|()| self.permit(&link, &check("patch")))
             .and_then(|()| self.spend(&link, started))
             .and_then(|()| {
-                let recorder = link.recorder.clone();
-                let identity = link.identity.clone();
-                let deadline = link.limits.timeout.saturating_sub(started.elapsed());
-                wait(&link.runtime, deadline, async move { recorder.record(spec, identity.as_ref()).await })
+                send(&link, started, move |identity| async move { recorder.record(spec, identity.as_ref()).await })
             });
         self.waited += started.elapsed();
         result
@@ -283,6 +279,21 @@ impl ClusterAccess {
 
 fn round_ms(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis().max(1) as u64)
+}
+
+/// Sends an admitted request, as the plugin's identity, within what is left of its timeout
+/// since `started`.
+fn send<T, F>(
+    link: &ClusterLink,
+    started: Instant,
+    request: impl FnOnce(Option<Identity>) -> F,
+) -> Result<T, RequestError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, RequestError>> + Send + 'static,
+{
+    let deadline = link.limits.timeout.saturating_sub(started.elapsed());
+    wait(&link.runtime, deadline, request(link.identity.clone()))
 }
 
 /// Runs `request` on the runtime and blocks this (guest) thread, out of the guest pool, until
