@@ -62,7 +62,7 @@ fn recorder(view: View) -> Arc<dyn wink::informer::EventHandler> {
 fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
     rt.block_on(async move {
-        let src = MemorySource::new(MemorySourceOptions { history_limit: 8, watch_list: true });
+        let src = MemorySource::new(MemorySourceOptions { history_limit: 8, ..MemorySourceOptions::default() });
         let informer = SharedIndexInformer::new(Arc::new(src.clone()), InformerConfig::default()).unwrap();
         let all: View = View::default();
         let resyncing: View = View::default();

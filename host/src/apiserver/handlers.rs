@@ -2,38 +2,40 @@
 //! through the [`EmbeddedClient`], with the API server's rules.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State as Extract;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::ServedCluster;
 use super::discovery::{self, Served};
 use super::paths::{ResourcePath, Route, route};
+use super::query::Query;
 use super::rbac::{self, User};
+use super::read;
+use super::selection::Selection;
+use super::{ApiOptions, ServedCluster};
 use crate::cluster::{
-    ClusterClient, Collection, DeleteOptions, EmbeddedClient, PatchType, Preconditions, PropagationPolicy, Request,
-    RequestError, Subresource, Verb,
+    ClusterClient, DeleteOptions, EmbeddedClient, PatchType, Preconditions, PropagationPolicy, Request, RequestError,
+    Subresource, Verb,
 };
-use crate::informer::{ListParams, ListerWatcher, Object, WatchEvent, WatchParams};
-use crate::plugin::{Attributes, LabelSelector};
+use crate::informer::Object;
+use crate::plugin::Attributes;
 
 /// What every request reads.
 #[derive(Clone)]
 pub struct State {
     cluster: Arc<dyn ServedCluster>,
     client: EmbeddedClient,
+    options: ApiOptions,
 }
 
 impl State {
     /// The state of an endpoint serving `cluster`.
-    pub fn new(cluster: Arc<dyn ServedCluster>) -> Self {
+    pub fn new(cluster: Arc<dyn ServedCluster>, options: ApiOptions) -> Self {
         let client = EmbeddedClient::new(cluster.clone());
-        Self { cluster, client }
+        Self { cluster, client, options }
     }
 }
 
@@ -42,7 +44,7 @@ fn json_response(status: StatusCode, value: &Value) -> Response {
 }
 
 /// A `Status` failure, as the API server answers errors.
-fn failure(e: &RequestError) -> Response {
+pub(super) fn failure(e: &RequestError) -> Response {
     let (code, reason) = match e {
         RequestError::NotPermitted(_) | RequestError::Forbidden(_) => (403, "Forbidden"),
         RequestError::NotFound(_) => (404, "NotFound"),
@@ -58,7 +60,7 @@ fn failure(e: &RequestError) -> Response {
         RequestError::Invalid { message, .. } => message.clone(),
         other => other.to_string().split_once(": ").map_or_else(|| other.to_string(), |(_, m)| m.to_owned()),
     };
-    let mut status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code});
+    let mut status = status_object(code, reason, &message);
     if let RequestError::Invalid { causes, .. } = e {
         let causes: Vec<Value> =
             causes.iter().map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field})).collect();
@@ -67,16 +69,18 @@ fn failure(e: &RequestError) -> Response {
     json_response(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &status)
 }
 
+fn status_object(code: u16, reason: &str, message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code})
+}
+
+/// A `Status` failure with this code, reason and message.
+pub(super) fn status_failure(code: u16, reason: &str, message: &str) -> Response {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json_response(status, &status_object(code, reason, message))
+}
+
 fn not_found(what: &str) -> Response {
     failure(&RequestError::NotFound(format!("the server could not find the requested resource ({what})")))
-}
-
-fn query(uri: &Uri) -> Vec<(String, String)> {
-    uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()
-}
-
-fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
 fn value(obj: &Object) -> Value {
@@ -126,11 +130,18 @@ async fn resource(
     let Some(collection) = state.cluster.collection(&kind.api_version, &kind.kind) else {
         return not_found(uri.path());
     };
-    let params = query(uri);
+    if !kind.namespaced && path.namespace.is_some() {
+        // Cluster-scoped kinds have no namespaced path.
+        return not_found(uri.path());
+    }
+    let query = Query::of(uri);
+    let watching = match query.watching() {
+        Ok(w) => w,
+        Err(e) => return failure(&e),
+    };
     let namespace = if kind.namespaced { path.namespace.clone() } else { None };
     let name = path.name.clone().unwrap_or_default();
     if let Some(user) = impersonated(headers) {
-        let watching = param(&params, "watch").is_some_and(|w| w == "true" || w == "1");
         let verb = match (&method, path.name.is_some()) {
             (&Method::GET, false) if watching => "watch",
             (&Method::GET, false) => "list",
@@ -159,10 +170,29 @@ async fn resource(
     };
     let text = String::from_utf8_lossy(&body).into_owned();
     let write = match (method, path.name.is_some()) {
-        (Method::GET, false) if param(&params, "watch").is_some_and(|w| w == "true" || w == "1") => {
-            return watch(&collection, namespace, &params).await;
+        (Method::GET, false) => {
+            let selection = match Selection::parse(
+                &collection,
+                namespace,
+                query.get("labelSelector"),
+                query.get("fieldSelector"),
+            ) {
+                Ok(s) => s,
+                Err(e) => return failure(&e),
+            };
+            return if watching {
+                read::watch(
+                    &collection,
+                    &kind.api_version,
+                    &kind.kind,
+                    selection,
+                    &query,
+                    state.options.default_watch_timeout,
+                )
+            } else {
+                read::list(&collection, &kind.api_version, &kind.kind, &selection, &query)
+            };
         }
-        (Method::GET, false) => return list(&collection, kind, namespace, &params).await,
         (Method::GET, true) => request(Verb::Get, String::new()),
         (Method::POST, false) => request(Verb::Create, text),
         (Method::PUT, true) => request(Verb::Update, text),
@@ -172,8 +202,8 @@ async fn resource(
                 "application/json-patch+json" => PatchType::Json,
                 "application/strategic-merge-patch+json" => PatchType::StrategicMerge,
                 "application/apply-patch+yaml" => PatchType::Apply {
-                    field_manager: param(&params, "fieldManager").unwrap_or("unknown").to_owned(),
-                    force: param(&params, "force") == Some("true"),
+                    field_manager: query.get("fieldManager").unwrap_or("unknown").to_owned(),
+                    force: query.get("force") == Some("true"),
                 },
                 _ => PatchType::Merge,
             };
@@ -187,7 +217,7 @@ async fn resource(
             };
             request(Verb::Patch(patch_type), text)
         }
-        (Method::DELETE, true) => request(Verb::Delete(delete_options(&text, &params)), String::new()),
+        (Method::DELETE, true) => request(Verb::Delete(delete_options(&text, &query)), String::new()),
         (method, _) => {
             let e = RequestError::BadRequest(format!("the server does not allow {method} on {}", uri.path()));
             return failure(&e);
@@ -213,10 +243,10 @@ fn impersonated(headers: &HeaderMap) -> Option<User> {
     Some(User { name, groups })
 }
 
-fn delete_options(body: &str, params: &[(String, String)]) -> DeleteOptions {
+fn delete_options(body: &str, query: &Query) -> DeleteOptions {
     let options: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let text = |v: &Value| v.as_str().map(str::to_owned);
-    let propagation = options["propagationPolicy"].as_str().or_else(|| param(params, "propagationPolicy"));
+    let propagation = options["propagationPolicy"].as_str().or_else(|| query.get("propagationPolicy"));
     DeleteOptions {
         preconditions: Preconditions {
             uid: text(&options["preconditions"]["uid"]),
@@ -230,120 +260,6 @@ fn delete_options(body: &str, params: &[(String, String)]) -> DeleteOptions {
         },
         grace_period_seconds: options["gracePeriodSeconds"]
             .as_i64()
-            .or_else(|| param(params, "gracePeriodSeconds").and_then(|g| g.parse().ok())),
+            .or_else(|| query.get("gracePeriodSeconds").and_then(|g| g.parse().ok())),
     }
-}
-
-/// What a LIST or WATCH selects: a namespace, labels, and fields (`metadata.name`,
-/// `metadata.namespace`, with `=`, `==` or `!=`, as every resource supports).
-struct Selection {
-    namespace: Option<String>,
-    labels: Option<LabelSelector>,
-    fields: Vec<(String, bool, String)>,
-}
-
-impl Selection {
-    fn of(namespace: Option<String>, params: &[(String, String)]) -> Result<Self, RequestError> {
-        let bad = RequestError::BadRequest;
-        let labels = match param(params, "labelSelector").filter(|s| !s.is_empty()) {
-            Some(text) => {
-                Some(text.parse::<LabelSelector>().map_err(|e| bad(format!("unable to parse requirement: {e}")))?)
-            }
-            None => None,
-        };
-        let mut fields = Vec::new();
-        for term in param(params, "fieldSelector").unwrap_or_default().split(',').filter(|t| !t.is_empty()) {
-            let (field, equal, value) = if let Some((f, v)) = term.split_once("!=") {
-                (f, false, v)
-            } else if let Some((f, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-                (f, true, v)
-            } else {
-                return Err(bad(format!("invalid selector: '{term}'; can't understand '{term}'")));
-            };
-            if !matches!(field.trim(), "metadata.name" | "metadata.namespace") {
-                return Err(bad(format!("field label not supported: {}", field.trim())));
-            }
-            fields.push((field.trim().to_owned(), equal, value.trim().to_owned()));
-        }
-        Ok(Self { namespace, labels, fields })
-    }
-
-    fn selects(&self, obj: &Object) -> bool {
-        let field = |name: &str| if name == "metadata.name" { obj.name() } else { obj.namespace().unwrap_or_default() };
-        self.namespace.as_deref().is_none_or(|ns| obj.namespace() == Some(ns))
-            && self.labels.as_ref().is_none_or(|s| s.matches(obj.labels()))
-            && self.fields.iter().all(|(name, equal, value)| (field(name) == value) == *equal)
-    }
-}
-
-async fn list(
-    collection: &Collection,
-    kind: &Served,
-    namespace: Option<String>,
-    params: &[(String, String)],
-) -> Response {
-    let selection = match Selection::of(namespace, params) {
-        Ok(s) => s,
-        Err(e) => return failure(&e),
-    };
-    let list_params = ListParams {
-        limit: param(params, "limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0),
-        continue_token: param(params, "continue").filter(|c| !c.is_empty()).map(str::to_owned),
-        resource_version: param(params, "resourceVersion").filter(|rv| !rv.is_empty()).map(str::to_owned),
-    };
-    match collection.source.list(&list_params).await {
-        Ok(page) => {
-            let items: Vec<Value> = page.items.iter().filter(|o| selection.selects(o)).map(value).collect();
-            let mut metadata = json!({"resourceVersion": page.resource_version});
-            if let Some(token) = page.continue_token {
-                metadata["continue"] = token.into();
-            }
-            let list = json!({"kind": format!("{}List", kind.kind), "apiVersion": kind.api_version, "metadata": metadata, "items": items});
-            json_response(StatusCode::OK, &list)
-        }
-        Err(e) => failure(&RequestError::from_status(500, "InternalError", e.to_string(), Vec::new())),
-    }
-}
-
-async fn watch(collection: &Collection, namespace: Option<String>, params: &[(String, String)]) -> Response {
-    let selection = match Selection::of(namespace, params) {
-        Ok(s) => s,
-        Err(e) => return failure(&e),
-    };
-    let resource_version = param(params, "resourceVersion")
-        .filter(|rv| !rv.is_empty() && *rv != "0")
-        .map_or_else(|| collection.source.resource_version().to_string(), str::to_owned);
-    let watch_params = WatchParams {
-        resource_version,
-        timeout: param(params, "timeoutSeconds").and_then(|t| t.parse().ok()).map(Duration::from_secs),
-        allow_bookmarks: param(params, "allowWatchBookmarks") == Some("true"),
-        send_initial_events: false,
-    };
-    let stream = match collection.source.watch(&watch_params).await {
-        Ok(stream) => stream,
-        Err(e) => return failure(&RequestError::from_status(500, "InternalError", e.to_string(), Vec::new())),
-    };
-    let timeout = watch_params.timeout.unwrap_or(Duration::from_secs(1800));
-    let frames = stream
-        .filter_map(move |event| {
-            let line = match event {
-                Ok(WatchEvent::Added(o)) if selection.selects(&o) => Some(("ADDED", value(&o))),
-                Ok(WatchEvent::Modified(o)) if selection.selects(&o) => Some(("MODIFIED", value(&o))),
-                Ok(WatchEvent::Deleted(o)) if selection.selects(&o) => Some(("DELETED", value(&o))),
-                Ok(WatchEvent::Bookmark { resource_version, .. }) => {
-                    Some(("BOOKMARK", json!({"metadata": {"resourceVersion": resource_version}})))
-                }
-                _ => None,
-            };
-            std::future::ready(line.map(|(kind, object)| {
-                Ok::<_, std::io::Error>(Bytes::from(format!("{}\n", json!({"type": kind, "object": object}))))
-            }))
-        })
-        .take_until(tokio::time::sleep(timeout));
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::TRANSFER_ENCODING, "chunked")
-        .body(Body::from_stream(frames))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }

@@ -5,10 +5,15 @@
 //! - [`discovery`]: `/version`, `/api`, `/apis`, `/api/v1`, `/apis/GROUP/VERSION`: every kind
 //!   the cluster serves (the built-in ones at their preferred version, the folder's custom
 //!   resources, and whatever the files hold).
-//! - [`handlers`]: LIST (paged, with label selectors), WATCH (a chunked stream of JSON lines),
-//!   GET, and the writes — POST, PUT, PATCH (merge, JSON, strategic merge, apply), DELETE —
+//! - [`handlers`]: routing, GET, and the writes — POST, PUT, PATCH (merge, JSON, strategic merge, apply), DELETE —
 //!   through [`EmbeddedClient`](crate::cluster::EmbeddedClient): the same rules plugins'
 //!   writes follow. Errors are `Status` objects with the API server's codes and reasons.
+//! - [`read`]: LIST (paged over a snapshot, at a resourceVersion, `resourceVersionMatch`) and
+//!   WATCH (a chunked stream of JSON lines, bookmarks, streaming lists), with the
+//!   [`selection`]s and [`query`] rules of the API server, over the stores' semantics
+//!   ([`MemorySource`](crate::source::MemorySource)).
+//!
+//! The tests' local API server is this router with fault injection layered on top.
 //!
 //! - [`rbac`]: a request that impersonates a user (`Impersonate-User`, `-Group`, as the kube
 //!   client does for a plugin's service account) is authorized by the Roles, ClusterRoles
@@ -20,21 +25,46 @@
 mod discovery;
 mod handlers;
 mod paths;
+mod query;
 pub mod rbac;
+mod read;
+mod selection;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::EmbeddedCluster;
 
 pub use discovery::Served;
+pub use read::error_frame;
+pub use selection::built_in_fields;
 
 /// What the endpoint serves: an embedded cluster, and the kinds it lists in discovery.
 pub trait ServedCluster: EmbeddedCluster {
     /// Every kind served, for discovery.
     fn served(&self) -> Vec<Served>;
+}
+
+/// How the endpoint answers.
+#[derive(Clone, Debug)]
+pub struct ApiOptions {
+    /// How long a watch without `timeoutSeconds` lasts (the API server picks 30 to 60
+    /// minutes). Default 30 minutes.
+    pub default_watch_timeout: Duration,
+}
+
+impl Default for ApiOptions {
+    fn default() -> Self {
+        Self { default_watch_timeout: Duration::from_secs(1800) }
+    }
+}
+
+/// The Kubernetes API over `cluster`, as an axum router (to serve, or to wrap in layers).
+pub fn router(cluster: Arc<dyn ServedCluster>, options: ApiOptions) -> axum::Router {
+    axum::Router::new().fallback(handlers::handle).with_state(handlers::State::new(cluster, options))
 }
 
 /// Serves `cluster` on `addr` until `cancel` fires; returns the bound address.
@@ -45,7 +75,7 @@ pub async fn serve_api(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = axum::Router::new().fallback(handlers::handle).with_state(handlers::State::new(cluster));
+    let app = router(cluster, ApiOptions::default());
     let task = tokio::spawn(async move {
         let shutdown = async move { cancel.cancelled().await };
         if let Err(err) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::embedded_rules::Outcome;
 use super::{ClusterClient, Identity, Request, RequestError, ResourceInfo};
 use crate::informer::{Object, object_key};
 use crate::source::MemorySource;
@@ -22,6 +23,9 @@ pub struct Collection {
     pub status_subresource: bool,
     /// Whether it is a built-in kind (not a custom resource).
     pub built_in: bool,
+    /// The fields a `fieldSelector` may name besides `metadata.name` and
+    /// `metadata.namespace`, as (label, JSON pointer).
+    pub fields: Vec<(String, String)>,
     /// Where its objects live.
     pub source: MemorySource,
 }
@@ -65,6 +69,14 @@ impl ClusterClient for EmbeddedClient {
     }
 
     async fn execute(&self, request: Request, _identity: Option<&Identity>) -> Result<Option<Object>, RequestError> {
+        self.execute_now(request).map(Outcome::returned)
+    }
+}
+
+impl EmbeddedClient {
+    /// Executes `request` at once (the embedded cluster never waits), telling a removal apart
+    /// from a write: a delete's [`Outcome`] carries the object's final state.
+    pub fn execute_now(&self, request: Request) -> Result<Outcome, RequestError> {
         let collection = self.collection(&request.api_version, &request.kind)?;
         let namespace = if collection.info.namespaced {
             Some(request.namespace.clone().ok_or_else(|| {

@@ -34,13 +34,29 @@ fn parse(text: &str, what: &str) -> Result<Value, RequestError> {
     serde_json::from_str(text).map_err(|e| RequestError::BadRequest(format!("the {what} is not valid JSON: {e}")))
 }
 
-/// Runs one rule on the stored object with `key`; returns what was stored (none when the
-/// write deleted it).
+/// What a request did: the object as stored (or read), or its final state when the request
+/// removed it.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The object.
+    pub object: Object,
+    /// Whether the request removed it from the store.
+    pub removed: bool,
+}
+
+impl Outcome {
+    /// What the API returns: the object, none when it was removed.
+    pub fn returned(self) -> Option<Object> {
+        (!self.removed).then_some(self.object)
+    }
+}
+
+/// Runs one rule on the stored object with `key`.
 fn write(
     c: &Collection,
     key: &str,
     rule: impl FnOnce(Option<&Value>) -> Result<api::Write, api::Status>,
-) -> Result<Option<Object>, RequestError> {
+) -> Result<Outcome, RequestError> {
     let mut removed = false;
     let stored = c.source.write(key, |current| {
         let value = current.map(Object::to_value).transpose()?;
@@ -57,22 +73,19 @@ fn write(
         };
         Ok::<_, RequestError>(write)
     })?;
-    Ok((!removed).then_some(stored))
+    Ok(Outcome { object: stored, removed })
 }
 
 /// Executes `request` against `collection` in `namespace` (checked: present iff namespaced).
-pub(super) fn execute(
-    c: &Collection,
-    namespace: Option<&str>,
-    request: Request,
-) -> Result<Option<Object>, RequestError> {
+pub(super) fn execute(c: &Collection, namespace: Option<&str>, request: Request) -> Result<Outcome, RequestError> {
     let def = definition(c, &request.api_version, &request.kind);
     let ctx = api::SystemContext;
     let opts = api::WriteOptions { subresource: request.subresource, ..api::WriteOptions::default() };
     let name = request.name.clone();
     match request.verb {
         Verb::Get => {
-            c.source.get(&key_of(namespace, &name)).map(Some).ok_or_else(|| api::Status::not_found(&def, &name).into())
+            let object = c.source.get(&key_of(namespace, &name)).ok_or_else(|| api::Status::not_found(&def, &name))?;
+            Ok(Outcome { object, removed: false })
         }
         Verb::Create => {
             let mut obj = parse(&request.body, "object")?;

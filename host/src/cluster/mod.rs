@@ -19,6 +19,7 @@ mod kube_client;
 mod request;
 
 pub use embedded::{Collection, EmbeddedClient, EmbeddedCluster};
+pub use embedded_rules::Outcome;
 pub use error::{Cause, RequestError};
 pub use events::{EventRecorder, EventSpec, EventType, Regarding};
 pub use kube_client::KubeClient;

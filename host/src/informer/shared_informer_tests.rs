@@ -224,7 +224,7 @@ async fn a_stalled_handler_never_delays_another() {
 
 #[tokio::test(start_paused = true)]
 async fn stalled_handler_queue_stays_bounded_by_keys_and_ends_with_latest_state() {
-    let src = MemorySource::new(crate::source::MemorySourceOptions { history_limit: 100, watch_list: true });
+    let src = MemorySource::new(crate::source::MemorySourceOptions { history_limit: 100, ..Default::default() });
     for k in 0..100 {
         src.apply(cm("a", &format!("k{k}"), "0")).unwrap();
     }

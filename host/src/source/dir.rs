@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 use super::dir_cluster::file_write;
 use super::dir_read::{manifest_files, read_manifest};
 pub(crate) use super::documents::{ManifestObject, parse_manifest_file};
-use super::memory::MemorySource;
+use super::memory::{MemorySource, MemorySourceOptions, Revision};
 use super::placement::{ObjectId, Placer};
 use super::scope::Scopes;
 use crate::informer::factory::{ResourceKey, SourceProvider};
@@ -138,6 +138,8 @@ struct State {
     /// sort order wins when their definitions differ (a stable rule, kept across edits).
     definitions: HashMap<ObjectId, BTreeSet<PathBuf>>,
     kinds: HashMap<(String, String), MemorySource>,
+    /// The resourceVersion counter every kind's store shares (one revision, as etcd's).
+    revision: Revision,
     placer: Placer,
 }
 
@@ -257,7 +259,13 @@ impl State {
     }
 
     fn source(&mut self, api_version: &str, kind: &str) -> MemorySource {
-        self.kinds.entry((api_version.to_owned(), kind.to_owned())).or_default().clone()
+        let revision = &self.revision;
+        self.kinds
+            .entry((api_version.to_owned(), kind.to_owned()))
+            .or_insert_with(|| {
+                MemorySource::new(MemorySourceOptions { revision: revision.clone(), ..MemorySourceOptions::default() })
+            })
+            .clone()
     }
 }
 
@@ -316,6 +324,7 @@ impl DirSource {
             files: HashMap::new(),
             definitions: HashMap::new(),
             kinds: HashMap::new(),
+            revision: Revision::default(),
             placer: Placer::new(options.namespace.clone()),
         };
         let this = Arc::new(Self {

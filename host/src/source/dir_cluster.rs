@@ -17,39 +17,11 @@ use serde_json::Value;
 
 use super::dir::DirSource;
 use super::memory::Write;
+use super::memory_cluster::built_in_kind;
 use super::scope::group_of;
 use crate::apiserver::{Served, ServedCluster};
 use crate::cluster::{Collection, EmbeddedCluster, RequestError, ResourceInfo};
 use crate::informer::{Object, ObjectError};
-
-/// Built-in kinds with a status subresource (group, kind).
-const WITH_STATUS: &[(&str, &str)] = &[
-    ("", "Namespace"),
-    ("", "Node"),
-    ("", "PersistentVolume"),
-    ("", "PersistentVolumeClaim"),
-    ("", "Pod"),
-    ("", "ReplicationController"),
-    ("", "ResourceQuota"),
-    ("", "Service"),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("apiregistration.k8s.io", "APIService"),
-    ("apps", "DaemonSet"),
-    ("apps", "Deployment"),
-    ("apps", "ReplicaSet"),
-    ("apps", "StatefulSet"),
-    ("autoscaling", "HorizontalPodAutoscaler"),
-    ("batch", "CronJob"),
-    ("batch", "Job"),
-    ("certificates.k8s.io", "CertificateSigningRequest"),
-    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
-    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-    ("networking.k8s.io", "Ingress"),
-    ("networking.k8s.io", "ServiceCIDR"),
-    ("policy", "PodDisruptionBudget"),
-    ("resource.k8s.io", "ResourceClaim"),
-    ("storage.k8s.io", "VolumeAttachment"),
-];
 
 /// What the cluster knows of a kind without touching its store: its resource name and
 /// scope, whether it has a status subresource, and whether it is built in.
@@ -62,26 +34,24 @@ struct KindInfo {
 impl DirSource {
     fn kind_info(&self, api_version: &str, kind: &str) -> Option<KindInfo> {
         let group = group_of(api_version);
-        let (namespaced, built_in, plural, status) = match super::scope::built_in(api_version, kind) {
-            Some(scope) => {
-                let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
-                let gvk = kube::core::GroupVersionKind::gvk(g, v, kind);
-                let plural = kube::core::ApiResource::from_gvk(&gvk).plural;
-                (scope == super::Scope::Namespaced, true, plural, WITH_STATUS.contains(&(group, kind)))
-            }
-            None => {
-                let custom = self.custom_kind(api_version, kind)?;
-                (custom.scope == super::Scope::Namespaced, false, custom.plural, custom.status)
-            }
+        if let Some((info, status)) = built_in_kind(api_version, kind) {
+            return Some(KindInfo { info, status, built_in: true });
+        }
+        let custom = self.custom_kind(api_version, kind)?;
+        let info = ResourceInfo {
+            group: group.to_owned(),
+            plural: custom.plural,
+            namespaced: custom.scope == super::Scope::Namespaced,
         };
-        Some(KindInfo { info: ResourceInfo { group: group.to_owned(), plural, namespaced }, status, built_in })
+        Some(KindInfo { info, status: custom.status, built_in: false })
     }
 }
 
 impl EmbeddedCluster for DirSource {
     fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
         let KindInfo { info, status, built_in } = self.kind_info(api_version, kind)?;
-        Some(Collection { info, status_subresource: status, built_in, source: self.store(api_version, kind) })
+        let fields = if built_in { crate::apiserver::built_in_fields(&info.group, kind) } else { Vec::new() };
+        Some(Collection { info, status_subresource: status, built_in, fields, source: self.store(api_version, kind) })
     }
 }
 

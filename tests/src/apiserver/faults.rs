@@ -1,7 +1,7 @@
 //! Faults the test arms on the local API server: error answers for the next N requests of
 //! some verbs, response delays, watch frames split across chunks, and how the server treats
 //! streaming lists. (Faults that act on open watches — drops, malformed frames, ERROR
-//! events — and compaction act at once through the store.)
+//! events — act at once through the [`layer`](super::layer)'s open watches.)
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -20,6 +20,8 @@ pub enum Verb {
     Watch,
     /// GET of one object.
     Get,
+    /// A write: POST, PUT, PATCH or DELETE of a resource.
+    Write,
     /// Anything else (unknown paths, other methods).
     Other,
 }

@@ -1,27 +1,27 @@
-//! A local Kubernetes API server for tests: an HTTP server on `127.0.0.1` (random port) that
-//! speaks the API server's list/watch protocol to the **real** kube client, configured
-//! through a generated kubeconfig (plain `http://`, which kube's client accepts).
+//! A local Kubernetes API server for tests: wink's own Kubernetes API endpoint
+//! ([`wink::apiserver::router`], the one `wink run --serve-api` serves) over an in-memory
+//! cluster ([`MemoryCluster`]), on `127.0.0.1` (random port), with the test's faults layered on
+//! top. It speaks the API server's protocol to the **real** kube client and to `kubectl`,
+//! through a generated kubeconfig (plain `http://`, which both accept).
 //!
-//! It is meant to be faithful to the protocol, not shaped to one test:
-//! - an in-memory store with one global, increasing resourceVersion; writes set `uid`,
-//!   `creationTimestamp`, `generation` and `resourceVersion` as the API server does, driven
-//!   by the test through [`ApiServer::apply`] and [`ApiServer::delete`];
-//! - LIST with `limit`/`continue` (consistent snapshots; tokens expire with `410 Expired`
-//!   after compaction), `resourceVersion` (`""` most recent, `"0"` any, `N` not older than or
-//!   exactly `N`) and `resourceVersionMatch`, label selectors (equality, sets, existence),
-//!   field selectors (`metadata.name`, `metadata.namespace`, a few per-kind fields), all-
-//!   and one-namespace paths, core and grouped kinds, cluster-scoped kinds, custom resources
-//!   ([`ApiServer::register`]); built-in kinds' list items come without `apiVersion`/`kind`;
-//! - WATCH as a chunked stream of JSON lines (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) from
-//!   a resourceVersion, replayed from a bounded history (a too-old version gets a `410` ERROR
-//!   event, as the watch cache answers), `allowWatchBookmarks` (periodic bookmarks),
-//!   `timeoutSeconds`, selectors (objects moving in or out of a selection become ADDED or
-//!   DELETED), and streaming lists (`sendInitialEvents`) — or not ([`WatchListSupport`]);
-//! - discovery (`/api`, `/api/v1`, `/apis`, `/apis/{group}[/{version}]`, `/version`);
-//! - faults under the test's control: drop or close every watch, compact the history,
-//!   answer the next N requests with an error (429 with `Retry-After`), delay answers, split
-//!   frames across chunks, send a malformed frame or an ERROR event;
-//! - every request recorded (method, path, query) for assertions.
+//! What it serves is wink's implementation of the API semantics, shared with the embedded
+//! cluster and `--serve-api`:
+//! - one global, increasing resourceVersion for every write of every kind (etcd's revision);
+//!   writes (the test's through [`ApiServer::apply`] and [`ApiServer::delete`], clients' over
+//!   HTTP) follow the API server's rules (`uid`, `creationTimestamp`, `generation`,
+//!   no-op updates, finalizers and `deletionTimestamp`, conflicts, patches, server-side apply);
+//! - LIST with `limit`/`continue` over consistent snapshots (tokens expire with `410 Expired`
+//!   after compaction), `resourceVersion` and `resourceVersionMatch`, label and field
+//!   selectors, built-in kinds' list items without `apiVersion`/`kind`;
+//! - WATCH as a chunked stream of JSON lines from a bounded history (a too-old version gets a
+//!   `410` ERROR event), bookmarks, `timeoutSeconds`, selectors (objects moving in or out of a
+//!   selection become ADDED or DELETED), and streaming lists (`sendInitialEvents`);
+//! - discovery of every built-in kind and the registered custom resources ([`ApiServer::register`]).
+//!
+//! The test's faults ([`layer`]): drop or close every watch, compact the history, answer the
+//! next N requests with an error (429 with `Retry-After`), delay answers, split frames across
+//! chunks, send a malformed frame or an ERROR event, reject or ignore streaming lists; every
+//! request is recorded (method, path, query) for assertions.
 //!
 //! ```no_run
 //! # async fn example() -> std::io::Result<()> {
@@ -33,17 +33,13 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Deliberate simplifications: only GET is served (writes go through the handle), namespaces
-//! need not exist before objects are created in them, there is no authentication, and the
-//! history is one window for all kinds (the real watch cache has one per resource).
+//! Simplifications: namespaces need not exist before objects are created in them, there is
+//! no authentication, and each kind keeps its own history window of the configured size.
 
 pub mod faults;
-mod http;
+pub mod layer;
 pub mod resources;
-pub mod selector;
-mod store;
 pub mod testing;
-mod wire;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -56,12 +52,18 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use wink::apiserver::{ApiOptions, router};
+use wink::cluster::{
+    DeleteOptions, EmbeddedClient, EmbeddedCluster, Request, RequestError, Subresource, Verb as Write,
+};
+use wink::informer::{Status, object_key};
+use wink::source::{MemoryCluster, MemorySourceOptions};
 
 pub use faults::{Verb, WatchListSupport};
 pub use resources::ResourceDef;
 
 use faults::Faults;
-use store::{ApiError, Store, WatchMsg, error_frame};
+use layer::{Control, OpenWatch};
 
 /// Why the test's own use of the server failed.
 #[derive(Debug, thiserror::Error)]
@@ -133,11 +135,28 @@ impl RecordedRequest {
 
 /// State shared by the handle and the connections.
 pub(crate) struct Shared {
-    pub(crate) store: Mutex<Store>,
+    pub(crate) cluster: Arc<MemoryCluster>,
+    pub(crate) client: EmbeddedClient,
     pub(crate) faults: Mutex<Faults>,
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
-    pub(crate) options: ServerOptions,
+    pub(crate) watches: Mutex<Vec<OpenWatch>>,
     pub(crate) addr: SocketAddr,
+}
+
+impl Shared {
+    /// Sends `control` to every open watch (that allows bookmarks, when `bookmarks`); returns
+    /// how many there were.
+    fn to_watches(&self, bookmarks_only: bool, control: impl Fn() -> Vec<Control>) -> usize {
+        let mut watches = self.watches.lock();
+        watches.retain(|w| !w.tx.is_closed());
+        let mut count = 0;
+        for watch in watches.iter().filter(|w| !bookmarks_only || w.bookmarks) {
+            if control().into_iter().all(|c| watch.tx.send(c).is_ok()) {
+                count += 1;
+            }
+        }
+        count
+    }
 }
 
 /// A running local API server; it stops when dropped.
@@ -154,6 +173,10 @@ impl std::fmt::Debug for ApiServer {
     }
 }
 
+fn invalid(e: RequestError) -> ApiServerError {
+    ApiServerError::Invalid(e.to_string())
+}
+
 impl ApiServer {
     /// Starts a server with default options on the current tokio runtime.
     pub async fn start() -> std::io::Result<Self> {
@@ -164,31 +187,35 @@ impl ApiServer {
     pub async fn start_with(options: ServerOptions) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        let cluster = Arc::new(MemoryCluster::new(MemorySourceOptions {
+            history_limit: options.history_limit,
+            bookmark_interval: options.bookmark_interval,
+            ..MemorySourceOptions::default()
+        }));
         let shared = Arc::new(Shared {
-            store: Mutex::new(Store::new(options.history_limit, options.seed)),
+            client: EmbeddedClient::new(cluster.clone()),
+            cluster: cluster.clone(),
             faults: Mutex::new(Faults::new(options.seed, options.watch_list, options.retry_after_secs)),
             requests: Mutex::default(),
-            options: options.clone(),
+            watches: Mutex::default(),
             addr,
         });
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(&kubeconfig, kubeconfig_yaml(&format!("http://{addr}")))?;
         let cancel = CancellationToken::new();
-        tokio::spawn(http::serve(listener, shared.clone(), cancel.clone()));
-        if let Some(interval) = options.bookmark_interval {
-            let (shared, cancel) = (shared.clone(), cancel.clone());
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(interval);
-                tick.tick().await;
-                loop {
-                    tokio::select! {
-                        _ = tick.tick() => { shared.store.lock().bookmark_all(); }
-                        () = cancel.cancelled() => return,
-                    }
-                }
-            });
-        }
+        let app = router(cluster, ApiOptions { default_watch_timeout: options.default_watch_timeout })
+            .layer(axum::middleware::from_fn_with_state(shared.clone(), layer::faults));
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let stop = cancel.clone();
+        tokio::spawn(async move {
+            let shutdown = async move { stop.cancelled().await };
+            if let Err(err) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+                tracing::warn!(error = %err, "the local API server stopped");
+            }
+        });
         Ok(Self { shared, kubeconfig, _dir: dir, _stop: cancel.drop_guard() })
     }
 
@@ -207,90 +234,159 @@ impl ApiServer {
         &self.kubeconfig
     }
 
-    /// Serves another kind (e.g. a custom resource, as installing its CRD would).
-    pub fn register(&self, def: ResourceDef) -> Result<(), ApiServerError> {
-        self.shared.store.lock().register(def).map_err(ApiServerError::Conflict)
+    /// The cluster the server serves (to write through an
+    /// [`EmbeddedClient`](wink::cluster::EmbeddedClient), or read its stores).
+    pub fn cluster(&self) -> Arc<MemoryCluster> {
+        self.shared.cluster.clone()
     }
 
-    /// Creates or updates an object (by apiVersion, kind, namespace and name); returns it as
-    /// stored. An update that changes nothing is a no-op.
-    pub fn apply(&self, object: Value) -> Result<Value, ApiServerError> {
-        let mut store = self.shared.store.lock();
-        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        store.resource(api_version, kind).map_err(ApiServerError::UnknownKind)?;
-        store.apply(object).map(|s| s.value.clone()).map_err(ApiServerError::Invalid)
+    /// Serves another kind (e.g. a custom resource, as installing its CRD would).
+    pub fn register(&self, def: ResourceDef) -> Result<(), ApiServerError> {
+        self.shared
+            .cluster
+            .register(&def.api_version(), &def.kind, &def.plural, def.namespaced, def.status, def.selectable_fields)
+            .map_err(ApiServerError::Conflict)
+    }
+
+    fn request(&self, verb: Write, api_version: &str, kind: &str, key: &str, body: String) -> Request {
+        let (namespace, name) = wink::informer::split_key(key);
+        Request {
+            verb,
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            subresource: None,
+            body,
+        }
+    }
+
+    /// Creates or updates an object (by apiVersion, kind, namespace and name) as a client
+    /// would — create, or an unconditional update, then a status update when the object
+    /// carries a status its kind keeps in a subresource; returns it as stored. An update that
+    /// changes nothing is a no-op.
+    pub fn apply(&self, mut object: Value) -> Result<Value, ApiServerError> {
+        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let collection = self
+            .shared
+            .cluster
+            .collection(&api_version, &kind)
+            .ok_or_else(|| ApiServerError::UnknownKind(format!("{api_version} {kind}")))?;
+        let meta = object.get_mut("metadata").and_then(Value::as_object_mut);
+        let meta = meta.ok_or_else(|| ApiServerError::Invalid("no metadata".into()))?;
+        meta.remove("resourceVersion");
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let namespace = meta.get("namespace").and_then(Value::as_str).map(str::to_owned);
+        if collection.info.namespaced && namespace.is_none() {
+            return Err(ApiServerError::Invalid(format!("{kind} {name} needs a namespace")));
+        }
+        let key = object_key(if collection.info.namespaced { namespace.as_deref() } else { None }, &name);
+        let client = &self.shared.client;
+        // Get, then create or update at the version read (custom resources allow no
+        // unconditional update), again when a concurrent write got in between.
+        let mut stored = loop {
+            let (verb, mut body) = (Write::Create, object.clone());
+            let verb = match collection.source.get(&key) {
+                Some(current) => {
+                    body["metadata"]["resourceVersion"] = current.resource_version().into();
+                    Write::Update
+                }
+                None => verb,
+            };
+            match client.execute_now(self.request(verb, &api_version, &kind, &key, body.to_string())) {
+                Err(RequestError::Conflict(_) | RequestError::AlreadyExists(_)) => continue,
+                other => break other.map_err(invalid)?,
+            }
+        };
+        if collection.status_subresource && object.get("status").is_some() {
+            let mut with_status = object.clone();
+            with_status["metadata"]["resourceVersion"] = stored.object.resource_version().into();
+            let mut request = self.request(Write::Update, &api_version, &kind, &key, with_status.to_string());
+            request.subresource = Some(Subresource::Status);
+            stored = client.execute_now(request).map_err(invalid)?;
+        }
+        stored.object.to_value().map_err(|e| ApiServerError::Invalid(e.to_string()))
     }
 
     /// Deletes the object with this key (`namespace/name`, or `name` when cluster-scoped);
     /// returns its final state, or `None` if it did not exist. An object with finalizers is
     /// only marked for deletion.
     pub fn delete(&self, api_version: &str, kind: &str, key: &str) -> Result<Option<Value>, ApiServerError> {
-        let mut store = self.shared.store.lock();
-        let resource = store.resource(api_version, kind).map_err(ApiServerError::UnknownKind)?;
-        Ok(store.delete(resource, key).map(|s| s.value.clone()))
+        if self.shared.cluster.collection(api_version, kind).is_none() {
+            return Err(ApiServerError::UnknownKind(format!("{api_version} {kind}")));
+        }
+        let request = self.request(Write::Delete(DeleteOptions::default()), api_version, kind, key, String::new());
+        match self.shared.client.execute_now(request) {
+            Ok(outcome) => Ok(outcome.object.to_value().ok()),
+            Err(RequestError::NotFound(_)) => Ok(None),
+            Err(e) => Err(invalid(e)),
+        }
     }
 
     /// The object with this key.
     pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Value> {
-        let store = self.shared.store.lock();
-        let resource = store.resource(api_version, kind).ok()?;
-        store.get(resource, key).map(|s| s.value.clone())
+        self.shared.cluster.collection(api_version, kind)?.source.get(key)?.to_value().ok()
     }
 
     /// Every object of a kind, in key order.
     pub fn objects(&self, api_version: &str, kind: &str) -> Vec<Value> {
-        let store = self.shared.store.lock();
-        let Ok(resource) = store.resource(api_version, kind) else { return Vec::new() };
-        store.objects(resource).map(|s| s.value.clone()).collect()
+        let Some(collection) = self.shared.cluster.collection(api_version, kind) else { return Vec::new() };
+        collection.source.objects().iter().filter_map(|o| o.to_value().ok()).collect()
     }
 
     /// Key → resourceVersion of every object of a kind: the state to compare caches with.
     pub fn versions(&self, api_version: &str, kind: &str) -> BTreeMap<String, String> {
-        let store = self.shared.store.lock();
-        let Ok(resource) = store.resource(api_version, kind) else { return BTreeMap::new() };
-        store.objects(resource).map(|s| (s.key.clone(), s.resource_version().to_string())).collect()
+        let Some(collection) = self.shared.cluster.collection(api_version, kind) else { return BTreeMap::new() };
+        collection.source.objects().iter().map(|o| (o.key().to_owned(), o.resource_version().to_owned())).collect()
     }
 
     /// The current (global) resourceVersion.
     pub fn resource_version(&self) -> u64 {
-        self.shared.store.lock().resource_version()
+        self.shared.cluster.revision().current()
     }
 
     /// Breaks every open watch connection mid-response (as a network failure would);
     /// returns how many there were.
     pub fn drop_watches(&self) -> usize {
-        self.shared.store.lock().send_to_all_watches(|| vec![WatchMsg::Abort], true)
+        self.shared.to_watches(false, || vec![Control::Abort])
     }
 
     /// Ends every open watch normally (as a server-side timeout does).
     pub fn close_watches(&self) -> usize {
-        self.shared.store.lock().send_to_all_watches(|| vec![WatchMsg::End], true)
+        self.shared.to_watches(false, || vec![Control::End])
     }
 
     /// Ends every open watch with an ERROR event carrying this status.
     pub fn send_watch_error(&self, code: u16, reason: &'static str, message: &str) -> usize {
-        let frame = error_frame(&ApiError::new(code, reason, message));
-        self.shared.store.lock().send_to_all_watches(|| vec![WatchMsg::Frame(frame.clone()), WatchMsg::End], true)
+        let status = Status { code, reason: reason.into(), message: message.into() };
+        let frame = bytes::Bytes::from(wink::apiserver::error_frame(&status));
+        self.shared.to_watches(false, || vec![Control::Frame(frame.clone()), Control::End])
     }
 
     /// Sends a truncated, unparseable frame to every open watch (which stay open: it is the
     /// client's to give up on them).
     pub fn send_malformed_frame(&self) -> usize {
         let frame = bytes::Bytes::from_static(b"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\n");
-        self.shared.store.lock().send_to_all_watches(|| vec![WatchMsg::Frame(frame.clone())], false)
+        self.shared.to_watches(false, || vec![Control::Frame(frame.clone())])
     }
 
-    /// Sends a BOOKMARK at the current resourceVersion to every watch that allows them.
+    /// Sends a BOOKMARK at the current resourceVersion to every watch that allows them;
+    /// returns how many there were.
     pub fn bookmark_now(&self) -> usize {
-        self.shared.store.lock().bookmark_all()
+        for collection in self.shared.cluster.collections() {
+            collection.source.bookmark();
+        }
+        self.shared.to_watches(true, Vec::new)
     }
 
     /// Forgets the change history: watches from, exact lists at, and continue tokens of any
     /// earlier resourceVersion get `410 Expired`, forcing clients to relist (and so to infer
     /// the deletes they missed).
     pub fn compact(&self) {
-        self.shared.store.lock().compact();
+        for collection in self.shared.cluster.collections() {
+            collection.source.compact();
+        }
     }
 
     /// Answers the next `count` requests of these verbs with `code` (429 carries
@@ -331,7 +427,9 @@ impl ApiServer {
 
     /// Watch connections currently open.
     pub fn open_watches(&self) -> usize {
-        self.shared.store.lock().open_watches()
+        let mut watches = self.shared.watches.lock();
+        watches.retain(|w| !w.tx.is_closed());
+        watches.len()
     }
 
     /// Every request received so far.

@@ -1,0 +1,159 @@
+//! [`MemoryCluster`]: a cluster held in memory, one [`MemorySource`] per kind sharing one
+//! [`Revision`]: every built-in kind at its preferred version, plus the kinds registered (as
+//! installing a CRD would). It is an [`EmbeddedCluster`] (writes through
+//! [`EmbeddedClient`](crate::cluster::EmbeddedClient), with the API server's rules) and a
+//! [`ServedCluster`] (served over HTTP by [`crate::apiserver::router`]): the tests' local API
+//! server and offline tools run on it.
+
+use std::collections::BTreeMap;
+
+use parking_lot::RwLock;
+
+use super::memory::{MemorySource, MemorySourceOptions, Revision};
+use super::scope::{Scope, group_of};
+use crate::apiserver::{Served, ServedCluster, built_in_fields};
+use crate::cluster::{Collection, EmbeddedCluster, ResourceInfo};
+
+/// Built-in kinds with a status subresource (group, kind).
+const WITH_STATUS: &[(&str, &str)] = &[
+    ("", "Namespace"),
+    ("", "Node"),
+    ("", "PersistentVolume"),
+    ("", "PersistentVolumeClaim"),
+    ("", "Pod"),
+    ("", "ReplicationController"),
+    ("", "ResourceQuota"),
+    ("", "Service"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService"),
+    ("apps", "DaemonSet"),
+    ("apps", "Deployment"),
+    ("apps", "ReplicaSet"),
+    ("apps", "StatefulSet"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("batch", "CronJob"),
+    ("batch", "Job"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("networking.k8s.io", "Ingress"),
+    ("networking.k8s.io", "ServiceCIDR"),
+    ("policy", "PodDisruptionBudget"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("storage.k8s.io", "VolumeAttachment"),
+];
+
+/// What the API server knows of a built-in kind: its resource name and scope, and whether it
+/// has a status subresource. `None` for kinds that are not built in.
+pub(crate) fn built_in_kind(api_version: &str, kind: &str) -> Option<(ResourceInfo, bool)> {
+    let scope = super::scope::built_in(api_version, kind)?;
+    let group = group_of(api_version);
+    let (g, v) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = kube::core::GroupVersionKind::gvk(g, v, kind);
+    let plural = kube::core::ApiResource::from_gvk(&gvk).plural;
+    let info = ResourceInfo { group: group.to_owned(), plural, namespaced: scope == Scope::Namespaced };
+    Some((info, WITH_STATUS.contains(&(group, kind))))
+}
+
+/// A kind the cluster serves.
+struct Kind {
+    served: Served,
+    collection: Collection,
+}
+
+/// A cluster in memory. See the module docs.
+pub struct MemoryCluster {
+    kinds: RwLock<BTreeMap<(String, String), Kind>>,
+    options: MemorySourceOptions,
+}
+
+impl std::fmt::Debug for MemoryCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryCluster").field("kinds", &self.kinds.read().len()).finish_non_exhaustive()
+    }
+}
+
+impl MemoryCluster {
+    /// A cluster serving every built-in kind at its preferred version; its stores take
+    /// `options` (their [`Revision`] is the cluster's).
+    pub fn new(options: MemorySourceOptions) -> Self {
+        let this = Self { kinds: RwLock::default(), options };
+        for (group, kind, _) in super::scope::built_ins() {
+            let Some(version) = crate::plugin::deploy::known_kinds::preferred_version(group) else { continue };
+            let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
+            if let Some((info, status)) = built_in_kind(&api_version, kind) {
+                let fields = built_in_fields(group, kind);
+                this.insert(&api_version, kind, info, status, true, fields);
+            }
+        }
+        this
+    }
+
+    fn insert(
+        &self,
+        api_version: &str,
+        kind: &str,
+        info: ResourceInfo,
+        status: bool,
+        built_in: bool,
+        fields: Vec<(String, String)>,
+    ) {
+        let served = Served {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            plural: info.plural.clone(),
+            namespaced: info.namespaced,
+            status,
+        };
+        let source = MemorySource::new(self.options.clone());
+        let collection = Collection { info, status_subresource: status, built_in, fields, source };
+        self.kinds.write().insert((api_version.to_owned(), kind.to_owned()), Kind { served, collection });
+    }
+
+    /// Serves a custom resource (as installing its CRD would): `plural`, its scope, whether it
+    /// has a status subresource, and its selectable fields as (label, JSON pointer). Refused
+    /// when the kind or its resource path is already served.
+    pub fn register(
+        &self,
+        api_version: &str,
+        kind: &str,
+        plural: &str,
+        namespaced: bool,
+        status: bool,
+        fields: Vec<(String, String)>,
+    ) -> Result<(), String> {
+        let taken = self
+            .kinds
+            .read()
+            .values()
+            .any(|k| k.served.api_version == api_version && (k.served.kind == kind || k.served.plural == plural));
+        if taken {
+            return Err(format!("{api_version} {kind} ({plural}) is already served"));
+        }
+        let info = ResourceInfo { group: group_of(api_version).to_owned(), plural: plural.to_owned(), namespaced };
+        self.insert(api_version, kind, info, status, false, fields);
+        Ok(())
+    }
+
+    /// Every kind's collection.
+    pub fn collections(&self) -> Vec<Collection> {
+        self.kinds.read().values().map(|k| k.collection.clone()).collect()
+    }
+
+    /// The cluster's revision (the newest resourceVersion).
+    pub fn revision(&self) -> &Revision {
+        &self.options.revision
+    }
+}
+
+impl EmbeddedCluster for MemoryCluster {
+    fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
+        self.kinds.read().get(&(api_version.to_owned(), kind.to_owned())).map(|k| k.collection.clone())
+    }
+}
+
+impl ServedCluster for MemoryCluster {
+    fn served(&self) -> Vec<Served> {
+        self.kinds.read().values().map(|k| k.served.clone()).collect()
+    }
+}
