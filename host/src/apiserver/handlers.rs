@@ -159,14 +159,10 @@ async fn resource(
             return failure(&RequestError::Forbidden(message));
         }
     }
-    let request = |verb: Verb, body: String| Request {
-        verb,
-        api_version: kind.api_version.clone(),
-        kind: kind.kind.clone(),
-        namespace: namespace.clone(),
-        name: name.clone(),
-        subresource: path.status.then_some(Subresource::Status),
-        body,
+    let request = |verb: Verb, body: String| {
+        Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
+            .with_body(body)
+            .with_subresource(path.status.then_some(Subresource::Status))
     };
     let text = String::from_utf8_lossy(&body).into_owned();
     let write = match (method, path.name.is_some()) {

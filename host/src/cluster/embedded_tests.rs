@@ -27,15 +27,8 @@ fn request(
     name: &str,
     body: serde_json::Value,
 ) -> Request {
-    Request {
-        verb,
-        api_version: api_version.into(),
-        kind: kind.into(),
-        namespace: ns.map(str::to_owned),
-        name: name.into(),
-        subresource: None,
-        body: if body.is_null() { String::new() } else { body.to_string() },
-    }
+    let body = if body.is_null() { String::new() } else { body.to_string() };
+    Request::new(verb, api_version, kind, ns.map(str::to_owned), name).with_body(body)
 }
 
 async fn run(client: &EmbeddedClient, request: Request) -> Result<Option<Object>, RequestError> {

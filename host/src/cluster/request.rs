@@ -64,6 +64,39 @@ pub struct Request {
     pub body: String,
 }
 
+impl Request {
+    /// A request without a body or subresource.
+    pub fn new(
+        verb: Verb,
+        api_version: impl Into<String>,
+        kind: impl Into<String>,
+        namespace: Option<String>,
+        name: impl Into<String>,
+    ) -> Self {
+        Self {
+            verb,
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace,
+            name: name.into(),
+            subresource: None,
+            body: String::new(),
+        }
+    }
+
+    /// With this body: the object, or the patch document.
+    pub fn with_body(mut self, body: impl Into<String>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// Addressing this subresource.
+    pub fn with_subresource(mut self, subresource: Option<Subresource>) -> Self {
+        self.subresource = subresource;
+        self
+    }
+}
+
 impl fmt::Display for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}/{}", self.verb.rbac(), self.api_version, self.kind)?;

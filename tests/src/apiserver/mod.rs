@@ -250,15 +250,7 @@ impl ApiServer {
 
     fn request(&self, verb: Write, api_version: &str, kind: &str, key: &str, body: String) -> Request {
         let (namespace, name) = wink::informer::split_key(key);
-        Request {
-            verb,
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-            namespace: namespace.map(str::to_owned),
-            name: name.to_owned(),
-            subresource: None,
-            body,
-        }
+        Request::new(verb, api_version, kind, namespace.map(str::to_owned), name).with_body(body)
     }
 
     /// Creates or updates an object (by apiVersion, kind, namespace and name) as a client

@@ -58,15 +58,9 @@ fn patch_request(
             (PatchType::Apply { field_manager: plugin.to_owned(), force: apply.force }, apply.body)
         }
     };
-    Request {
-        verb: Verb::Patch(patch_type),
-        api_version: resource.api_version,
-        kind: resource.kind,
-        namespace,
-        name,
-        subresource,
-        body,
-    }
+    Request::new(Verb::Patch(patch_type), resource.api_version, resource.kind, namespace, name)
+        .with_body(body)
+        .with_subresource(subresource)
 }
 
 fn run(store: &mut Store<'_>, request: Result<Request, RequestError>) -> Result<Option<Object>, RequestError> {
@@ -86,15 +80,7 @@ pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()
     instance.func_wrap(
         "get",
         |mut store: Store<'_>, (resource, namespace, name): (types::Resource, Option<String>, String)| {
-            let request = Request {
-                verb: Verb::Get,
-                api_version: resource.api_version,
-                kind: resource.kind,
-                namespace,
-                name,
-                subresource: None,
-                body: String::new(),
-            };
+            let request = Request::new(Verb::Get, resource.api_version, resource.kind, namespace, name);
             Ok(object(run(&mut store, Ok(request))))
         },
     )?;
@@ -132,15 +118,7 @@ pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()
                 propagation_policy,
                 grace_period_seconds: options.grace_period_seconds,
             };
-            let request = Request {
-                verb: Verb::Delete(options),
-                api_version: resource.api_version,
-                kind: resource.kind,
-                namespace,
-                name,
-                subresource: None,
-                body: String::new(),
-            };
+            let request = Request::new(Verb::Delete(options), resource.api_version, resource.kind, namespace, name);
             let result = run(&mut store, Ok(request));
             Ok((result.map(|o| o.map(|o| to_wit(&o))).map_err(wit::RequestError::from),))
         },
