@@ -6,7 +6,9 @@
 //! a controller (the reloader) runs on a kube source, its informers and its writes both
 //! going through that API server; and that with a `serviceAccount` its writes are made as
 //! that account (impersonation), refused by the server's RBAC until a RoleBinding grants
-//! them.
+//! them. On the tests' API server (the same endpoint with a request log): a write wink's own
+//! check refuses never reaches the server, and Leases are renewed with optimistic
+//! concurrency.
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -190,4 +192,60 @@ async fn a_plugin_acting_as_its_service_account_is_held_to_the_servers_rbac() {
     wait_for("the write, now allowed", || hash().is_some(), String::new).await;
     host.stop().await;
     cancel.cancel();
+}
+
+/// On the tests' API server (the same endpoint, with a request log): a write wink's own
+/// permission check refuses never leaves the process, while the granted one arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_manifest_does_not_grant_never_reaches_the_server() {
+    use wink_tests::apiserver::{ApiServer, Verb as Seen};
+    let server = ApiServer::start().await.unwrap();
+    server
+        .apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "annotations": {"reloader.wink.dev/configmaps": "settings"}},
+            "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": "web"}}}}}))
+        .unwrap();
+    server
+        .apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "shop"},
+            "data": {"currency": "EUR"}}))
+        .unwrap();
+    let config = kube::Config::new(server.url().parse().unwrap());
+    let cluster = ClusterContext::new(std::sync::Arc::new(KubeClient::new(config.clone()).unwrap()), true);
+    let plugins = tempfile::tempdir().unwrap();
+    // The reloader without its `permissions:`.
+    let tail = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\n";
+    install_plugin("reloader", plugins.path(), "reloader", Some(tail));
+    let kube = KubeSource::from_config(config).unwrap();
+    let host = TestHost::start_kube_with(kube, InformerConfig::default(), plugins.path(), Some(cluster)).await;
+    wait_for("the refused write to fail the handler", || host.metrics("reloader").handler_errors().1 > 0, String::new)
+        .await;
+    assert!(!server.requests_of(Seen::List).is_empty(), "the informers did reach the server");
+    assert_eq!(server.requests_of(Seen::Write), [], "no write left the process");
+    let web = server.get("apps/v1", "Deployment", "shop/web").unwrap();
+    assert_eq!(web.pointer("/spec/template/metadata/annotations"), None);
+    host.stop().await;
+}
+
+/// The tests' API server takes writes with the API server's rules, Leases included: create,
+/// a renewal at the version read, and a stale renewal refused as a conflict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_are_created_and_renewed_with_optimistic_concurrency() {
+    let server = wink_tests::apiserver::ApiServer::start().await.unwrap();
+    let client = KubeClient::new(kube::Config::new(server.url().parse().unwrap())).unwrap();
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "member-a", "namespace": "wink"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "renewTime": "2026-01-01T00:00:00.000000Z"}});
+    let create = request(Verb::Create, "coordination.k8s.io/v1", "Lease", Some("wink"), "member-a", lease.clone());
+    let created = client.execute(create, None).await.unwrap().unwrap();
+    let mut renewed = created.to_value().unwrap();
+    renewed["spec"]["renewTime"] = json!("2026-01-01T00:00:05.000000Z");
+    let update = request(Verb::Update, "coordination.k8s.io/v1", "Lease", Some("wink"), "member-a", renewed.clone());
+    let after = client.execute(update, None).await.unwrap().unwrap();
+    assert_ne!(after.resource_version(), created.resource_version());
+    // A replica renewing from the version it read before: refused.
+    let stale = request(Verb::Update, "coordination.k8s.io/v1", "Lease", Some("wink"), "member-a", renewed);
+    let err = client.execute(stale, None).await.unwrap_err();
+    assert!(matches!(err, RequestError::Conflict(_)), "{err:?}");
+    let stored = server.get("coordination.k8s.io/v1", "Lease", "wink/member-a").unwrap();
+    assert_eq!(stored["spec"]["renewTime"], "2026-01-01T00:00:05.000000Z");
 }
