@@ -10,6 +10,7 @@
 pub mod apiserver;
 pub mod app;
 pub mod cluster;
+pub mod crd;
 pub mod errors;
 pub mod fswatch;
 pub mod informer;

@@ -108,6 +108,8 @@ enum Command {
         #[command(flatten)]
         bounds: BoundsArgs,
     },
+    /// Print the `WinkPlugin` CustomResourceDefinition (YAML), for `kubectl apply -f -`.
+    Crd,
 }
 
 /// How OCI registries are reached.
@@ -189,7 +191,7 @@ fn report(err: &anyhow::Error) -> String {
 fn wink_main(cli: Cli) -> anyhow::Result<()> {
     let log_format = match &cli.command {
         Command::Run { log_format, .. } => *log_format,
-        Command::Check { .. } | Command::Push { .. } | Command::Pull { .. } => LogFormat::Text,
+        Command::Check { .. } | Command::Push { .. } | Command::Pull { .. } | Command::Crd => LogFormat::Text,
     };
     wink::logging::init(log_format).context("installing the log subscriber")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
@@ -262,6 +264,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 eprintln!("warning: {warning}");
             }
         }
+        Command::Crd => print!("{}", wink::crd::crd_yaml()),
     }
     Ok(())
 }

@@ -35,7 +35,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::plugin::deploy::permissions::{PolicyRule, RequestLimits, ServiceAccountRef};
 
@@ -141,7 +142,7 @@ pub struct Manifest {
 }
 
 /// A resource the plugin watches, with its filters.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WatchedResource {
     /// `apiVersion` of the resource, e.g. `v1` or `apps/v1`.
@@ -158,7 +159,8 @@ pub struct WatchedResource {
     pub label_selector: Option<LabelSelector>,
     /// How often every cached object is redelivered as an update with old == new
     /// (humantime, e.g. `30s`, `5m`); `0` or absent = never.
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "humantime_serde", skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::schema::optional_duration_schema")]
     pub resync_period: Option<Duration>,
 }
 
@@ -175,7 +177,7 @@ impl WatchedResource {
 }
 
 /// A cache read grant: the plugin may read this resource (in these namespaces).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CacheGrant {
     /// `apiVersion` of the resource, e.g. `apps/v1`.
@@ -195,7 +197,7 @@ impl CacheGrant {
 }
 
 /// Sandbox limits.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Limits {
     /// The most linear memory the plugin may use (all its memories together), with a `Ki`,
@@ -208,6 +210,7 @@ pub struct Limits {
     /// The deadline of each call into the plugin (humantime, e.g. `500ms`); default `1s`.
     /// A call still running then is interrupted (a trap).
     #[serde(default = "default_call_timeout", with = "humantime_serde")]
+    #[schemars(schema_with = "super::schema::duration_schema")]
     pub call_timeout: Duration,
 }
 
@@ -230,7 +233,7 @@ fn default_quarantine_after() -> u32 {
 }
 
 /// What the host does when a call traps.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FailurePolicy {
     /// What to do with the event whose call trapped; default `retry`.
@@ -249,7 +252,7 @@ impl Default for FailurePolicy {
 }
 
 /// What to do with an event whose call trapped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnError {
     /// Deliver the event again later, with backoff (the newest state of its key).

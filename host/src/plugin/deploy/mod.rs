@@ -15,4 +15,5 @@ pub mod loader;
 pub mod manifest;
 pub mod permissions;
 pub mod registry;
+pub(crate) mod schema;
 pub mod selector;

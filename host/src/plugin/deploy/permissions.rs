@@ -28,10 +28,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// One rule, as in an RBAC `Role`, plus an optional namespace restriction.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicyRule {
     /// API groups (`""`: the core group; `*`: any).
@@ -106,7 +107,7 @@ pub fn allowed(rules: &[PolicyRule], request: &Attributes<'_>) -> bool {
 }
 
 /// A plugin's request budget.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RequestLimits {
     /// Sustained requests per second (client-go's default: 5).
@@ -117,6 +118,7 @@ pub struct RequestLimits {
     pub burst: u32,
     /// The longest a request may wait for its answer, rate limiting included.
     #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(schema_with = "super::schema::duration_schema")]
     pub timeout: Duration,
     /// The most requests one handler call may make.
     #[serde(default = "default_per_call")]
