@@ -13,7 +13,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::apiserver::serve_api;
-use crate::cluster::{EmbeddedClient, KubeClient};
+use crate::cluster::{ClusterClient, EmbeddedClient, KubeClient};
+use crate::crd::{self, ControllerOptions, WinkPluginController};
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
 use crate::oci::{OciClient, OciError, OciOptions, OciPlugins, RefreshOptions};
@@ -83,6 +84,12 @@ pub enum AppError {
     /// A plugin reference could not be pushed, pulled or followed.
     #[error(transparent)]
     Oci(#[from] OciError),
+    /// `WinkPlugin` objects cannot be listed from the source.
+    #[error("cannot watch WinkPlugin objects")]
+    WinkPluginSource(#[source] crate::informer::SourceError),
+    /// The `WinkPlugin` informer could not be registered.
+    #[error("cannot watch WinkPlugin objects")]
+    Informer(#[source] crate::informer::InformerError),
     /// The source specification is not understood.
     #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
     BadSource(String),
@@ -142,6 +149,8 @@ pub struct RunOptions {
     pub policy: Option<PathBuf>,
     /// Where the embedded cluster is served over the Kubernetes API (`dir:` sources only).
     pub serve_api: Option<std::net::SocketAddr>,
+    /// Take plugins from `WinkPlugin` objects too (`None`: not).
+    pub winkplugins: Option<(OciOptions, ControllerOptions)>,
 }
 
 /// What the host lets its plugins take: memory, component size, compile cache size.
@@ -211,7 +220,9 @@ fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, E
 pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec<String>, AppError> {
     let engine = engine(options.cache_dir.clone(), &options.bounds)?;
     let cancel = shutdown.child_token();
-    let (provider, cluster): (Arc<dyn SourceProvider>, ClusterContext) = match &options.source {
+    let (provider, cluster, client): (Arc<dyn SourceProvider>, ClusterContext, Arc<dyn ClusterClient>) = match &options
+        .source
+    {
         SourceSpec::Dir(path) => {
             let dir_options = DirSourceOptions { namespace: options.namespace.clone(), ..DirSourceOptions::default() };
             let dir = DirSource::open_with(path, dir_options)?;
@@ -224,7 +235,7 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
                     .map_err(|source| AppError::Listen { addr, source })?;
                 tracing::info!(addr = %bound, "serving the embedded cluster over the Kubernetes API (kubectl --server http://{bound})");
             }
-            (dir, ClusterContext::new(client, false))
+            (dir, ClusterContext::new(client.clone(), false), client)
         }
         SourceSpec::Kube { .. } if options.serve_api.is_some() => return Err(AppError::ServeApiNeedsDir),
         SourceSpec::Kube { kubeconfig } => {
@@ -232,7 +243,8 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
             let kube = KubeSource::from_config(config.clone())?;
             let client = KubeClient::new(config).map_err(|e| AppError::KubeSource(KubeSourceError::Client(e)))?;
             tracing::info!(kubeconfig = ?kubeconfig, "watching a Kubernetes API server");
-            (Arc::new(kube), ClusterContext::new(Arc::new(client), true))
+            let client: Arc<dyn ClusterClient> = Arc::new(client);
+            (Arc::new(kube), ClusterContext::new(client.clone(), true), client)
         }
     };
     let cluster = match &options.policy {
@@ -274,6 +286,22 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         failed += refs.refresh().await.len();
         tokio::spawn(refs.run(cancel.clone()));
     }
+    // Held until shutdown: the WinkPlugin informer runs while its registration lives.
+    let _winkplugins = match &options.winkplugins {
+        Some((oci, controller)) => {
+            let controller = WinkPluginController::new(
+                registry.clone(),
+                Arc::new(OciClient::new(oci.clone())),
+                client,
+                controller.clone(),
+            );
+            let informer = factory.informer_for(&crd::resource()).map_err(AppError::WinkPluginSource)?;
+            let registration = informer.add_event_handler(Arc::new(controller)).map_err(AppError::Informer)?;
+            tracing::info!("taking plugins from WinkPlugin objects too");
+            Some(registration)
+        }
+        None => None,
+    };
     let deployed = registry.status().await;
     tracing::info!(deployed = deployed.len(), failed, plugins = ?options.plugins, "plugins loaded");
     factory.start();

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use wink::app::{self, Bounds, RunOptions, SourceSpec};
+use wink::crd::ControllerOptions;
 use wink::logging::LogFormat;
 use wink::oci::{OciOptions, RefreshOptions};
 use wink::plugin::LoadLimits;
@@ -29,8 +30,13 @@ enum Command {
     /// Deliver the events of the watched resources to every plugin of a folder.
     Run {
         /// The plugins folder: each subfolder holding a plugin.yaml is a plugin.
-        #[arg(long, value_name = "DIR", required_unless_present = "plugin_refs")]
+        #[arg(long, value_name = "DIR", required_unless_present_any = ["plugin_refs", "winkplugins"])]
         plugins: Option<PathBuf>,
+        /// Also take plugins from `WinkPlugin` objects (`wink.dev/v1alpha1`, see `wink crd`):
+        /// each is deployed from its `image`, replaced when it changes, removed when it is
+        /// deleted, and its status written back.
+        #[arg(long)]
+        winkplugins: bool,
         /// Deploy the plugin published at this OCI reference (`registry/repo:tag` or
         /// `…@sha256:…`); repeatable. Tags are resolved again every `--plugin-ref-refresh`.
         #[arg(long = "plugin-ref", value_name = "REF")]
@@ -212,11 +218,16 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             oci,
             policy,
             serve_api,
+            winkplugins,
             ..
         } => {
             let bounds = bounds.bounds();
+            let oci = oci.options(bounds.load.max_component_size);
+            let winkplugins = winkplugins.then(|| {
+                let pull_dir = oci.cache_dir.join("winkplugins");
+                (oci.clone(), ControllerOptions { pull_dir, refresh: plugin_ref_refresh })
+            });
             let plugin_refs = (!plugin_refs.is_empty()).then(|| {
-                let oci = oci.options(bounds.load.max_component_size);
                 let pull_dir = oci.cache_dir.join("plugins");
                 (oci, RefreshOptions { references: plugin_refs, interval: plugin_ref_refresh, pull_dir })
             });
@@ -236,6 +247,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 bounds,
                 policy,
                 serve_api,
+                winkplugins,
             };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));

@@ -2,8 +2,10 @@
 //! controller that deploys, replaces and removes plugins as those objects change and writes
 //! their status ([`controller`]).
 
+pub mod controller;
 pub mod types;
 
+pub use controller::{ControllerOptions, WinkPluginController, manifest_of, plugin_name, resource};
 pub use types::{Phase, WinkPlugin, WinkPluginSpec, WinkPluginStatus};
 
 /// The `WinkPlugin` CustomResourceDefinition, as YAML (what `deploy/crd.yaml` holds and

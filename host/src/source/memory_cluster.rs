@@ -1,6 +1,7 @@
 //! [`MemoryCluster`]: a cluster held in memory, one [`MemorySource`] per kind sharing one
-//! [`Revision`]: every built-in kind at its preferred version, plus the kinds registered (as
-//! installing a CRD would). It is an [`EmbeddedCluster`] (writes through
+//! [`Revision`]: every built-in kind at its preferred version, plus the kinds registered and
+//! those of the CustomResourceDefinitions created in it (served from then on, as the API
+//! server establishes them). It is an [`EmbeddedCluster`] (writes through
 //! [`EmbeddedClient`](crate::cluster::EmbeddedClient), with the API server's rules) and a
 //! [`ServedCluster`] (served over HTTP by [`crate::apiserver::router`]): the tests' local API
 //! server and offline tools run on it.
@@ -135,6 +136,44 @@ impl MemoryCluster {
         Ok(())
     }
 
+    /// Serves the kinds of the CustomResourceDefinitions stored in the cluster that are not
+    /// served yet, as the API server establishes a CRD once it is created.
+    fn establish_crds(&self) {
+        let key = (CRD_KIND[0].to_owned(), CRD_KIND[1].to_owned());
+        let Some(crds) = self.kinds.read().get(&key).map(|k| k.collection.source.clone()) else { return };
+        for crd in crds.objects() {
+            let Ok(crd) = crd.to_value() else { continue };
+            let spec = &crd["spec"];
+            let (Some(group), Some(kind), Some(plural)) =
+                (spec["group"].as_str(), spec["names"]["kind"].as_str(), spec["names"]["plural"].as_str())
+            else {
+                continue;
+            };
+            let namespaced = spec["scope"].as_str() != Some("Cluster");
+            for version in spec["versions"].as_array().into_iter().flatten() {
+                let Some(name) = version["name"].as_str() else { continue };
+                if version["served"].as_bool() == Some(false) {
+                    continue;
+                }
+                let api_version = format!("{group}/{name}");
+                if self.kinds.read().contains_key(&(api_version.clone(), kind.to_owned())) {
+                    continue;
+                }
+                let status = version["subresources"].get("status").is_some();
+                let fields = version["selectableFields"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f["jsonPath"].as_str())
+                    .map(|path| (path.trim_start_matches('.').to_owned(), path.replace('.', "/")))
+                    .collect();
+                if let Err(why) = self.register(&api_version, kind, plural, namespaced, status, fields) {
+                    tracing::warn!(crd = %crd["metadata"]["name"], %why, "a CustomResourceDefinition is not served");
+                }
+            }
+        }
+    }
+
     /// Every kind's collection.
     pub fn collections(&self) -> Vec<Collection> {
         self.kinds.read().values().map(|k| k.collection.clone()).collect()
@@ -148,12 +187,21 @@ impl MemoryCluster {
 
 impl EmbeddedCluster for MemoryCluster {
     fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
-        self.kinds.read().get(&(api_version.to_owned(), kind.to_owned())).map(|k| k.collection.clone())
+        let key = (api_version.to_owned(), kind.to_owned());
+        if let Some(kind) = self.kinds.read().get(&key) {
+            return Some(kind.collection.clone());
+        }
+        self.establish_crds();
+        self.kinds.read().get(&key).map(|k| k.collection.clone())
     }
 }
 
 impl ServedCluster for MemoryCluster {
     fn served(&self) -> Vec<Served> {
+        self.establish_crds();
         self.kinds.read().values().map(|k| k.served.clone()).collect()
     }
 }
+
+/// The kind of CustomResourceDefinitions.
+const CRD_KIND: [&str; 2] = ["apiextensions.k8s.io/v1", "CustomResourceDefinition"];
