@@ -69,7 +69,7 @@ fn main() {
         // The kube client spawns its connection pool's worker on the current runtime.
         let _guard = rt.enter();
         let context = ClusterContext::new(Arc::new(KubeClient::new(config).unwrap()), false);
-        context.link(&plugin.manifest).unwrap()
+        context.link(&plugin.manifest, wink::plugin::PluginMetrics::detached("bench-writer")).unwrap()
     };
     let sandbox =
         |name: &str| plugins::sandbox_with_cluster(&plugin, &engine, &PluginSettings::named(name), Some(link.clone()));

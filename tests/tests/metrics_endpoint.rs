@@ -1,6 +1,7 @@
 //! `wink run --listen`: `/readyz` turns ready once the caches synced, `/healthz` answers, and
 //! `/metrics` parses as Prometheus text (with a Prometheus parser, not string matching) and
-//! counts the plugin's calls and the informer's objects.
+//! counts the plugins' calls, their delivery lag, their requests to the cluster by verb and
+//! outcome, and the informer's objects.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -42,6 +43,12 @@ async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
     );
     let plugins = work.path().join("plugins");
     install_plugin("event-recorder", &plugins, "scraped", None);
+    // The reloader patches a Deployment and records an Event: requests, counted.
+    write_atomic(
+        &cluster.join("web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {reloader.wink.dev/configmaps: settings}\nspec:\n  replicas: 1\n  template: {metadata: {labels: {app: web}}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\ndata: {currency: EUR}\n",
+    );
+    install_plugin("reloader", &plugins, "reloader", None);
     let child = Running::spawn(
         Command::new(wink_binary())
             .args(["run", "--no-cache", "--listen", "127.0.0.1:0", "--plugins"])
@@ -69,9 +76,26 @@ async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
         })
         .await;
 
-    let (status, body) = get(&addr, "/metrics");
-    assert_eq!(status, 200);
-    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text");
+    let scrape = || {
+        let (status, body) = get(&addr, "/metrics");
+        assert_eq!(status, 200);
+        prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text")
+    };
+    let patched = |scrape: &prometheus_parse::Scrape| {
+        scrape.samples.iter().any(|s| {
+            s.metric == "wink_plugin_requests_total"
+                && s.labels.get("plugin") == Some("reloader")
+                && s.labels.get("verb") == Some("patch")
+                && s.labels.get("outcome") == Some("ok")
+                && matches!(s.value, prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) if v >= 1.0)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !patched(&scrape()) {
+        assert!(Instant::now() < deadline, "the reloader's patch is never counted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let scrape = scrape();
     let calls = sample(&scrape, "wink_plugin_calls_total", ("plugin", "scraped")).expect("the plugin's calls");
     assert!(calls >= 2.0, "init and the initial add: {calls}");
     assert_eq!(sample(&scrape, "wink_informer_objects", ("resource", "v1/Pod")), Some(1.0));
@@ -81,4 +105,23 @@ async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
     let rss = scrape.samples.iter().find(|s| s.metric == "process_resident_memory_bytes").expect("process metrics");
     assert!(matches!(rss.value, prometheus_parse::Value::Gauge(v) if v > 0.0), "{rss:?}");
     assert!(scrape.samples.iter().any(|s| s.metric.starts_with("wink_plugin_call_duration_seconds")));
+    let lag = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "wink_plugin_delivery_lag_seconds" && s.labels.get("plugin") == Some("scraped"))
+        .expect("the plugin's delivery lag");
+    match &lag.value {
+        prometheus_parse::Value::Histogram(buckets) => {
+            let delivered = buckets.iter().map(|b| b.count).fold(0.0, f64::max);
+            assert!(delivered >= 1.0, "the initial add's delivery was timed: {buckets:?}");
+        }
+        other => panic!("a histogram: {other:?}"),
+    }
+    assert!(sample(&scrape, "wink_plugin_coalesced_events_total", ("plugin", "scraped")).is_some());
+    let events = scrape.samples.iter().find(|s| {
+        s.metric == "wink_plugin_requests_total"
+            && s.labels.get("plugin") == Some("reloader")
+            && s.labels.get("verb") == Some("record_event")
+    });
+    assert!(events.is_some(), "the reloader's Event is counted");
 }

@@ -43,6 +43,15 @@ pub const MAX_BATCH: usize = 256;
 /// A predicate selecting the objects a listener wants.
 pub type ObjectFilter = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
 
+/// What a listener tells of its deliveries (to metrics).
+pub trait DeliveryObserver: Send + Sync {
+    /// A queued entry was handled: `lag` from the arrival of its oldest notification to the
+    /// return of the batch of calls that handled it (retries included).
+    fn delivered(&self, lag: Duration);
+    /// A notification was folded into one already queued for its key.
+    fn coalesced(&self);
+}
+
 /// How a handler is registered.
 #[derive(Clone)]
 pub struct ListenerOptions {
@@ -58,6 +67,8 @@ pub struct ListenerOptions {
     /// Backoff of retried keys, by attempt number (default
     /// [`BackoffConfig::HANDLER_RETRY`]).
     pub retry: BackoffConfig,
+    /// Told of every delivery's lag and every coalesced notification (`None`: nobody).
+    pub observer: Option<Arc<dyn DeliveryObserver>>,
 }
 
 impl Default for ListenerOptions {
@@ -68,6 +79,7 @@ impl Default for ListenerOptions {
             namespaces: None,
             filter: None,
             retry: BackoffConfig::HANDLER_RETRY,
+            observer: None,
         }
     }
 }
@@ -111,6 +123,8 @@ pub struct ListenerStats {
     pub panics: AtomicU64,
     /// Calls that asked to be called again later ([`Action::RequeueAfter`]).
     pub requeues: AtomicU64,
+    /// Notifications folded into one already queued for their key.
+    pub coalesced: AtomicU64,
 }
 
 /// A registered handler's queue and delivery state.
@@ -203,9 +217,15 @@ impl Listener {
         let Some(n) = self.admit(n) else { return };
         let retried = (!self.attempts.lock().is_empty()).then(|| n.key().to_owned());
         let mut queue = self.queue.lock();
-        queue.push(n);
+        let coalesced = queue.push(n);
         let gone = retried.filter(|key| !queue.contains(key));
         drop(queue);
+        if coalesced {
+            self.stats.coalesced.fetch_add(1, Ordering::Relaxed);
+            if let Some(observer) = &self.options.observer {
+                observer.coalesced();
+            }
+        }
         if let Some(key) = gone {
             self.attempts.lock().remove(&key);
         }
@@ -284,8 +304,9 @@ impl Listener {
                 queue.promote(Instant::now());
                 let mut batch = Vec::new();
                 while batch.len() < MAX_BATCH {
-                    let Some(entry) = queue.pop() else { break };
-                    batch.push(entry);
+                    let Some((key, pending)) = queue.pop() else { break };
+                    let arrived = queue.take_arrival(&key);
+                    batch.push((key, pending, arrived));
                 }
                 (batch, queue.next_retry())
             };
@@ -304,7 +325,7 @@ impl Listener {
                 continue;
             }
             let entries: Vec<Vec<Notification>> =
-                batch.iter().map(|(_, pending)| pending.clone().into_notifications()).collect();
+                batch.iter().map(|(_, pending, _)| pending.clone().into_notifications()).collect();
             // A batch that panics as a whole (a handler's own `deliver_batch`): its first
             // notification is retried with backoff, the rest queued again unstarted.
             let mut results = match AssertUnwindSafe(handler.deliver_batch(&entries)).catch_unwind().await {
@@ -313,14 +334,22 @@ impl Listener {
             };
             results.resize_with(entries.len(), Vec::new);
             // In reverse, so that entries put back in front of the queue keep their order.
-            for (((key, pending), notifications), results) in batch.into_iter().zip(entries).zip(results).rev() {
-                self.settle(key, &pending, notifications, results);
+            for (((key, pending, arrived), notifications), results) in batch.into_iter().zip(entries).zip(results).rev()
+            {
+                self.settle(key, &pending, notifications, results, arrived);
             }
         }
     }
 
     /// Accounts for one delivered (or partly delivered) entry: counters, retry, or requeue.
-    fn settle(&self, key: String, pending: &Pending, notifications: Vec<Notification>, results: EntryResults) {
+    fn settle(
+        &self,
+        key: String,
+        pending: &Pending,
+        notifications: Vec<Notification>,
+        results: EntryResults,
+        arrived: Option<Instant>,
+    ) {
         let mut retry_from = None;
         let mut requeue = None;
         for (i, result) in results.iter().enumerate() {
@@ -370,14 +399,24 @@ impl Listener {
                 };
                 let delay = self.options.retry.delay(attempt);
                 let remainder = notifications[i..].to_vec();
-                if !self.queue.lock().retry(key.clone(), pending, remainder, delay, Instant::now()) {
+                let mut queue = self.queue.lock();
+                if queue.retry(key.clone(), pending, remainder, delay, Instant::now()) {
+                    if let Some(arrived) = arrived {
+                        queue.restore_arrival(&key, arrived);
+                    }
+                } else {
+                    drop(queue);
                     self.attempts.lock().remove(&key);
                 }
             }
             None if results.len() < notifications.len() => {
                 // The handler stopped its batch before this (part of the) entry.
                 let remainder = notifications[results.len()..].to_vec();
-                self.queue.lock().requeue(key, pending, remainder);
+                let mut queue = self.queue.lock();
+                queue.requeue(key.clone(), pending, remainder);
+                if let Some(arrived) = arrived {
+                    queue.restore_arrival(&key, arrived);
+                }
             }
             None => {
                 let mut attempts = self.attempts.lock();
@@ -386,147 +425,14 @@ impl Listener {
                 }
                 drop(attempts);
                 self.queue.lock().complete(pending);
+                if let (Some(observer), Some(arrived)) = (&self.options.observer, arrived) {
+                    observer.delivered(arrived.elapsed());
+                }
             }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use async_trait::async_trait;
-
-    use super::*;
-    use crate::informer::HandlerResult;
-    use crate::informer::test_support::pod;
-
-    /// Records each batch's keys; completes at most `take` entries of a batch.
-    struct Batches {
-        take: usize,
-        seen: Mutex<Vec<Vec<String>>>,
-    }
-
-    #[async_trait]
-    impl EventHandler for Batches {
-        async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
-            let done = batch.len().min(self.take);
-            self.seen.lock().push(batch[..done].iter().map(|e| e[0].key().to_owned()).collect());
-            batch[..done].iter().map(|e| e.iter().map(|_| crate::informer::DONE).collect()).collect()
-        }
-    }
-
-    async fn deliver_all(take: usize) -> Vec<Vec<String>> {
-        let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
-        for name in ["a", "b", "c", "d", "e"] {
-            listener.add(Notification::Add { obj: pod("ns", name, 1), initial: true });
-        }
-        let handler = Arc::new(Batches { take, seen: Mutex::default() });
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
-        while !listener.has_synced() {
-            tokio::task::yield_now().await;
-        }
-        cancel.cancel();
-        task.await.unwrap();
-        assert_eq!(listener.stats().delivered.load(Ordering::Relaxed), 5);
-        handler.seen.lock().clone()
-    }
-
-    /// Fails every add with `Retry`; counts deletes.
-    struct RetryAdds;
-
-    #[async_trait]
-    impl EventHandler for RetryAdds {
-        async fn on_add(&self, _: &Object, _: bool) -> HandlerResult {
-            Err(HandlerError::Retry("not yet".into()))
-        }
-    }
-
-    /// client-go's `processorListener` keeps no per-key state; wink's retry counts must not
-    /// outlive their keys: an add waiting for its retry and then deleted (coalesced away,
-    /// `Pending::coalesce`) takes its count with it, so churn cannot grow the map.
-    #[tokio::test(start_paused = true)]
-    async fn retry_counts_of_keys_deleted_while_waiting_for_their_retry_are_dropped() {
-        const KEYS: u64 = 10_000;
-        let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(listener.clone().run(Arc::new(RetryAdds), cancel.clone()));
-        let names: Vec<String> = (0..KEYS).map(|i| format!("o{i}")).collect();
-        for name in &names {
-            listener.add(Notification::Add { obj: pod("ns", name, 1), initial: false });
-        }
-        while listener.stats().retries.load(Ordering::Relaxed) < KEYS {
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(listener.retry_attempts_len(), KEYS as usize, "each key waits for its retry");
-        for name in &names {
-            listener.add(Notification::Delete { obj: pod("ns", name, 1), final_state_unknown: false });
-        }
-        assert_eq!(listener.queue_len(), 0, "each add was cancelled by its delete");
-        assert_eq!(listener.retry_attempts_len(), 0);
-        cancel.cancel();
-        task.await.unwrap();
-    }
-
-    /// Asks to see every object again after 30 s; records each call as (kind, rv).
-    #[derive(Default)]
-    struct Requeuing {
-        calls: Mutex<Vec<(&'static str, String, tokio::time::Instant)>>,
-    }
-
-    #[async_trait]
-    impl EventHandler for Requeuing {
-        async fn on_add(&self, obj: &Object, _: bool) -> HandlerResult {
-            self.calls.lock().push(("add", obj.resource_version().to_owned(), tokio::time::Instant::now()));
-            Ok(Action::RequeueAfter(Duration::from_secs(30)))
-        }
-        async fn on_update(&self, _: &Object, new: &Object) -> HandlerResult {
-            self.calls.lock().push(("update", new.resource_version().to_owned(), tokio::time::Instant::now()));
-            Ok(Action::AwaitChange)
-        }
-    }
-
-    async fn settle() {
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
-    }
-
-    /// controller-runtime's `Result{RequeueAfter}`: the handler is called again for the same
-    /// object after the delay, with the newest state it was delivered, even without a change;
-    /// a delete in between cancels it.
-    #[tokio::test(start_paused = true)]
-    async fn a_requeue_delivers_the_newest_state_after_the_delay_and_a_delete_cancels_it() {
-        let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
-        let handler = Arc::new(Requeuing::default());
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
-        let start = tokio::time::Instant::now();
-        listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: false });
-        listener.add(Notification::Add { obj: pod("ns", "gone", 1), initial: false });
-        settle().await;
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        listener.add(Notification::Update { old: pod("ns", "a", 1), new: pod("ns", "a", 2) });
-        listener.add(Notification::Delete { obj: pod("ns", "gone", 1), final_state_unknown: false });
-        settle().await;
-        tokio::time::sleep(Duration::from_secs(25)).await;
-        settle().await;
-        let calls = handler.calls.lock().clone();
-        let seen: Vec<(&str, &str, u64)> =
-            calls.iter().map(|(k, rv, at)| (*k, rv.as_str(), (*at - start).as_secs())).collect();
-        assert_eq!(seen, [("add", "1", 0), ("add", "1", 0), ("update", "2", 10), ("update", "2", 30)]);
-        assert_eq!(listener.stats().requeues.load(Ordering::Relaxed), 2);
-        assert_eq!(listener.queue.lock().requeues_len(), 0, "the deleted key's requeue was cancelled");
-        cancel.cancel();
-        task.await.unwrap();
-    }
-
-    #[tokio::test]
-    async fn ready_entries_are_handed_over_as_one_batch_in_queue_order() {
-        assert_eq!(deliver_all(usize::MAX).await, [["ns/a", "ns/b", "ns/c", "ns/d", "ns/e"]]);
-    }
-
-    #[tokio::test]
-    async fn entries_a_handler_did_not_start_come_back_first_in_their_order() {
-        assert_eq!(deliver_all(2).await, [vec!["ns/a", "ns/b"], vec!["ns/c", "ns/d"], vec!["ns/e"]]);
-    }
-}
+#[path = "listener_tests.rs"]
+mod tests;

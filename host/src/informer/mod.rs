@@ -44,7 +44,7 @@ pub use labels::Labels;
 pub use list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
-pub use listener::{Listener, ListenerOptions, MAX_BATCH, ObjectFilter};
+pub use listener::{DeliveryObserver, Listener, ListenerOptions, MAX_BATCH, ObjectFilter};
 pub use object::{MAX_DEPTH, Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
 pub use processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
 pub use reflector::{MIN_WATCH_TIMEOUT, Reflector, ReflectorConfig, Transform, WatchErrorHandler};

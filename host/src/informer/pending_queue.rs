@@ -130,6 +130,8 @@ pub struct PendingQueue {
     /// [`Action::RequeueAfter`]: super::handler::Action::RequeueAfter
     requeues: HashMap<String, (Object, Instant, u64)>,
     requeue_timers: BTreeSet<(Instant, u64, String)>,
+    /// When each queued key's oldest undelivered notification arrived (for the delivery lag).
+    arrivals: HashMap<String, Instant>,
     next_seq: u64,
     initial: usize,
 }
@@ -140,8 +142,9 @@ impl PendingQueue {
         self.initial += usize::from(after.is_some_and(Pending::is_initial));
     }
 
-    /// Adds a notification, folding it into the key's pending entry if there is one.
-    pub fn push(&mut self, n: Notification) {
+    /// Adds a notification, folding it into the key's pending entry if there is one; returns
+    /// whether it was folded (coalesced) into one.
+    pub fn push(&mut self, n: Notification) -> bool {
         let key = n.key().to_owned();
         if let Some((pending, at, seq)) = self.delayed.remove(&key) {
             let merged = pending.clone().coalesce(n);
@@ -151,10 +154,11 @@ impl PendingQueue {
                     self.delayed.insert(key, (merged, at, seq));
                 }
                 None => {
-                    self.timers.remove(&(at, seq, key));
+                    self.timers.remove(&(at, seq, key.clone()));
+                    self.arrivals.remove(&key);
                 }
             }
-            return;
+            return true;
         }
         match self.ready.get(&key).cloned() {
             Some(before) => {
@@ -168,14 +172,33 @@ impl PendingQueue {
                     }
                     None => {
                         self.ready.remove(&key);
+                        self.arrivals.remove(&key);
                     }
                 }
+                true
             }
             None => {
                 let pending = Pending::One(n);
                 self.account(None, Some(&pending));
+                self.arrivals.entry(key.clone()).or_insert_with(Instant::now);
                 self.ready.insert(key, pending);
+                false
             }
+        }
+    }
+
+    /// When the oldest undelivered notification of a just popped key arrived (taken: the
+    /// key's next notification starts a new count).
+    pub fn take_arrival(&mut self, key: &str) -> Option<Instant> {
+        self.arrivals.remove(key)
+    }
+
+    /// Gives a key put back (retried, or requeued in front) its original arrival, unless a
+    /// notification queued since is older.
+    pub fn restore_arrival(&mut self, key: &str, arrived: Instant) {
+        if self.contains(key) {
+            let slot = self.arrivals.entry(key.to_owned()).or_insert(arrived);
+            *slot = (*slot).min(arrived);
         }
     }
 
@@ -280,7 +303,10 @@ impl PendingQueue {
             self.account(Some(&newer), None);
             notifications.extend(newer.into_notifications());
         }
-        let Some(merged) = Pending::from_notifications(notifications) else { return false };
+        let Some(merged) = Pending::from_notifications(notifications) else {
+            self.arrivals.remove(&key);
+            return false;
+        };
         self.account(None, Some(&merged));
         let at = now + delay;
         let seq = self.next_seq;
@@ -301,7 +327,10 @@ impl PendingQueue {
             self.account(Some(&newer), None);
             notifications.extend(newer.into_notifications());
         }
-        let Some(merged) = Pending::from_notifications(notifications) else { return };
+        let Some(merged) = Pending::from_notifications(notifications) else {
+            self.arrivals.remove(&key);
+            return;
+        };
         self.account(None, Some(&merged));
         self.ready.insert(key.clone(), merged);
         self.ready.to_front(&key);

@@ -1,5 +1,6 @@
-//! Per-plugin metrics: calls, handler errors, traps by kind, restarts, quarantine, dropped
-//! and skipped events, and call latency.
+//! Per-plugin metrics: calls, handler errors, traps by kind, restarts, quarantine, dropped,
+//! skipped and coalesced events, call latency, delivery lag (from an event's arrival in the
+//! plugin's queue to its handler's return), and requests to the cluster by verb and outcome.
 //!
 //! All plugins share one set of metric families labelled `plugin="<name>"` (so that the
 //! Prometheus text output has each family once); a [`PluginMetrics`] is one plugin's handles
@@ -36,6 +37,13 @@ struct PluginKindLabel {
     kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabel {
+    plugin: String,
+    verb: &'static str,
+    outcome: &'static str,
+}
+
 type HistogramFamily = Family<PluginLabel, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -55,6 +63,9 @@ pub struct MetricsRegistry {
     dropped: Family<PluginLabel, Counter>,
     skipped: Family<PluginLabel, Counter>,
     call_duration: HistogramFamily,
+    delivery_lag: HistogramFamily,
+    coalesced: Family<PluginLabel, Counter>,
+    requests: Family<RequestLabel, Counter>,
     timed: Arc<parking_lot::Mutex<HashMap<String, Arc<Timed>>>>,
 }
 
@@ -81,6 +92,9 @@ impl MetricsRegistry {
             dropped: Family::default(),
             skipped: Family::default(),
             call_duration: Family::new_with_constructor(latency_histogram),
+            delivery_lag: Family::new_with_constructor(latency_histogram),
+            coalesced: Family::default(),
+            requests: Family::default(),
             timed: Arc::default(),
         }
     }
@@ -105,6 +119,21 @@ impl MetricsRegistry {
         r.register("dropped_events", "Events not delivered because the plugin is quarantined", self.dropped.clone());
         r.register("skipped_events", "Events skipped after a trap (onError: skip)", self.skipped.clone());
         r.register("call_duration_seconds", "Duration of calls into plugins", self.call_duration.clone());
+        r.register(
+            "delivery_lag_seconds",
+            "From an event's arrival in the plugin's queue to the return of the call that handled it",
+            self.delivery_lag.clone(),
+        );
+        r.register(
+            "coalesced_events",
+            "Events folded into one already waiting for the same object (the plugin sees the newest state)",
+            self.coalesced.clone(),
+        );
+        r.register(
+            "requests",
+            "Requests plugins made to the cluster, by verb and outcome (ok, or the error's kind)",
+            self.requests.clone(),
+        );
     }
 
     /// The handles of one plugin's metrics (created at zero on first use).
@@ -125,6 +154,9 @@ impl MetricsRegistry {
             dropped: self.dropped.get_or_create_owned(&label),
             skipped: self.skipped.get_or_create_owned(&label),
             call_duration: self.call_duration.get_or_create_owned(&label),
+            delivery_lag: self.delivery_lag.get_or_create_owned(&label),
+            coalesced: self.coalesced.get_or_create_owned(&label),
+            requests: self.requests.clone(),
             timed: self.timed.lock().entry(name.to_owned()).or_default().clone(),
         }
     }
@@ -132,12 +164,18 @@ impl MetricsRegistry {
     /// Forgets a plugin's series (when it is unloaded).
     pub fn remove(&self, name: &str) {
         let label = PluginLabel { plugin: name.to_owned() };
-        for family in [&self.calls, &self.restarts, &self.dropped, &self.skipped] {
+        for family in [&self.calls, &self.restarts, &self.dropped, &self.skipped, &self.coalesced] {
             family.remove(&label);
         }
         self.quarantined.remove(&label);
         self.queue_depth.remove(&label);
         self.call_duration.remove(&label);
+        self.delivery_lag.remove(&label);
+        for verb in REQUEST_VERBS {
+            for outcome in REQUEST_OUTCOMES {
+                self.requests.remove(&RequestLabel { plugin: name.to_owned(), verb, outcome });
+            }
+        }
         self.timed.lock().remove(name);
         for kind in ["retry", "fatal"] {
             self.handler_errors.remove(&PluginKindLabel { plugin: name.to_owned(), kind });
@@ -162,8 +200,29 @@ pub struct PluginMetrics {
     dropped: Counter,
     skipped: Counter,
     call_duration: Histogram,
+    delivery_lag: Histogram,
+    coalesced: Counter,
+    requests: Family<RequestLabel, Counter>,
     timed: Arc<Timed>,
 }
+
+/// The verbs of plugins' requests, as RBAC names them.
+const REQUEST_VERBS: [&str; 6] = ["get", "create", "update", "patch", "delete", "record_event"];
+
+/// The outcomes of plugins' requests: `ok`, or a [`RequestError`](crate::cluster::RequestError)'s label.
+const REQUEST_OUTCOMES: [&str; 11] = [
+    "ok",
+    "not_permitted",
+    "forbidden",
+    "not_found",
+    "already_exists",
+    "conflict",
+    "invalid",
+    "bad_request",
+    "rate_limited",
+    "timed_out",
+    "unavailable",
+];
 
 impl PluginMetrics {
     /// Metrics not registered anywhere (tests, `wink check`).
@@ -218,6 +277,36 @@ impl PluginMetrics {
     /// Notifications waiting for the plugin, as last set.
     pub fn queue_depth(&self) -> u64 {
         u64::try_from(self.queue_depth.get()).unwrap_or(0)
+    }
+
+    /// Records a delivery: `lag` from the event's arrival in the queue to the call's return.
+    pub fn delivered(&self, lag: Duration) {
+        self.delivery_lag.observe(lag.as_secs_f64());
+    }
+
+    /// Records an event folded into one already queued for its object.
+    pub fn coalesced_event(&self) {
+        self.coalesced.inc();
+    }
+
+    /// Events folded into queued ones so far.
+    pub fn coalesced_events(&self) -> u64 {
+        self.coalesced.get()
+    }
+
+    /// Records a request to the cluster: its RBAC verb (`record_event` for Events) and
+    /// outcome (`ok`, or the error's label).
+    pub fn request(&self, verb: &str, outcome: &str) {
+        let verb = REQUEST_VERBS.iter().find(|v| **v == verb).copied().unwrap_or("other");
+        let outcome = REQUEST_OUTCOMES.iter().find(|o| **o == outcome).copied().unwrap_or("unavailable");
+        self.requests.get_or_create(&RequestLabel { plugin: self.name.to_string(), verb, outcome }).inc();
+    }
+
+    /// Requests of this verb and outcome so far.
+    pub fn requests(&self, verb: &str, outcome: &str) -> u64 {
+        let verb = REQUEST_VERBS.iter().find(|v| **v == verb).copied().unwrap_or("other");
+        let outcome = REQUEST_OUTCOMES.iter().find(|o| **o == outcome).copied().unwrap_or("unavailable");
+        self.requests.get_or_create(&RequestLabel { plugin: self.name.to_string(), verb, outcome }).get()
     }
 
     /// Records an event dropped because the plugin is quarantined.
@@ -295,6 +384,16 @@ impl PluginMetrics {
             self.dropped_events(),
             if self.is_quarantined() { "yes" } else { "no" },
         )
+    }
+}
+
+impl crate::informer::DeliveryObserver for PluginMetrics {
+    fn delivered(&self, lag: Duration) {
+        PluginMetrics::delivered(self, lag);
+    }
+
+    fn coalesced(&self) {
+        self.coalesced_event();
     }
 }
 

@@ -223,8 +223,9 @@ impl std::fmt::Debug for PluginRegistry {
     }
 }
 
-fn listener_options(plugin: &str, spec: &WatchedResource) -> ListenerOptions {
+fn listener_options(plugin: &str, spec: &WatchedResource, metrics: crate::plugin::PluginMetrics) -> ListenerOptions {
     let mut options = ListenerOptions::new(plugin, spec.resync().unwrap_or_default());
+    options.observer = Some(Arc::new(metrics));
     options.namespaces = spec.namespaces.as_ref().map(|ns| ns.iter().cloned().collect());
     if let Some(selector) = spec.label_selector.clone() {
         options.filter = Some(Arc::new(move |obj: &Object| selector.matches(obj.labels())));
@@ -323,7 +324,7 @@ impl PluginRegistry {
         let cluster = match &self.cluster {
             Some(context) => Some(
                 context
-                    .link(&loaded.manifest)
+                    .link(&loaded.manifest, self.metrics.plugin(loaded.manifest.name.as_str()))
                     .map_err(|reason| RegistryError::Refused { name: name.clone(), reason })?,
             ),
             None => None,
@@ -367,7 +368,7 @@ impl PluginRegistry {
     ) -> Result<Listening, RegistryError> {
         let registration = lease
             .informer()
-            .add_event_handler_with_options(handler.clone(), listener_options(name, spec))
+            .add_event_handler_with_options(handler.clone(), listener_options(name, spec, handler.metrics().clone()))
             .map_err(|source| RegistryError::Register {
                 name: name.to_owned(),
                 resource: format!("{}/{}", spec.api_version, spec.kind),

@@ -23,6 +23,7 @@ use crate::cluster::{
     ClusterClient, EventRecorder, EventSpec, Identity, Request, RequestError, ResourceInfo, Subresource, Verb,
 };
 use crate::informer::Object;
+use crate::plugin::delivery::metrics::PluginMetrics;
 use crate::plugin::deploy::manifest::Manifest;
 use crate::plugin::deploy::permissions::{Attributes, Permissions, Policy, Refusal, RequestLimits};
 use crate::plugin::runtime::pool::block_in_place;
@@ -42,6 +43,8 @@ pub struct ClusterLink {
     /// Kinds already resolved (a kind's resource name and scope do not change while it is
     /// served): most requests then make one hop to the runtime, not two.
     resolved: parking_lot::Mutex<std::collections::HashMap<(String, String), ResourceInfo>>,
+    /// Where requests are counted (by verb and outcome).
+    metrics: Option<PluginMetrics>,
 }
 
 impl std::fmt::Debug for ClusterLink {
@@ -77,6 +80,20 @@ impl ClusterLink {
             limiter: RateLimiter::direct(quota),
             recorder,
             resolved: parking_lot::Mutex::default(),
+            metrics: None,
+        }
+    }
+
+    /// Counting its requests in `metrics`.
+    pub fn with_metrics(mut self, metrics: PluginMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Counts one request's outcome.
+    fn count(&self, verb: &str, error: Option<&RequestError>) {
+        if let Some(metrics) = &self.metrics {
+            metrics.request(verb, error.map_or("ok", RequestError::label));
         }
     }
 
@@ -117,7 +134,7 @@ impl ClusterContext {
 
     /// The link of the plugin of `manifest`, on the current tokio runtime. Fails when the
     /// manifest names a service account the policy does not allow.
-    pub fn link(&self, manifest: &Manifest) -> Result<Arc<ClusterLink>, String> {
+    pub fn link(&self, manifest: &Manifest, metrics: PluginMetrics) -> Result<Arc<ClusterLink>, String> {
         let cap = self.policy.as_ref().map(|p| p.entry(manifest.name.as_str()).clone());
         let permissions = Permissions { rules: manifest.permissions.clone(), cap };
         let identity = match &manifest.service_account {
@@ -132,7 +149,8 @@ impl ClusterContext {
         };
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
         let name: Arc<str> = manifest.name.as_str().into();
-        Ok(Arc::new(ClusterLink::new(name, self.client.clone(), runtime, permissions, manifest.requests, identity)))
+        let link = ClusterLink::new(name, self.client.clone(), runtime, permissions, manifest.requests, identity);
+        Ok(Arc::new(link.with_metrics(metrics)))
     }
 }
 
@@ -172,10 +190,12 @@ impl ClusterAccess {
         let link = self.link()?;
         let started = Instant::now();
         let client = link.client.clone();
+        let verb = request.verb.rbac();
         let result = self.admit(&link, &request, started).and_then(|()| {
             send(&link, started, move |identity| async move { client.execute(request, identity.as_ref()).await })
         });
         self.waited += started.elapsed();
+        link.count(verb, result.as_ref().err());
         result
     }
 
@@ -200,6 +220,7 @@ impl ClusterAccess {
                 send(&link, started, move |identity| async move { recorder.record(spec, identity.as_ref()).await })
             });
         self.waited += started.elapsed();
+        link.count("record_event", result.as_ref().err());
         result
     }
 

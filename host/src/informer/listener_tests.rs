@@ -1,0 +1,196 @@
+//! The listener's delivery rules: batches, retries, requeues, delivery lag and coalescing.
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::informer::HandlerResult;
+use crate::informer::test_support::pod;
+
+/// Records each batch's keys; completes at most `take` entries of a batch.
+struct Batches {
+    take: usize,
+    seen: Mutex<Vec<Vec<String>>>,
+}
+
+#[async_trait]
+impl EventHandler for Batches {
+    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        let done = batch.len().min(self.take);
+        self.seen.lock().push(batch[..done].iter().map(|e| e[0].key().to_owned()).collect());
+        batch[..done].iter().map(|e| e.iter().map(|_| crate::informer::DONE).collect()).collect()
+    }
+}
+
+async fn deliver_all(take: usize) -> Vec<Vec<String>> {
+    let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+    for name in ["a", "b", "c", "d", "e"] {
+        listener.add(Notification::Add { obj: pod("ns", name, 1), initial: true });
+    }
+    let handler = Arc::new(Batches { take, seen: Mutex::default() });
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
+    while !listener.has_synced() {
+        tokio::task::yield_now().await;
+    }
+    cancel.cancel();
+    task.await.unwrap();
+    assert_eq!(listener.stats().delivered.load(Ordering::Relaxed), 5);
+    handler.seen.lock().clone()
+}
+
+/// Fails every add with `Retry`; counts deletes.
+struct RetryAdds;
+
+#[async_trait]
+impl EventHandler for RetryAdds {
+    async fn on_add(&self, _: &Object, _: bool) -> HandlerResult {
+        Err(HandlerError::Retry("not yet".into()))
+    }
+}
+
+/// client-go's `processorListener` keeps no per-key state; wink's retry counts must not
+/// outlive their keys: an add waiting for its retry and then deleted (coalesced away,
+/// `Pending::coalesce`) takes its count with it, so churn cannot grow the map.
+#[tokio::test(start_paused = true)]
+async fn retry_counts_of_keys_deleted_while_waiting_for_their_retry_are_dropped() {
+    const KEYS: u64 = 10_000;
+    let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(listener.clone().run(Arc::new(RetryAdds), cancel.clone()));
+    let names: Vec<String> = (0..KEYS).map(|i| format!("o{i}")).collect();
+    for name in &names {
+        listener.add(Notification::Add { obj: pod("ns", name, 1), initial: false });
+    }
+    while listener.stats().retries.load(Ordering::Relaxed) < KEYS {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(listener.retry_attempts_len(), KEYS as usize, "each key waits for its retry");
+    for name in &names {
+        listener.add(Notification::Delete { obj: pod("ns", name, 1), final_state_unknown: false });
+    }
+    assert_eq!(listener.queue_len(), 0, "each add was cancelled by its delete");
+    assert_eq!(listener.retry_attempts_len(), 0);
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// Asks to see every object again after 30 s; records each call as (kind, rv).
+#[derive(Default)]
+struct Requeuing {
+    calls: Mutex<Vec<(&'static str, String, tokio::time::Instant)>>,
+}
+
+#[async_trait]
+impl EventHandler for Requeuing {
+    async fn on_add(&self, obj: &Object, _: bool) -> HandlerResult {
+        self.calls.lock().push(("add", obj.resource_version().to_owned(), tokio::time::Instant::now()));
+        Ok(Action::RequeueAfter(Duration::from_secs(30)))
+    }
+    async fn on_update(&self, _: &Object, new: &Object) -> HandlerResult {
+        self.calls.lock().push(("update", new.resource_version().to_owned(), tokio::time::Instant::now()));
+        Ok(Action::AwaitChange)
+    }
+}
+
+async fn settle() {
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// controller-runtime's `Result{RequeueAfter}`: the handler is called again for the same
+/// object after the delay, with the newest state it was delivered, even without a change;
+/// a delete in between cancels it.
+#[tokio::test(start_paused = true)]
+async fn a_requeue_delivers_the_newest_state_after_the_delay_and_a_delete_cancels_it() {
+    let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+    let handler = Arc::new(Requeuing::default());
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
+    let start = tokio::time::Instant::now();
+    listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: false });
+    listener.add(Notification::Add { obj: pod("ns", "gone", 1), initial: false });
+    settle().await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    listener.add(Notification::Update { old: pod("ns", "a", 1), new: pod("ns", "a", 2) });
+    listener.add(Notification::Delete { obj: pod("ns", "gone", 1), final_state_unknown: false });
+    settle().await;
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    settle().await;
+    let calls = handler.calls.lock().clone();
+    let seen: Vec<(&str, &str, u64)> =
+        calls.iter().map(|(k, rv, at)| (*k, rv.as_str(), (*at - start).as_secs())).collect();
+    assert_eq!(seen, [("add", "1", 0), ("add", "1", 0), ("update", "2", 10), ("update", "2", 30)]);
+    assert_eq!(listener.stats().requeues.load(Ordering::Relaxed), 2);
+    assert_eq!(listener.queue.lock().requeues_len(), 0, "the deleted key's requeue was cancelled");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn ready_entries_are_handed_over_as_one_batch_in_queue_order() {
+    assert_eq!(deliver_all(usize::MAX).await, [["ns/a", "ns/b", "ns/c", "ns/d", "ns/e"]]);
+}
+
+#[tokio::test]
+async fn entries_a_handler_did_not_start_come_back_first_in_their_order() {
+    assert_eq!(deliver_all(2).await, [vec!["ns/a", "ns/b"], vec!["ns/c", "ns/d"], vec!["ns/e"]]);
+}
+
+/// Delivers everything at once, after a fixed time.
+struct Slow;
+
+#[async_trait]
+impl EventHandler for Slow {
+    async fn on_add(&self, _: &Object, _: bool) -> HandlerResult {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Ok(Action::AwaitChange)
+    }
+    async fn on_update(&self, _: &Object, _: &Object) -> HandlerResult {
+        Ok(Action::AwaitChange)
+    }
+}
+
+/// Records what the listener tells of its deliveries.
+#[derive(Default)]
+struct Observed {
+    lags: Mutex<Vec<Duration>>,
+    coalesced: AtomicU64,
+}
+
+impl DeliveryObserver for Observed {
+    fn delivered(&self, lag: Duration) {
+        self.lags.lock().push(lag);
+    }
+    fn coalesced(&self) {
+        self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The delivery lag runs from the arrival of an entry's oldest notification (not the newest
+/// folded into it) to the return of the batch of calls that handled it; a notification
+/// folded into a queued one is counted as coalesced.
+#[tokio::test(start_paused = true)]
+async fn the_delivery_lag_runs_from_the_oldest_arrival_and_folded_notifications_are_counted() {
+    let observed = Arc::new(Observed::default());
+    let options = ListenerOptions { observer: Some(observed.clone()), ..ListenerOptions::default() };
+    let listener = Arc::new(Listener::new(1, options, Duration::ZERO, Arc::new(|| true)));
+    // Two keys queued before the handler runs; the second gets an update folded in later.
+    listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: false });
+    listener.add(Notification::Add { obj: pod("ns", "b", 1), initial: false });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    listener.add(Notification::Update { old: pod("ns", "b", 1), new: pod("ns", "b", 2) });
+    assert_eq!(observed.coalesced.load(Ordering::Relaxed), 1);
+    assert_eq!(listener.stats().coalesced.load(Ordering::Relaxed), 1);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(listener.clone().run(Arc::new(Slow), cancel.clone()));
+    while observed.lags.lock().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let lags = observed.lags.lock().clone();
+    // Queued 1 s before the handler started; the two entries go as one batch whose calls
+    // take 2 s each: both are settled when the batch returns.
+    assert_eq!(lags.iter().map(Duration::as_secs).collect::<Vec<_>>(), [5, 5], "{lags:?}");
+    cancel.cancel();
+    task.await.unwrap();
+}
