@@ -30,6 +30,7 @@ use crate::plugin::{
     MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
 };
 use crate::serve::{Endpoints, serve};
+use crate::shard::{GroupOptions, LeaseOptions, Membership, ShardGroup};
 use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError, load_config};
 
 /// Errors of the subcommands.
@@ -90,6 +91,9 @@ pub enum AppError {
     /// The `WinkPlugin` informer could not be registered.
     #[error("cannot watch WinkPlugin objects")]
     Informer(#[source] crate::informer::InformerError),
+    /// `--shard-group` coordinates through a Kubernetes API server.
+    #[error("--shard-group shares plugins through Leases on a Kubernetes API server: use a `kube` source")]
+    ShardNeedsKube,
     /// The source specification is not understood.
     #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
     BadSource(String),
@@ -151,6 +155,8 @@ pub struct RunOptions {
     pub serve_api: Option<std::net::SocketAddr>,
     /// Take plugins from `WinkPlugin` objects too (`None`: not).
     pub winkplugins: Option<(OciOptions, ControllerOptions)>,
+    /// Share the plugins with the other members of a shard group (`None`: run them all).
+    pub shard: Option<LeaseOptions>,
 }
 
 /// What the host lets its plugins take: memory, component size, compile cache size.
@@ -220,9 +226,11 @@ fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, E
 pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec<String>, AppError> {
     let engine = engine(options.cache_dir.clone(), &options.bounds)?;
     let cancel = shutdown.child_token();
-    let (provider, cluster, client): (Arc<dyn SourceProvider>, ClusterContext, Arc<dyn ClusterClient>) = match &options
-        .source
-    {
+    if matches!(options.source, SourceSpec::Dir(_)) && options.shard.is_some() {
+        return Err(AppError::ShardNeedsKube);
+    }
+    type Sources = (Arc<dyn SourceProvider>, ClusterContext, Arc<dyn ClusterClient>, Option<kube::Client>);
+    let (provider, cluster, client, kube_client): Sources = match &options.source {
         SourceSpec::Dir(path) => {
             let dir_options = DirSourceOptions { namespace: options.namespace.clone(), ..DirSourceOptions::default() };
             let dir = DirSource::open_with(path, dir_options)?;
@@ -235,16 +243,26 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
                     .map_err(|source| AppError::Listen { addr, source })?;
                 tracing::info!(addr = %bound, "serving the embedded cluster over the Kubernetes API (kubectl --server http://{bound})");
             }
-            (dir, ClusterContext::new(client.clone(), false), client)
+            (dir, ClusterContext::new(client.clone(), false), client, None)
         }
         SourceSpec::Kube { .. } if options.serve_api.is_some() => return Err(AppError::ServeApiNeedsDir),
         SourceSpec::Kube { kubeconfig } => {
-            let config = load_config(kubeconfig.as_deref()).await?;
+            let mut config = load_config(kubeconfig.as_deref()).await?;
+            if let Some(shard) = &options.shard {
+                // Writes carry the member: its name is the field manager of updates and
+                // patches, and shows in audit logs.
+                let agent = format!("wink-member-{}/{}", shard.identity, env!("CARGO_PKG_VERSION"));
+                if let Ok(value) = agent.parse() {
+                    config.headers.push((http::header::USER_AGENT, value));
+                }
+            }
             let kube = KubeSource::from_config(config.clone())?;
+            let raw =
+                kube::Client::try_from(config.clone()).map_err(|e| AppError::KubeSource(KubeSourceError::Client(e)))?;
             let client = KubeClient::new(config).map_err(|e| AppError::KubeSource(KubeSourceError::Client(e)))?;
             tracing::info!(kubeconfig = ?kubeconfig, "watching a Kubernetes API server");
             let client: Arc<dyn ClusterClient> = Arc::new(client);
-            (Arc::new(kube), ClusterContext::new(client.clone(), true), client)
+            (Arc::new(kube), ClusterContext::new(client.clone(), true), client, Some(raw))
         }
     };
     let cluster = match &options.policy {
@@ -272,7 +290,30 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         .with_memory_budget(budget)
         .with_load_limits(options.bounds.load)
         .with_cluster(cluster);
-    let registry = Arc::new(registry);
+    let (registry, group) = match (&options.shard, &kube_client) {
+        (Some(lease), Some(client)) => {
+            let group = Arc::new(ShardGroup::new(&lease.identity, GroupOptions { grace: lease.renew }));
+            let mut membership = Membership::new(client.clone(), lease.clone());
+            // A first look before the first deploy, so that plugins start where they belong.
+            if let Err(err) = membership.renew().await {
+                tracing::warn!(error = %crate::errors::Chain(&err), "cannot take this member's Lease yet");
+            }
+            match membership.observe().await {
+                Ok(live) => {
+                    group.update(live);
+                }
+                Err(err) => {
+                    tracing::warn!(error = %crate::errors::Chain(&err), "cannot list the shard group's Leases yet")
+                }
+            }
+            tracing::info!(group = %lease.group, member = %lease.identity, lease = %lease.lease_name(), "joined the shard group");
+            if let Some(endpoints) = &endpoints {
+                endpoints.register(|prometheus| group.register(prometheus));
+            }
+            (Arc::new(registry.with_ownership(group.clone())), Some((group, membership)))
+        }
+        _ => (Arc::new(registry), None),
+    };
     let mut failed = 0;
     if let Some(plugins) = &options.plugins {
         failed += registry.sync_dir(plugins).await?.len();
@@ -302,6 +343,8 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         }
         None => None,
     };
+    let group_task =
+        group.map(|(group, membership)| tokio::spawn(group.run(membership, registry.clone(), cancel.clone())));
     let deployed = registry.status().await;
     tracing::info!(deployed = deployed.len(), failed, plugins = ?options.plugins, "plugins loaded");
     factory.start();
@@ -329,6 +372,9 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         _ => cancel.cancelled().await,
     }
     tracing::info!("shutting down: finishing calls in flight");
+    if let Some(task) = group_task {
+        let _ = task.await;
+    }
     factory.shutdown().await;
     Ok(registry.summaries().await)
 }

@@ -18,4 +18,5 @@ pub mod logging;
 pub mod oci;
 pub mod plugin;
 pub mod serve;
+pub mod shard;
 pub mod source;

@@ -15,6 +15,7 @@ use wink::logging::LogFormat;
 use wink::oci::{OciOptions, RefreshOptions};
 use wink::plugin::LoadLimits;
 use wink::plugin::parse_byte_size;
+use wink::shard::LeaseOptions;
 
 /// Runs Kubernetes event handlers as sandboxed WebAssembly components.
 #[derive(Parser)]
@@ -37,6 +38,8 @@ enum Command {
         /// deleted, and its status written back.
         #[arg(long)]
         winkplugins: bool,
+        #[command(flatten)]
+        shard: ShardArgs,
         /// Deploy the plugin published at this OCI reference (`registry/repo:tag` or
         /// `…@sha256:…`); repeatable. Tags are resolved again every `--plugin-ref-refresh`.
         #[arg(long = "plugin-ref", value_name = "REF")]
@@ -116,6 +119,53 @@ enum Command {
     },
     /// Print the `WinkPlugin` CustomResourceDefinition (YAML), for `kubectl apply -f -`.
     Crd,
+}
+
+/// Scale-out: sharing the plugins with other replicas through Leases.
+#[derive(clap::Args)]
+struct ShardArgs {
+    /// Join this shard group: the replicas of a group share the plugins (each runs those
+    /// rendezvous hashing assigns it; shardable plugins are split by object). Needs a `kube`
+    /// source.
+    #[arg(long, value_name = "NAME")]
+    shard_group: Option<String>,
+    /// This replica's name in the group [default: $POD_NAME, else $HOSTNAME-PID].
+    #[arg(long, value_name = "ID", requires = "shard_group")]
+    shard_identity: Option<String>,
+    /// The namespace of the group's Leases [default: the service account's namespace in a
+    /// cluster, else `default`].
+    #[arg(long, value_name = "NS", requires = "shard_group")]
+    shard_namespace: Option<String>,
+    /// How long a replica's Lease lasts without renewal (at least 4 renew periods).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    lease_duration: std::time::Duration,
+    /// How often replicas renew their Lease and look at the group.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    lease_renew: std::time::Duration,
+}
+
+impl ShardArgs {
+    fn options(self) -> anyhow::Result<Option<LeaseOptions>> {
+        let Some(group) = self.shard_group else { return Ok(None) };
+        anyhow::ensure!(
+            self.lease_renew > std::time::Duration::ZERO && self.lease_duration >= self.lease_renew * 4,
+            "--lease-duration must be at least 4 times --lease-renew (a replica fences itself two renew periods before its Lease can expire)"
+        );
+        let identity = self.shard_identity.unwrap_or_else(|| {
+            std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| {
+                let host = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "wink".into());
+                format!("{host}-{}", std::process::id())
+            })
+        });
+        let namespace = self.shard_namespace.unwrap_or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                .ok()
+                .map(|ns| ns.trim().to_owned())
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or_else(|| "default".into())
+        });
+        Ok(Some(LeaseOptions { group, identity, namespace, duration: self.lease_duration, renew: self.lease_renew }))
+    }
 }
 
 /// How OCI registries are reached.
@@ -219,13 +269,16 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             policy,
             serve_api,
             winkplugins,
+            shard,
             ..
         } => {
+            let shard = shard.options()?;
+            let member = shard.as_ref().map(|s| s.identity.clone());
             let bounds = bounds.bounds();
             let oci = oci.options(bounds.load.max_component_size);
             let winkplugins = winkplugins.then(|| {
                 let pull_dir = oci.cache_dir.join("winkplugins");
-                (oci.clone(), ControllerOptions { pull_dir, refresh: plugin_ref_refresh })
+                (oci.clone(), ControllerOptions { pull_dir, refresh: plugin_ref_refresh, member })
             });
             let plugin_refs = (!plugin_refs.is_empty()).then(|| {
                 let pull_dir = oci.cache_dir.join("plugins");
@@ -248,6 +301,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 policy,
                 serve_api,
                 winkplugins,
+                shard,
             };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));

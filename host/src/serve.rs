@@ -69,6 +69,11 @@ impl Endpoints {
         }
     }
 
+    /// Adds more metrics to the registry served (e.g. a shard group's).
+    pub fn register(&self, add: impl FnOnce(&mut Registry)) {
+        add(&mut self.registry.lock());
+    }
+
     /// Marks the plugins found at start as deployed or definitively refused.
     pub fn plugins_loaded(&self) {
         self.plugins_loaded.store(true, Ordering::SeqCst);

@@ -129,6 +129,12 @@ impl Running {
         self.child.id()
     }
 
+    /// Kills the child at once (SIGKILL), as a crash would, and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Sends SIGTERM.
     pub fn sigterm(&self) {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("running kill");

@@ -45,6 +45,9 @@ pub struct ControllerOptions {
     pub pull_dir: PathBuf,
     /// How often tags are resolved again and status counts refreshed.
     pub refresh: Duration,
+    /// This replica's name in its shard group, written in the status of the plugins it runs
+    /// (`None`: no group).
+    pub member: Option<String>,
 }
 
 /// What the controller knows of one object.
@@ -207,6 +210,10 @@ impl WinkPluginController {
 
     /// Writes the object's status (when it changed) through the status subresource.
     async fn report(&self, obj: &Object, plugin: &str, phase: Phase, message: Option<String>, digest: Option<String>) {
+        if self.registry.is_parked(plugin) {
+            // Another member of the shard group runs it, and reports it.
+            return;
+        }
         let metrics = self.registry.metrics().plugin(plugin);
         let previous = self.tracked.lock().get(obj.key()).and_then(|t| t.status.clone());
         let status = WinkPluginStatus {
@@ -214,6 +221,7 @@ impl WinkPluginController {
             message: message.or_else(|| previous.as_ref().and_then(|p| p.message.clone())),
             digest: if phase == Phase::Failed { previous.as_ref().and_then(|p| p.digest.clone()) } else { digest },
             plugin_name: Some(plugin.to_owned()),
+            member: self.options.member.clone(),
             observed_generation: obj.meta().generation,
             calls: metrics.calls(),
             errors: {

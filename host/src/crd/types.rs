@@ -7,7 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plugin::deploy::manifest::{CacheGrant, Limits};
+use crate::plugin::deploy::manifest::{CacheGrant, Limits, ShardBy};
 use crate::plugin::{FailurePolicy, PolicyRule, RequestLimits, ServiceAccountRef, WatchedResource};
 
 /// What a `WinkPlugin` asks for: a plugin's manifest, and the OCI artifact of its component.
@@ -55,6 +55,10 @@ pub struct WinkPluginSpec {
     /// The service account (`namespace/name`) the plugin's requests are made as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<ServiceAccountRef>,
+    /// With scale-out: split the plugin's objects across the members (by namespace or by
+    /// object) instead of running it whole on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_by: Option<ShardBy>,
 }
 
 /// Where a `WinkPlugin` stands.
@@ -86,6 +90,9 @@ pub struct WinkPluginStatus {
     /// The name the plugin runs under in wink (logs, metrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin_name: Option<String>,
+    /// The shard group member running it (with scale-out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
     /// The generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -37,12 +37,13 @@ pub use delivery::metrics::{MetricsRegistry, PluginMetrics};
 pub use delivery::runner::PluginHandler;
 pub use deploy::loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
 pub use deploy::manifest::{
-    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, OnError, WatchedResource, format_bytes, parse_byte_size,
+    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, OnError, ShardBy, WatchedResource, format_bytes,
+    parse_byte_size,
 };
 pub use deploy::permissions::{
     Attributes, Permissions, Policy, PolicyEntry, PolicyError, PolicyRule, Refusal, RequestLimits, ServiceAccountRef,
 };
-pub use deploy::registry::{DEPLOY_RETRY, PluginRegistry, PluginStatus, RegistryError, ScanStats};
+pub use deploy::registry::{DEPLOY_RETRY, Ownership, PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use deploy::selector::{LabelSelector, LabelSet, SelectorError};
 pub use imports::cache::NoCache;
 pub use imports::log::{LOG_TARGET, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};

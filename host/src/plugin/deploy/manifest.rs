@@ -133,6 +133,11 @@ pub struct Manifest {
     /// cluster (Kubernetes impersonation).
     #[serde(default)]
     pub service_account: Option<ServiceAccountRef>,
+    /// With scale-out (`wink run --shard-group`): the plugin runs on every member, each
+    /// delivering a slice of its objects, split by a hash of their namespace or of
+    /// namespace/name. Absent: the plugin runs whole on one member.
+    #[serde(default)]
+    pub shard_by: Option<ShardBy>,
     /// The folder the manifest was read from (not a YAML field).
     #[serde(skip)]
     base_dir: PathBuf,
@@ -249,6 +254,17 @@ impl Default for FailurePolicy {
     fn default() -> Self {
         Self { on_error: OnError::default(), quarantine_after: DEFAULT_QUARANTINE_AFTER }
     }
+}
+
+/// How a shardable plugin's objects are split across the members of a shard group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardBy {
+    /// By namespace: each namespace's objects go to one member (cluster-scoped objects are
+    /// one slice).
+    Namespace,
+    /// By namespace/name: objects spread evenly, one member each.
+    Object,
 }
 
 /// What to do with an event whose call trapped.

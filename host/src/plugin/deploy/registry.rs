@@ -57,6 +57,10 @@ use crate::plugin::runtime::outcome::CallOutcome;
 
 #[path = "registry_scan.rs"]
 mod scan;
+#[path = "registry_shard.rs"]
+mod shard;
+
+pub use shard::Ownership;
 
 pub use scan::{DEPLOY_RETRY, ScanStats};
 
@@ -174,6 +178,8 @@ struct Deployed {
     grants: Vec<InformerLease>,
     /// The component's digest: its compile cache entry is in use.
     digest: String,
+    /// A shardable plugin's slice: the assignment it was deployed with.
+    shard: Option<Slice>,
     /// Held while the plugin is deployed.
     _memory: MemoryReservation,
 }
@@ -215,6 +221,10 @@ pub struct PluginRegistry {
     memory_budget: MemoryBudget,
     load_limits: LoadLimits,
     cluster: Option<ClusterContext>,
+    /// Which plugins run here when a shard group shares them (`None`: all).
+    ownership: Option<Arc<dyn Ownership>>,
+    /// Plugins found but run by another member.
+    parked: parking_lot::Mutex<BTreeMap<String, shard::Parked>>,
 }
 
 impl std::fmt::Debug for PluginRegistry {
@@ -223,12 +233,24 @@ impl std::fmt::Debug for PluginRegistry {
     }
 }
 
-fn listener_options(plugin: &str, spec: &WatchedResource, metrics: crate::plugin::PluginMetrics) -> ListenerOptions {
+/// A shardable plugin's slice: the assignment it delivers under, and how it splits.
+type Slice = (crate::shard::Assignment, super::manifest::ShardBy);
+
+fn listener_options(
+    plugin: &str,
+    spec: &WatchedResource,
+    metrics: crate::plugin::PluginMetrics,
+    shard: Option<&Slice>,
+) -> ListenerOptions {
     let mut options = ListenerOptions::new(plugin, spec.resync().unwrap_or_default());
     options.observer = Some(Arc::new(metrics));
     options.namespaces = spec.namespaces.as_ref().map(|ns| ns.iter().cloned().collect());
-    if let Some(selector) = spec.label_selector.clone() {
-        options.filter = Some(Arc::new(move |obj: &Object| selector.matches(obj.labels())));
+    let (selector, shard, plugin) = (spec.label_selector.clone(), shard.cloned(), plugin.to_owned());
+    if selector.is_some() || shard.is_some() {
+        options.filter = Some(Arc::new(move |obj: &Object| {
+            selector.as_ref().is_none_or(|s| s.matches(obj.labels()))
+                && shard.as_ref().is_none_or(|(assignment, by)| assignment.owns_object(&plugin, *by, obj))
+        }));
     }
     options
 }
@@ -248,6 +270,8 @@ impl PluginRegistry {
             memory_budget: MemoryBudget::unlimited(),
             load_limits: LoadLimits::default(),
             cluster: None,
+            ownership: None,
+            parked: parking_lot::Mutex::default(),
         }
     }
 
@@ -365,14 +389,16 @@ impl PluginRegistry {
         spec: &WatchedResource,
         lease: InformerLease,
         handler: &Arc<PluginHandler>,
+        shard: Option<&Slice>,
     ) -> Result<Listening, RegistryError> {
-        let registration = lease
-            .informer()
-            .add_event_handler_with_options(handler.clone(), listener_options(name, spec, handler.metrics().clone()))
-            .map_err(|source| RegistryError::Register {
-                name: name.to_owned(),
-                resource: format!("{}/{}", spec.api_version, spec.kind),
-                source,
+        let options = listener_options(name, spec, handler.metrics().clone(), shard);
+        let registration =
+            lease.informer().add_event_handler_with_options(handler.clone(), options).map_err(|source| {
+                RegistryError::Register {
+                    name: name.to_owned(),
+                    resource: format!("{}/{}", spec.api_version, spec.kind),
+                    source,
+                }
             })?;
         Ok(Listening { lease, registration })
     }
@@ -384,10 +410,11 @@ impl PluginRegistry {
         specs: &[WatchedResource],
         leases: Vec<InformerLease>,
         handler: &Arc<PluginHandler>,
+        shard: Option<&Slice>,
     ) -> Result<Vec<Listening>, RegistryError> {
         let mut listening = Vec::new();
         for (spec, lease) in specs.iter().zip(leases) {
-            match Self::listen(name, spec, lease, handler) {
+            match Self::listen(name, spec, lease, handler, shard) {
                 Ok(l) => listening.push(l),
                 Err(err) => {
                     listening.into_iter().for_each(Listening::stop);
@@ -417,6 +444,16 @@ impl PluginRegistry {
 
     /// Deploys the plugin in `dir` whose files had `fingerprint` before they were loaded.
     async fn deploy_version(&self, dir: &Path, fingerprint: Option<String>) -> Result<String, RegistryError> {
+        let shard = match self.placement(dir) {
+            shard::Placement::Here(shard) => shard,
+            shard::Placement::Elsewhere(name) => {
+                if self.remove(&name).await {
+                    tracing::info!(plugin = %name, "plugin handed over: another member runs it now");
+                }
+                tracing::debug!(plugin = %name, "plugin run by another member of the shard group");
+                return Ok(name);
+            }
+        };
         let Started { loaded, handler, grants, memory } = self.load(dir).await?;
         let name = loaded.name().to_owned();
         let mut plugins = self.plugins.lock().await;
@@ -437,7 +474,7 @@ impl PluginRegistry {
                 // versions; the new listeners then replay the cache. The old leases are
                 // released only after the new ones hold the informers.
                 old.listening.iter().for_each(Listening::unregister);
-                let listening = match Self::listen_all(&name, &specs, leases, &handler) {
+                let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
                     Ok(listening) => listening,
                     Err(err) => {
                         // Only a stopped informer refuses a handler: the host is shutting down.
@@ -448,18 +485,19 @@ impl PluginRegistry {
                 };
                 tracing::info!(plugin = %name, dir = %dir.display(), "plugin replaced");
                 // The old version's listeners, grants and memory reservation are released here.
-                let deployed = Deployed { dir, fingerprint, handler, listening, grants, digest, _memory: memory };
+                let deployed =
+                    Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory };
                 plugins.insert(name.clone(), deployed);
                 drop(old);
             }
             None => {
-                let listening = Self::listen_all(&name, &specs, leases, &handler)?;
+                let listening = Self::listen_all(&name, &specs, leases, &handler, shard.as_ref())?;
                 tracing::info!(plugin = %name, dir = %dir.display(),
                     resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
                     "plugin deployed");
                 plugins.insert(
                     name.clone(),
-                    Deployed { dir, fingerprint, handler, listening, grants, digest, _memory: memory },
+                    Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory },
                 );
             }
         }
