@@ -150,11 +150,3 @@ async fn kubectl_apply_and_delete_of_winkplugins_deploy_and_remove_plugins() {
     let exit = tokio::time::timeout(Duration::from_secs(30), wink.wait_exit()).await.unwrap();
     assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
 }
-
-/// The CRD `deploy/crd.yaml` holds is the one the types generate.
-#[test]
-fn the_deployed_crd_is_the_generated_one() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crd.yaml");
-    let written = std::fs::read_to_string(&file).unwrap();
-    assert_eq!(written, wink::crd::crd_yaml(), "deploy/crd.yaml is stale: regenerate it with `wink crd`");
-}
