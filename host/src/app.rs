@@ -29,6 +29,7 @@ use crate::plugin::{
     BudgetExceeded, CacheOutcome, CallOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits,
     MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
 };
+use crate::replay;
 use crate::serve::{Endpoints, serve};
 use crate::shard::{GroupOptions, LeaseOptions, Membership, ShardGroup};
 use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError, load_config};
@@ -94,6 +95,9 @@ pub enum AppError {
     /// `--shard-group` coordinates through a Kubernetes API server.
     #[error("--shard-group shares plugins through Leases on a Kubernetes API server: use a `kube` source")]
     ShardNeedsKube,
+    /// The recording cannot be written.
+    #[error(transparent)]
+    Record(#[from] replay::ReplayError),
     /// The source specification is not understood.
     #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
     BadSource(String),
@@ -157,6 +161,8 @@ pub struct RunOptions {
     pub winkplugins: Option<(OciOptions, ControllerOptions)>,
     /// Share the plugins with the other members of a shard group (`None`: run them all).
     pub shard: Option<LeaseOptions>,
+    /// Record what the plugins' informers deliver into this file (`None`: no recording).
+    pub record: Option<PathBuf>,
 }
 
 /// What the host lets its plugins take: memory, component size, compile cache size.
@@ -347,6 +353,17 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         group.map(|(group, membership)| tokio::spawn(group.run(membership, registry.clone(), cancel.clone())));
     let deployed = registry.status().await;
     tracing::info!(deployed = deployed.len(), failed, plugins = ?options.plugins, "plugins loaded");
+    // Held until shutdown: the recorders listen while their registrations live.
+    let _recording = match &options.record {
+        Some(path) => {
+            let keys: Vec<_> = factory.informers().into_iter().map(|(key, _)| key).collect();
+            let names = keys.iter().map(|k| format!("{}/{}", k.api_version, k.kind)).collect();
+            let sink = replay::open_sink(path, "wink run", names, None, CancellationToken::new())?;
+            tracing::info!(file = %path.display(), resources = keys.len(), "recording what the informers deliver");
+            Some(replay::record_into(&factory, &keys, &sink)?)
+        }
+        None => None,
+    };
     factory.start();
     if let Some(endpoints) = &endpoints {
         endpoints.plugins_loaded();

@@ -17,6 +17,7 @@ pub mod informer;
 pub mod logging;
 pub mod oci;
 pub mod plugin;
+pub mod replay;
 pub mod serve;
 pub mod shard;
 pub mod source;

@@ -15,6 +15,7 @@ use wink::logging::LogFormat;
 use wink::oci::{OciOptions, RefreshOptions};
 use wink::plugin::LoadLimits;
 use wink::plugin::parse_byte_size;
+use wink::replay::{RecordOptions, ReplayOptions};
 use wink::shard::LeaseOptions;
 
 /// Runs Kubernetes event handlers as sandboxed WebAssembly components.
@@ -40,6 +41,10 @@ enum Command {
         winkplugins: bool,
         #[command(flatten)]
         shard: ShardArgs,
+        /// Also record what the plugins' informers deliver into this file (JSON Lines), for
+        /// `wink replay`.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
         /// Deploy the plugin published at this OCI reference (`registry/repo:tag` or
         /// `…@sha256:…`); repeatable. Tags are resolved again every `--plugin-ref-refresh`.
         #[arg(long = "plugin-ref", value_name = "REF")]
@@ -119,6 +124,37 @@ enum Command {
     },
     /// Print the `WinkPlugin` CustomResourceDefinition (YAML), for `kubectl apply -f -`.
     Crd,
+    /// Record what informers deliver, as JSON Lines, for `wink replay`.
+    Record {
+        /// Where objects come from: `dir:PATH`, `kube` or `kube:KUBECONFIG`.
+        #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
+        source: SourceSpec,
+        /// With a `dir:` source, the namespace of objects that name none.
+        #[arg(long, short = 'n', value_name = "NS")]
+        namespace: Option<String>,
+        /// The resources to record, as `apiVersion/Kind` (comma-separated or repeated).
+        #[arg(long, value_name = "apiVersion/Kind", value_delimiter = ',', required = true)]
+        resources: Vec<String>,
+        /// Stop after this long (e.g. `10m`) [default: at Ctrl-C or SIGTERM].
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        duration: Option<std::time::Duration>,
+        /// Stop after this many events.
+        #[arg(long, value_name = "N")]
+        max_events: Option<u64>,
+        /// The recording written.
+        out: PathBuf,
+    },
+    /// Feed a recording to a plugin offline: prints each call's outcome and the writes it
+    /// asked for (a dry run); exits 1 if a call failed or trapped, 2 if the recording had
+    /// unreadable lines.
+    Replay {
+        /// The plugin's folder or its plugin.yaml.
+        plugin: PathBuf,
+        /// The recording (`wink record`, `wink run --record`).
+        recording: PathBuf,
+        #[command(flatten)]
+        bounds: BoundsArgs,
+    },
 }
 
 /// Scale-out: sharing the plugins with other replicas through Leases.
@@ -220,7 +256,7 @@ fn cache_dir(cache_dir: Option<PathBuf>, no_cache: bool) -> Option<PathBuf> {
 
 fn main() -> ExitCode {
     match wink_main(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("error: {}", report(&err));
             ExitCode::FAILURE
@@ -244,10 +280,15 @@ fn report(err: &anyhow::Error) -> String {
     out
 }
 
-fn wink_main(cli: Cli) -> anyhow::Result<()> {
+fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
     let log_format = match &cli.command {
         Command::Run { log_format, .. } => *log_format,
-        Command::Check { .. } | Command::Push { .. } | Command::Pull { .. } | Command::Crd => LogFormat::Text,
+        Command::Check { .. }
+        | Command::Push { .. }
+        | Command::Pull { .. }
+        | Command::Crd
+        | Command::Record { .. }
+        | Command::Replay { .. } => LogFormat::Text,
     };
     wink::logging::init(log_format).context("installing the log subscriber")?;
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
@@ -270,6 +311,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             serve_api,
             winkplugins,
             shard,
+            record,
             ..
         } => {
             let shard = shard.options()?;
@@ -302,6 +344,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
                 serve_api,
                 winkplugins,
                 shard,
+                record,
             };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));
@@ -331,8 +374,25 @@ fn wink_main(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Crd => print!("{}", wink::crd::crd_yaml()),
+        Command::Record { source, namespace, resources, duration, max_events, out } => {
+            let options = RecordOptions { source, namespace, resources, out: out.clone(), duration, max_events };
+            let shutdown = CancellationToken::new();
+            runtime.spawn(wait_for_signal(shutdown.clone()));
+            let written = runtime.block_on(wink::replay::record(options, shutdown))?;
+            eprintln!("recorded {written} events into {}", out.display());
+        }
+        Command::Replay { plugin, recording, bounds } => {
+            let options =
+                ReplayOptions { plugin, recording, cache_dir: app::default_cache_dir(), load: bounds.bounds().load };
+            let report = runtime.block_on(wink::replay::replay(&options))?;
+            for line in &report.lines {
+                println!("{line}");
+            }
+            println!("{} calls, {} failed, {} unreadable lines", report.calls, report.failed, report.malformed);
+            return Ok(ExitCode::from(report.exit_code()));
+        }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Cancels `shutdown` on Ctrl-C or SIGTERM.

@@ -142,7 +142,7 @@ pub enum RegistryError {
 }
 
 /// Cache reads served by the factory's informers (only those that exist).
-struct FactoryCache(Arc<InformerFactory>);
+pub(crate) struct FactoryCache(pub(crate) Arc<InformerFactory>);
 
 impl CacheResolver for FactoryCache {
     fn store(&self, api_version: &str, kind: &str) -> Option<Store> {
