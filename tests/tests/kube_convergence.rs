@@ -152,7 +152,7 @@ async fn run_seed(seed: u64) -> Result<String, String> {
         options.namespaces = h.selection.namespaces.clone();
         options.retry = retry.clone();
         if h.selection.front_only {
-            options.filter = Some(Arc::new(|o: &Object| o.labels().get("tier").map(String::as_str) == Some("front")));
+            options.filter = Some(Arc::new(|o: &Object| o.labels().get("tier") == Some("front")));
         }
         informer.add_event_handler_with_options(handler, options).map(|_| ()).map_err(|e| e.to_string())
     };

@@ -126,7 +126,7 @@ async fn patches_merge_json_and_refuse_strategic_merge_on_custom_resources() {
     let (verb, body) = patch(PatchType::Merge, json!({"metadata": {"annotations": {"a": "b"}}}));
     let patched =
         run(&client, request(verb, "apps/v1", "Deployment", Some("shop"), "web", body)).await.unwrap().unwrap();
-    assert_eq!(patched.meta().annotations.get("a").map(String::as_str), Some("b"));
+    assert_eq!(patched.meta().annotations.get("a"), Some("b"));
     let (verb, body) = patch(PatchType::Json, json!([{"op": "test", "path": "/spec/replicas", "value": 7}]));
     let err = run(&client, request(verb, "apps/v1", "Deployment", Some("shop"), "web", body)).await.unwrap_err();
     assert!(matches!(err, RequestError::Invalid { .. }), "{err:?}");

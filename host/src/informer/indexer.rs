@@ -214,7 +214,7 @@ mod tests {
     }
 
     fn by_app() -> IndexFunc {
-        Arc::new(|o: &Object| o.labels().get("app").cloned().into_iter().collect())
+        Arc::new(|o: &Object| o.labels().get("app").map(str::to_owned).into_iter().collect())
     }
 
     fn sorted(mut v: Vec<String>) -> Vec<String> {
@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn index_function_may_return_several_values() {
         let idx = Indexer::new();
-        let multi: IndexFunc = Arc::new(|o: &Object| o.labels().keys().cloned().collect());
+        let multi: IndexFunc = Arc::new(|o: &Object| o.labels().keys().map(str::to_owned).collect());
         idx.add_indexers([("label-keys".to_owned(), multi)]).unwrap();
         idx.add(obj("a", "x", &[("app", "1"), ("team", "2")]));
         idx.add(obj("a", "y", &[("team", "3")]));

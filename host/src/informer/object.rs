@@ -395,8 +395,8 @@ mod tests {
         assert_eq!(m.uid, "u1");
         assert_eq!(m.resource_version, "42");
         assert_eq!(m.generation, Some(3));
-        assert_eq!(m.labels.get("app").map(String::as_str), Some("web"));
-        assert_eq!(m.annotations.get("a").map(String::as_str), Some("b"));
+        assert_eq!(m.labels.get("app"), Some("web"));
+        assert_eq!(m.annotations.get("a"), Some("b"));
         assert_eq!(m.owner_references[0].uid, "rs1");
         assert_eq!(m.owner_references[0].controller, Some(true));
         assert!(obj.has_managed_fields());

@@ -130,7 +130,7 @@ fn paged_lists_page_over_the_selection() {
     for i in 0..6 {
         src.apply(labelled(&format!("c{i}"), if i % 2 == 0 { "red" } else { "blue" })).unwrap();
     }
-    let red = |o: &Object| o.labels().get("team").map(String::as_str) == Some("red");
+    let red = |o: &Object| o.labels().get("team") == Some("red");
     let mut params = ListParams { limit: Some(2), ..Default::default() };
     let first = src.list_matching(&params, None, &red).unwrap();
     assert_eq!((names(&first.list), first.remaining), (vec!["c0", "c2"], 1));
@@ -160,7 +160,7 @@ async fn watches_over_a_selection_see_objects_move_in_and_out() {
     let src = MemorySource::default();
     src.apply(labelled("a", "red")).unwrap(); // 2
     src.apply(labelled("b", "blue")).unwrap(); // 3
-    let red: Selects = Arc::new(|o: &Object| o.labels().get("team").map(String::as_str) == Some("red"));
+    let red: Selects = Arc::new(|o: &Object| o.labels().get("team") == Some("red"));
     let params = WatchParams { resource_version: "3".into(), ..Default::default() };
     let mut stream = src.watch_matching(&params, Some(red)).unwrap();
     src.apply(labelled("b", "red")).unwrap();

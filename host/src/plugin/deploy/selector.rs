@@ -109,7 +109,7 @@ impl LabelSet for BTreeMap<String, String> {
 
 impl LabelSet for crate::informer::Labels {
     fn label(&self, key: &str) -> Option<&str> {
-        self.get(key).map(String::as_str)
+        self.get(key)
     }
 }
 

@@ -282,7 +282,7 @@ impl ObjectRef<'_> {
 /// Borrows an object as the WIT record handed to a guest.
 pub fn object_ref(obj: &Object) -> ObjectRef<'_> {
     fn pairs(map: &crate::informer::Labels) -> Vec<(&str, &str)> {
-        map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+        map.iter().collect()
     }
     let m = obj.meta();
     ObjectRef {
