@@ -1,10 +1,20 @@
 //! [`PluginHandler`]: a plugin as an informer [`EventHandler`], with its failure policy.
 //!
-//! Guest code never runs on the async executor's threads: each call is a job of the
-//! host-wide [`GuestPool`] (one thread per core), run inside the caller's tracing span, as
+//! Guest code never holds up the async executor: each call is a job of the host-wide
+//! [`GuestPool`] (one thread per core), run inside the caller's tracing span, as
 //! Kubewarden's policy-server runs policies on a bounded pool. Calls into one plugin are
 //! serial: its instance sits behind an async mutex, so a second listener of the same plugin
 //! waits without holding a guest thread.
+//!
+//! **Fast plugins' calls run where the event is.** Once a plugin's last [`FAST_STREAK`] calls
+//! each took under [`FAST_CALL`], and while no job runs in the pool, its next call runs on the
+//! delivering executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move
+//! to another thread first), so a lone event costs no thread wake-ups — on a virtual machine
+//! they cost several times the call. A slow call resets the streak; a call that ran long
+//! on a delivering thread (past the pool's slow-call threshold) sends the plugin back to
+//! the guest threads for good, where a stalled call is moved to the lowest priority — a
+//! delivering thread keeps its priority, so such a call competes at normal priority once,
+//! for at most its deadline.
 //!
 //! The hop to a guest thread and back costs several times a small guest call, so a
 //! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop
@@ -85,7 +95,21 @@ struct Shared {
     start_gate: Option<StartGate>,
     /// The gate was seen open (it never closes again).
     started: AtomicBool,
+    /// Calls in a row that took less than [`FAST_CALL`]: a plugin's calls run on the thread
+    /// that delivers them once [`FAST_STREAK`] did.
+    fast_streak: AtomicU32,
+    /// A call run on a delivering thread went past the pool's slow-call threshold: this
+    /// plugin's calls always go to the guest threads from then on.
+    stays_on_pool: AtomicBool,
 }
+
+/// A call this short counts towards [`FAST_STREAK`].
+const FAST_CALL: Duration = Duration::from_millis(1);
+
+/// Fast calls in a row before a plugin's calls may run on the thread that delivers them
+/// ([`GuestPool::try_run_here`]): a plugin that stalls on its first calls, or whose calls are
+/// slow, keeps to the guest threads, where a stalled call is moved to the lowest priority.
+const FAST_STREAK: u32 = 8;
 
 /// Says whether a plugin may be called: every informer it watches or reads has synced.
 pub type StartGate = Arc<dyn Fn() -> bool + Send + Sync>;
@@ -132,6 +156,8 @@ impl PluginHandler {
             batch_budget: BATCH_BUDGET,
             start_gate: None,
             started: AtomicBool::new(false),
+            fast_streak: AtomicU32::new(0),
+            stays_on_pool: AtomicBool::new(false),
         };
         Self { shared: Arc::new(shared), slot: Arc::default(), pool }
     }
@@ -281,13 +307,35 @@ impl PluginHandler {
         }
         let shared = self.shared.clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let done = self.pool.run(move || {
-            tracing::dispatcher::with_default(&dispatch, || {
+        let timed = move || {
+            let started = Instant::now();
+            let value = tracing::dispatcher::with_default(&dispatch, || {
                 let _entered = span.enter();
                 job(&shared, &mut slot)
-            })
+            });
+            (value, started.elapsed())
+        };
+        let ran_here;
+        let done = if self.may_run_here() {
+            match self.pool.try_run_here(timed) {
+                Ok(done) => {
+                    ran_here = true;
+                    done
+                }
+                Err(timed) => {
+                    ran_here = false;
+                    self.pool.run(timed).await
+                }
+            }
+        } else {
+            ran_here = false;
+            self.pool.run(timed).await
+        };
+        let done = done.map(|(value, took)| {
+            self.count_call(took, ran_here);
+            value
         });
-        match done.await {
+        match done {
             Ok(value) => Ok(value),
             Err(e @ GuestPoolError::Closed) => Err(Skipped::Failed(e)),
             Err(e) => {
@@ -297,6 +345,31 @@ impl PluginHandler {
                 self.slot.lock().await.instance = None;
                 Err(Skipped::Failed(e))
             }
+        }
+    }
+}
+
+impl PluginHandler {
+    /// Whether this plugin's next call may run on the delivering thread.
+    fn may_run_here(&self) -> bool {
+        !self.shared.stays_on_pool.load(Ordering::Relaxed)
+            && self.shared.fast_streak.load(Ordering::Relaxed) >= FAST_STREAK
+    }
+
+    /// Keeps the record [`may_run_here`](Self::may_run_here) decides by.
+    fn count_call(&self, took: Duration, ran_here: bool) {
+        if took < FAST_CALL {
+            let _ = self.shared.fast_streak.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
+        } else {
+            self.shared.fast_streak.store(0, Ordering::Relaxed);
+        }
+        if ran_here && took >= self.pool.slow_call() {
+            self.shared.stays_on_pool.store(true, Ordering::Relaxed);
+            tracing::info!(
+                plugin = %self.shared.name,
+                took_ms = took.as_millis() as u64,
+                "a plugin call ran long on a delivering thread; this plugin's calls keep to the guest threads from now on"
+            );
         }
     }
 }

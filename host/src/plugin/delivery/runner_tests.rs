@@ -285,3 +285,41 @@ async fn nothing_is_delivered_until_the_start_gate_opens() {
     assert_eq!(delivering.await.unwrap(), crate::informer::DONE);
     assert!(h.metrics().calls() > calls_before);
 }
+
+/// Calls of a plugin that stayed fast run on the delivering thread: a lone event does not
+/// pay for waking a guest thread and then the executor thread again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_plugins_calls_move_to_the_delivering_thread_after_a_streak() {
+    let pool = GuestPool::new(2);
+    let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone());
+    let (old, new) = (pod("a"), pod("a"));
+    for _ in 0..FAST_STREAK {
+        assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
+    }
+    assert_eq!(pool.borrowed_runs(), 0, "the first calls go to the guest threads");
+    assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
+    assert_eq!(pool.borrowed_runs(), 1, "after a streak of fast calls, the call ran here");
+    assert_eq!(pool.busy(), 0);
+}
+
+/// A call on the delivering thread keeps that thread's priority (it goes back to the
+/// executor), so a plugin whose call ran long there goes back to the guest threads for good,
+/// where a stalled call is moved to the lowest priority.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_whose_call_ran_long_on_the_delivering_thread_keeps_to_the_guest_threads() {
+    let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
+    // on-update returns at once; on-add loops until the 50 ms deadline.
+    let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool.clone());
+    let (old, new) = (pod("a"), pod("a"));
+    for _ in 0..FAST_STREAK {
+        h.on_update(&old, &new).await.unwrap();
+    }
+    assert_eq!(h.on_add(&pod("b"), false).await, crate::informer::DONE, "skipped after the deadline");
+    assert_eq!(pool.borrowed_runs(), 1, "the looping call ran on the delivering thread");
+    assert_eq!(pool.slow_calls(), 1, "the watchdog gave its place back");
+    for _ in 0..FAST_STREAK * 2 {
+        h.on_update(&old, &new).await.unwrap();
+    }
+    assert_eq!(pool.borrowed_runs(), 1, "no call of this plugin ran here again");
+    assert_eq!(pool.busy(), 0);
+}

@@ -14,6 +14,18 @@
 //! and a fresh thread takes its place. The retired thread ends once its job
 //! ends (the per-call deadline bounds that). So a stalled plugin costs its neighbours neither
 //! a guest thread nor, on a busy machine, its core.
+//!
+//! **An idle pool's job runs where it is asked for.** Waking a sleeping guest thread, and then
+//! the executor thread that awaits the result, costs two thread wake-ups — tens of
+//! microseconds on a virtual machine, ten times a plugin's call — which a busy pool amortizes
+//! over batches but a lone event pays in full. [`GuestPool::try_run_here`] runs a job on the
+//! calling thread instead, when that is a worker of a multi-threaded tokio runtime and no pool
+//! thread is busy: tokio's `block_in_place` first hands that thread's executor work to
+//! another thread, so a guest call there holds up no task. Such a job counts against the
+//! pool's size and is watched like the others; one that runs past the slow-call threshold
+//! gives its place back at once, but keeps its thread's priority (that thread returns to the
+//! executor, whose priority a process cannot raise again once lowered). Callers use it only
+//! for plugins whose calls have stayed fast (see `PluginHandler`).
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -44,6 +56,8 @@ struct Worker {
     busy_since: Option<Instant>,
     /// Left the pool: ends after its current job.
     retired: bool,
+    /// Runs on the thread that asked for it ([`GuestPool::try_run_here`]), not a pool thread.
+    borrowed: bool,
     #[cfg(target_os = "linux")]
     tid: i32,
 }
@@ -56,10 +70,14 @@ struct State {
     active: usize,
     /// Active workers waiting for a job.
     idle: usize,
+    /// Jobs running on the threads that asked for them, not past the slow-call threshold.
+    borrowed: usize,
     next_id: u64,
     retired_calls: u64,
     /// Jobs that left the pool to wait outside the guest ([`block_in_place`]).
     left_to_wait: u64,
+    /// Jobs run on the threads that asked for them, so far.
+    borrowed_runs: u64,
     /// The watchdog sleeps with no deadline (no job was running): a job start must wake it.
     watchdog_idle: bool,
     shutdown: bool,
@@ -170,6 +188,11 @@ impl GuestPool {
         Self::new(std::thread::available_parallelism().map_or(1, usize::from))
     }
 
+    /// How long a job runs before it leaves the pool's capacity.
+    pub fn slow_call(&self) -> Duration {
+        self.shared.slow_call
+    }
+
     /// The number of jobs that may run at once.
     pub fn size(&self) -> usize {
         self.shared.size
@@ -191,6 +214,61 @@ impl GuestPool {
         self.shared.state.lock().left_to_wait
     }
 
+    /// Jobs run on the thread that asked for them ([`try_run_here`](Self::try_run_here)).
+    pub fn borrowed_runs(&self) -> u64 {
+        self.shared.state.lock().borrowed_runs
+    }
+
+    /// Runs `job` on this thread, as one of the pool's jobs, if this is a worker thread of a
+    /// multi-threaded tokio runtime and no job runs or waits in the pool (see the module docs);
+    /// otherwise gives `job` back. The executor's other tasks move to another thread first.
+    pub fn try_run_here<T, F>(&self, job: F) -> Result<Result<T, GuestPoolError>, F>
+    where
+        F: FnOnce() -> T,
+    {
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if !multi_thread || WORKER.with(std::cell::Cell::get).is_some() {
+            return Err(job);
+        }
+        let id = {
+            let mut state = self.shared.state.lock();
+            // A worker that handed its last result over counts as free (`job_done`), even
+            // before it is back waiting for the next job.
+            let pool_busy = !state.jobs.is_empty()
+                || state.workers.iter().any(|w| !w.retired && !w.borrowed && w.busy_since.is_some());
+            if state.shutdown || pool_busy || state.borrowed >= self.shared.size {
+                return Err(job);
+            }
+            let id = state.next_id;
+            state.next_id += 1;
+            state.borrowed += 1;
+            state.borrowed_runs += 1;
+            state.workers.push(Worker {
+                id,
+                busy_since: Some(Instant::now()),
+                retired: false,
+                borrowed: true,
+                #[cfg(target_os = "linux")]
+                tid: current_tid(),
+            });
+            if std::mem::take(&mut state.watchdog_idle) {
+                self.shared.watch.notify_one();
+            }
+            id
+        };
+        let result = tokio::task::block_in_place(|| std::panic::catch_unwind(AssertUnwindSafe(job)));
+        let mut state = self.shared.state.lock();
+        if let Some(at) = state.workers.iter().position(|w| w.id == id) {
+            if !state.workers[at].retired {
+                state.borrowed -= 1;
+            }
+            state.workers.swap_remove(at);
+        }
+        drop(state);
+        Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
+    }
+
     /// Runs `job` on a guest thread and returns its result.
     pub async fn run<T, F>(&self, job: F) -> Result<T, GuestPoolError>
     where
@@ -200,14 +278,8 @@ impl GuestPool {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let shared = self.shared.clone();
         let job: Job = Box::new(move || {
-            let result = std::panic::catch_unwind(AssertUnwindSafe(job)).map_err(|panic| {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "non-string panic".into());
-                GuestPoolError::Panicked(message)
-            });
+            let result = std::panic::catch_unwind(AssertUnwindSafe(job))
+                .map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref())));
             shared.job_done();
             let _ = tx.send(result);
         });
@@ -237,6 +309,15 @@ impl Default for GuestPool {
     }
 }
 
+/// The message of a panic's payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic".into())
+}
+
 fn spawn_worker(shared: &Arc<Shared>, state: &mut State) {
     let id = state.next_id;
     state.next_id += 1;
@@ -245,6 +326,7 @@ fn spawn_worker(shared: &Arc<Shared>, state: &mut State) {
         id,
         busy_since: None,
         retired: false,
+        borrowed: false,
         #[cfg(target_os = "linux")]
         tid: 0,
     });
@@ -309,11 +391,17 @@ fn watchdog_loop(shared: &Arc<Shared>) {
         let now = Instant::now();
         let mut next_check: Option<Instant> = None;
         let mut retired = 0;
+        let mut returned = 0;
         for worker in state.workers.iter_mut().filter(|w| !w.retired) {
             let Some(since) = worker.busy_since else { continue };
             let due = since + shared.slow_call;
             if due <= now {
                 worker.retired = true;
+                if worker.borrowed {
+                    // An executor thread: its place goes back, its priority stays.
+                    returned += 1;
+                    continue;
+                }
                 retired += 1;
                 #[cfg(target_os = "linux")]
                 lower_priority(worker.tid);
@@ -321,6 +409,8 @@ fn watchdog_loop(shared: &Arc<Shared>) {
                 next_check = Some(next_check.map_or(due, |n| n.min(due)));
             }
         }
+        state.borrowed -= returned;
+        state.retired_calls += returned as u64;
         if retired > 0 {
             state.retired_calls += retired;
             state.active -= retired as usize;
@@ -417,6 +507,40 @@ mod tests {
         assert_eq!(pool.slow_calls(), 0, "waiting is not a slow call");
         release.send(()).unwrap();
         assert!(waiting.await.unwrap().unwrap(), "the waiting job finished on its own thread");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_idle_pools_job_runs_on_the_calling_executor_thread() {
+        let pool = GuestPool::new(1);
+        let caller = std::thread::current().id();
+        let ran_on = pool.try_run_here(|| std::thread::current().id()).ok().expect("run here").unwrap();
+        assert_eq!(ran_on, caller);
+        assert_eq!(pool.borrowed_runs(), 1);
+        assert_eq!(pool.busy(), 0, "its place is given back");
+        assert!(pool.try_run_here(|| panic!("boom")).ok().expect("run here").is_err(), "a panic is an error");
+        assert_eq!(pool.busy(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_busy_pools_jobs_queue_for_its_threads() {
+        let pool = GuestPool::new(1);
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let runner = pool.clone();
+        let running = tokio::spawn(async move { runner.run(move || released.recv().is_ok()).await });
+        while pool.busy() == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(pool.try_run_here(|| 7).is_err(), "a job runs in the pool: this one waits its turn");
+        release.send(()).unwrap();
+        assert!(running.await.unwrap().unwrap());
+        assert_eq!(pool.borrowed_runs(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_single_threaded_executor_never_runs_guest_jobs() {
+        let pool = GuestPool::new(1);
+        assert!(pool.try_run_here(|| 7).is_err(), "its only thread would be blocked");
+        assert_eq!(pool.run(|| 7).await.unwrap(), 7);
     }
 
     /// Whether this thread runs in `SCHED_IDLE` or at nice 19.
