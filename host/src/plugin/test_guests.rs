@@ -247,7 +247,7 @@ pub(crate) fn sandbox_of(
     memory_limit: u64,
     call_timeout: Duration,
 ) -> Sandbox {
-    let (_, pre) = prepare_component(component, Path::new("guest.wasm"), engine).unwrap();
+    let (_, pre) = prepare_component(component, None, Path::new("guest.wasm"), engine).unwrap();
     let settings = SandboxSettings {
         name: "test-guest".into(),
         memory_limit,

@@ -5,18 +5,20 @@
 //! A digest is trusted again only if the file had not been modified for
 //! [`SETTLE`] when it was hashed (git's "racy" rule): a file rewritten within the
 //! timestamp granularity of its file system, with the same size, would otherwise look
-//! unchanged.
+//! unchanged. A settled component file is also remembered by its [`FileIdentity`], so that
+//! the many folders of one plugin copied for many tenants (hard links to one file) hash it
+//! once.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
 use super::manifest::{MANIFEST_FILE, Manifest};
 
-/// How long a file must have been left alone before its remembered digest is trusted.
-pub const SETTLE: Duration = Duration::from_secs(2);
+pub use crate::plugin::runtime::file_identity::SETTLE;
+use crate::plugin::runtime::file_identity::{FileIdentity, KnownDigests};
 
 /// How much file work fingerprinting took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,6 +44,8 @@ struct Remembered {
 #[derive(Default)]
 pub struct FileDigests {
     files: HashMap<PathBuf, Remembered>,
+    /// Digests of settled component files, by identity (shared by hard links).
+    by_identity: KnownDigests<[u8; 32]>,
     stats: HashStats,
     pass: u64,
 }
@@ -103,9 +107,22 @@ impl FileDigests {
             return Some((r.digest, r.component.clone()));
         }
         let now = SystemTime::now();
-        let (digest, read, component) = hash_file(path, &meta, modified, derive)?;
-        self.stats.files_hashed += 1;
-        self.stats.bytes_hashed += read;
+        // Only component files (no `derive`) are shared by identity: a manifest names its
+        // own folder's files.
+        let identity = derive.is_none().then(|| FileIdentity::settled(&meta, now)).flatten();
+        let known = identity.and_then(|id| self.by_identity.get(&id));
+        let (digest, component) = match known {
+            Some(digest) => (digest, None),
+            None => {
+                let (digest, read, component) = hash_file(path, &meta, modified, derive)?;
+                self.stats.files_hashed += 1;
+                self.stats.bytes_hashed += read;
+                if let Some(identity) = identity {
+                    self.by_identity.insert(identity, digest);
+                }
+                (digest, component)
+            }
+        };
         // Sizes and times read before the contents: if the file changes in between, the
         // next pass sees a different (size, time) and hashes again.
         let settled = modified.checked_add(SETTLE).is_some_and(|t| t <= now);
@@ -158,6 +175,8 @@ fn hash_file(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn age(path: &Path, by: Duration) {
@@ -174,6 +193,22 @@ mod tests {
         std::fs::write(dir.join("p.wasm"), wasm).unwrap();
         age(&dir.join(MANIFEST_FILE), Duration::from_secs(60));
         age(&dir.join("p.wasm"), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_component_hard_linked_into_many_folders_is_hashed_once() {
+        let root = tempfile::tempdir().unwrap();
+        let (one, two) = (root.path().join("one"), root.path().join("two"));
+        std::fs::create_dir_all(&one).unwrap();
+        std::fs::create_dir_all(&two).unwrap();
+        plugin(&one, b"\0asm-shared");
+        plugin(&two, b"");
+        std::fs::remove_file(two.join("p.wasm")).unwrap();
+        std::fs::hard_link(one.join("p.wasm"), two.join("p.wasm")).unwrap();
+        let mut digests = FileDigests::default();
+        let (a, b) = (digests.fingerprint(&one).unwrap(), digests.fingerprint(&two).unwrap());
+        assert_eq!(a, b, "same manifest text, same component");
+        assert_eq!(digests.stats().files_hashed, 3, "two manifests and one component");
     }
 
     #[test]

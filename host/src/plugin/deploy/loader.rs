@@ -23,6 +23,7 @@ use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ManifestError, fo
 use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, wasi};
 use crate::plugin::runtime::bindings::{WitVersion, check_exports};
 use crate::plugin::runtime::engine::{CacheOutcome, EngineError, PluginEngine};
+use crate::plugin::runtime::file_identity::FileIdentity;
 use crate::plugin::runtime::footprint::InitialMemory;
 use crate::plugin::runtime::instance::{PluginPre, Sandbox, SandboxSettings, linker};
 
@@ -233,7 +234,7 @@ pub fn load_manifest(
         return Err(LoadError::MemoryAbovePoolMax { path, plugin, limit, max });
     }
     let component_path = manifest.component_path();
-    let bytes = read_component(&component_path, limits.max_component_size)?;
+    let (bytes, identity) = read_component(&component_path, limits.max_component_size)?;
     check_header(&bytes, &component_path)?;
     // A component wasmparser cannot read is left to the compiler, whose error says more.
     let initial_memory = InitialMemory::of(&bytes).unwrap_or_default();
@@ -241,7 +242,7 @@ pub fn load_manifest(
         let (path, plugin) = (component_path, manifest.name.to_string());
         return Err(LoadError::InitialMemoryAboveLimit { path, plugin, initial: initial_memory, limit });
     }
-    let (compiled, pre) = prepare_component(&bytes, &component_path, engine)?;
+    let (compiled, pre) = prepare_component(&bytes, identity, &component_path, engine)?;
     Ok(LoadedPlugin {
         manifest: Arc::new(manifest),
         component_path,
@@ -254,21 +255,30 @@ pub fn load_manifest(
 }
 
 /// Reads a component file of at most `max` bytes, refusing a larger one from its metadata
-/// before reading it (and, should it grow meanwhile, after `max + 1` bytes).
-fn read_component(path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
+/// before reading it (and, should it grow meanwhile, after `max + 1` bytes). Also says which
+/// file at which version the bytes came from, where that can be trusted ([`FileIdentity`]).
+fn read_component(path: &Path, max: u64) -> Result<(Vec<u8>, Option<FileIdentity>), LoadError> {
     let read_error = |source| LoadError::ReadComponent { path: path.to_owned(), source };
     let too_large = |size| LoadError::ComponentTooLarge { path: path.to_owned(), size, max };
     let file = std::fs::File::open(path).map_err(read_error)?;
-    let size = file.metadata().map_err(read_error)?.len();
+    let before = file.metadata().map_err(read_error)?;
+    let size = before.len();
     if size > max {
         return Err(too_large(size));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(read_error)?;
+    let mut reader = file.take(max.saturating_add(1));
+    reader.read_to_end(&mut bytes).map_err(read_error)?;
     if bytes.len() as u64 > max {
         return Err(too_large(bytes.len() as u64));
     }
-    Ok(bytes)
+    let identity = reader
+        .into_inner()
+        .metadata()
+        .ok()
+        .and_then(|after| FileIdentity::of_read(&before, &after, std::time::SystemTime::now()))
+        .filter(|_| bytes.len() as u64 == size);
+    Ok((bytes, identity))
 }
 
 /// Refuses a file that is not wasm, or a core module.
@@ -285,14 +295,17 @@ fn check_header(bytes: &[u8], path: &Path) -> Result<(), LoadError> {
 
 /// Compiles component bytes (through the cache) and checks them against the world; `path`
 /// names the file in errors.
+/// `identity` is the file the bytes were read from, where known (see [`FileIdentity`]).
 pub fn prepare_component(
     bytes: &[u8],
+    identity: Option<FileIdentity>,
     path: &Path,
     engine: &PluginEngine,
 ) -> Result<(crate::plugin::runtime::engine::Compiled, PluginPre), LoadError> {
     let path_buf = || path.to_owned();
     check_header(bytes, path)?;
-    let compiled = engine.compile(bytes).map_err(|source| LoadError::Compile { path: path_buf(), source })?;
+    let compiled =
+        engine.compile_read(bytes, identity).map_err(|source| LoadError::Compile { path: path_buf(), source })?;
     let component_type = compiled.component.component_type();
     let exports: Vec<String> = component_type.exports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
     let Some(version) = WitVersion::of_exports(exports.iter().map(String::as_str)) else {

@@ -43,6 +43,7 @@ use wasmtime::component::Component;
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::cache_prune::{PruneReport, prune};
+use super::file_identity::{FileIdentity, KnownDigests};
 
 /// Bumped when the cache's file layout changes, so old files are never read.
 const CACHE_FORMAT: &str = "wink-cwasm-1";
@@ -229,6 +230,8 @@ struct Inner {
     /// Held for its `Drop`, which stops the ticker thread.
     _ticker: Ticker,
     guests: Arc<GuestCalls>,
+    /// The digests of component files read, by file identity.
+    known_digests: KnownDigests<String>,
 }
 
 /// Guest code running now, which is when the epoch ticker has to tick.
@@ -348,6 +351,7 @@ impl PluginEngine {
             in_memory: parking_lot::Mutex::default(),
             _ticker: ticker,
             guests,
+            known_digests: KnownDigests::default(),
         })))
     }
 
@@ -441,7 +445,23 @@ impl PluginEngine {
     /// Compiles a component: from memory when this engine already has it, else through the
     /// disk cache when one is configured.
     pub fn compile(&self, bytes: &[u8]) -> Result<Compiled, EngineError> {
-        let digest = hex::encode(Sha256::digest(bytes));
+        self.compile_read(bytes, None)
+    }
+
+    /// [`compile`](Self::compile) for bytes read from the file at `identity`: a file whose
+    /// digest this engine knows (the same file read again, or a hard link to it) is not
+    /// hashed again.
+    pub fn compile_read(&self, bytes: &[u8], identity: Option<FileIdentity>) -> Result<Compiled, EngineError> {
+        let digest = match identity.and_then(|id| self.0.known_digests.get(&id)) {
+            Some(digest) => digest,
+            None => {
+                let digest = hex::encode(Sha256::digest(bytes));
+                if let Some(identity) = identity {
+                    self.0.known_digests.insert(identity, digest.clone());
+                }
+                digest
+            }
+        };
         if let Some(component) = self.remembered(&digest) {
             self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Compiled { component, outcome: CacheOutcome::Hit, digest });

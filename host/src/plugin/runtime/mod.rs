@@ -8,12 +8,14 @@
 //! - [`pool`]: the threads guest code runs on.
 //! - [`budget`]: the host's memory budget, which every deployed plugin reserves from;
 //!   [`footprint`]: a component's memory before its first call.
+//! - [`file_identity`]: which file some bytes came from, so that a file is hashed once.
 //! - [`guest_text`]: every string a guest hands the host, escaped onto one line and bounded.
 
 pub mod bindings;
 pub mod budget;
 pub mod cache_prune;
 pub mod engine;
+pub mod file_identity;
 pub mod footprint;
 pub mod guest_text;
 pub mod instance;
