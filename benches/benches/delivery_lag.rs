@@ -305,11 +305,11 @@ fn main() {
     if let [(_, healthy), (_, with_stalled)] = summary.as_slice() {
         let (p99, p99s) = (percentile(healthy, 99.0), percentile(with_stalled, 99.0));
         report.notes.push(format!(
-            "p99 {} (target < 1 ms: {}); with a stalled neighbour p99 {} (target < 1 ms and unchanged: {})",
+            "p99 {} (target < 0.5 ms: {}); with a stalled neighbour p99 {} (target < 0.5 ms and unchanged: {})",
             human_duration(p99),
-            verdict(p99 < Duration::from_millis(1)),
+            verdict(p99 < Duration::from_micros(500)),
             human_duration(p99s),
-            verdict(p99s < Duration::from_millis(1)),
+            verdict(p99s < Duration::from_micros(500)),
         ));
     }
     report.write();

@@ -308,11 +308,11 @@ fn main() {
     }
     if let Some((_, _, warm)) = starts.iter().find(|(l, c, _)| l.starts_with("10,000") && *c == "warm") {
         report.notes.push(format!(
-            "10,000 Rust plugins: RSS {} (target < 1 GiB: {}), warm start {} (target < 5 s: {})",
+            "10,000 Rust plugins: RSS {} (target < 256 MiB: {}), warm start {} (target < 1 s: {})",
             human_bytes(warm.rss_after as f64),
-            verdict(warm.rss_after < 1 << 30 && warm.failed == 0),
+            verdict(warm.rss_after < 256 << 20 && warm.failed == 0),
             human_duration(warm.start),
-            verdict(warm.start < Duration::from_secs(5) && warm.failed == 0),
+            verdict(warm.start < Duration::from_secs(1) && warm.failed == 0),
         ));
     }
     if let Some((_, last)) = per_event.last() {

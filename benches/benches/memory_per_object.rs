@@ -177,11 +177,11 @@ fn main() {
         let (stripped, full) = (ratio(Consumer::WinkStripped), ratio(Consumer::WinkFull));
         let kube = ratio(Consumer::KubeRsFull);
         report.notes.push(format!(
-            "{count} × {}: wink {stripped:.2}× JSON stripped ({}), {full:.2}× kept ({}); target ≤ 1.3×; \
+            "{count} × {}: wink {stripped:.2}× JSON stripped (target ≤ 1.0×: {}), {full:.2}× kept (target ≤ 1.2×: {}); \
              kube-rs DynamicObject {kube:.2}× (wink stripped uses {:.0}% of kube-rs's memory)",
             size.label(),
-            verdict(stripped <= 1.3),
-            verdict(full <= 1.3),
+            verdict(stripped <= 1.0),
+            verdict(full <= 1.2),
             100.0 * stripped / kube,
         ));
     }

@@ -133,7 +133,7 @@ fn main() {
             table.row(row);
         }
         let target =
-            if listeners == 10 { format!(" (target ≥ 0.5×: {})", verdict(ratio >= 0.5)) } else { String::new() };
+            if listeners == 10 { format!(" (target ≥ 0.8×: {})", verdict(ratio >= 0.8)) } else { String::new() };
         report.notes.push(format!("{listeners} listener(s): wasm ÷ native = {ratio:.2}×{target}"));
     }
     report.tables.push(table);

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use wink_benches::results::{Report, results_dir};
 
 /// The benches, in the order of `BENCHMARKS.md`.
-const ORDER: [&str; 8] = [
+const ORDER: [&str; 10] = [
     "informer_throughput",
     "wasm_vs_native",
     "call_overhead",
@@ -20,6 +20,8 @@ const ORDER: [&str; 8] = [
     "delivery_lag",
     "idle_host",
     "write_round_trip",
+    "end_to_end",
+    "api_server_list",
 ];
 
 fn machine() -> String {
