@@ -6,9 +6,10 @@
 //! serial: its instance sits behind an async mutex, so a second listener of the same plugin
 //! waits without holding a guest thread.
 //!
-//! **Fast plugins' calls run where the event is.** Once a plugin's last [`FAST_STREAK`] calls
-//! each took under [`FAST_CALL`], and while no job runs in the pool, its next call runs on the
-//! delivering executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move
+//! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
+//! each took under [`FAST_CALL`], and while no job runs in the pool, a delivery of a single
+//! event (not a batch, which pays the hop once for all its events) runs on the delivering
+//! executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move
 //! to another thread first), so a lone event costs no thread wake-ups — on a virtual machine
 //! they cost several times the call. A slow call resets the streak; a call that ran long
 //! on a delivering thread (past the pool's slow-call threshold) sends the plugin back to
@@ -240,7 +241,7 @@ impl PluginHandler {
             let _ = apply_policy(shared, slot, &outcome);
             outcome
         };
-        match self.on_guest_thread(tracing::Span::current(), start).await {
+        match self.on_guest_thread(tracing::Span::current(), false, start).await {
             Ok(outcome) => outcome,
             Err(Skipped::Quarantined) => CallOutcome::Ok,
             Err(Skipped::Failed(e)) => match &e {
@@ -264,7 +265,9 @@ impl PluginHandler {
         self.wait_for_start().await;
         let owned = batch.to_vec();
         let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
-        match self.on_guest_thread(span, move |shared, slot| run_batch(shared, slot, &owned)).await {
+        // A lone event may run on this thread; a batch amortizes the hop to a guest thread.
+        let lone = matches!(batch, [entry] if entry.len() == 1);
+        match self.on_guest_thread(span, lone, move |shared, slot| run_batch(shared, slot, &owned)).await {
             Ok(results) => results,
             Err(Skipped::Quarantined) => batch
                 .iter()
@@ -287,10 +290,13 @@ impl PluginHandler {
 
     /// Runs `job` with the plugin's slot on a guest thread, inside `span` and the caller's
     /// tracing subscriber: unless the plugin is quarantined (checked before and after waiting
-    /// for the slot), after the restart backoff of a failed instance.
+    /// for the slot), after the restart backoff of a failed instance. A `lone` call (one
+    /// event) of a plugin whose calls stayed fast runs on this thread instead, if the pool
+    /// is idle (see the module docs).
     async fn on_guest_thread<T: Send + 'static>(
         &self,
         span: tracing::Span,
+        lone: bool,
         job: impl FnOnce(&Shared, &mut Slot) -> T + Send + 'static,
     ) -> Result<T, Skipped> {
         if self.is_quarantined() {
@@ -316,7 +322,7 @@ impl PluginHandler {
             (value, started.elapsed())
         };
         let ran_here;
-        let done = if self.may_run_here() {
+        let done = if lone && self.may_run_here() {
             match self.pool.try_run_here(timed) {
                 Ok(done) => {
                     ran_here = true;

@@ -297,6 +297,9 @@ async fn a_fast_plugins_calls_move_to_the_delivering_thread_after_a_streak() {
         assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
     }
     assert_eq!(pool.borrowed_runs(), 0, "the first calls go to the guest threads");
+    let results = h.deliver_many(&updates(&["b", "c"])).await;
+    assert!(results.iter().flatten().all(Result::is_ok));
+    assert_eq!(pool.borrowed_runs(), 0, "a batch pays the hop once for all its events");
     assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
     assert_eq!(pool.borrowed_runs(), 1, "after a streak of fast calls, the call ran here");
     assert_eq!(pool.busy(), 0);
