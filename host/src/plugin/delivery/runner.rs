@@ -356,6 +356,13 @@ impl PluginHandler {
 }
 
 impl PluginHandler {
+    /// Waits, at most `within`, until no call of this plugin is in progress; says whether
+    /// none is. A replacement waits so, after unregistering the old version, so that the old
+    /// version's last call ends (and logs) before the new version starts.
+    pub async fn wait_idle(&self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.slot.lock()).await.is_ok()
+    }
+
     /// Whether this plugin's next call may run on the delivering thread.
     fn may_run_here(&self) -> bool {
         !self.shared.stays_on_pool.load(Ordering::Relaxed)

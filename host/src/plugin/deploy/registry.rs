@@ -39,6 +39,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::fingerprint::FileDigests;
 use super::loader::{LoadError, LoadLimits, LoadedPlugin, load_manifest, load_plugin_manifest};
@@ -167,6 +168,9 @@ impl Listening {
         self.unregister();
     }
 }
+
+/// How long a replacement waits for the old version's call in progress to end.
+const REPLACE_WAIT: Duration = Duration::from_secs(1);
 
 struct Deployed {
     dir: PathBuf,
@@ -474,6 +478,11 @@ impl PluginRegistry {
                 // versions; the new listeners then replay the cache. The old leases are
                 // released only after the new ones hold the informers.
                 old.listening.iter().for_each(Listening::unregister);
+                // The old version's call in progress, if any, ends before the new version
+                // starts (bounded, so that a stalled call does not hold up the registry).
+                if !old.handler.wait_idle(REPLACE_WAIT).await {
+                    tracing::warn!(plugin = %name, "the replaced version's call still runs; the new version starts beside it");
+                }
                 let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
                     Ok(listening) => listening,
                     Err(err) => {

@@ -34,6 +34,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::informer::crash::panic_message;
+
 /// The default slow-call threshold.
 pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);
 
@@ -307,15 +309,6 @@ impl Default for GuestPool {
     fn default() -> Self {
         Self::per_core()
     }
-}
-
-/// The message of a panic's payload.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic".into())
 }
 
 fn spawn_worker(shared: &Arc<Shared>, state: &mut State) {
