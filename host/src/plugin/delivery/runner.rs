@@ -321,21 +321,10 @@ impl PluginHandler {
             });
             (value, started.elapsed())
         };
-        let ran_here;
-        let done = if lone && self.may_run_here() {
-            match self.pool.try_run_here(timed) {
-                Ok(done) => {
-                    ran_here = true;
-                    done
-                }
-                Err(timed) => {
-                    ran_here = false;
-                    self.pool.run(timed).await
-                }
-            }
-        } else {
-            ran_here = false;
-            self.pool.run(timed).await
+        let here = if lone && self.may_run_here() { self.pool.try_run_here(timed) } else { Err(timed) };
+        let (done, ran_here) = match here {
+            Ok(done) => (done, true),
+            Err(timed) => (self.pool.run(timed).await, false),
         };
         let done = done.map(|(value, took)| {
             self.count_call(took, ran_here);

@@ -3,7 +3,7 @@
 //! of an unchanged folder reads no file at all — it only asks for their metadata.
 //!
 //! A digest is trusted again only if the file had not been modified for
-//! [`SETTLE`] when it was hashed (git's "racy" rule): a file rewritten within the
+//! [`SETTLE`](crate::plugin::runtime::file_identity::SETTLE) when it was hashed (git's "racy" rule): a file rewritten within the
 //! timestamp granularity of its file system, with the same size, would otherwise look
 //! unchanged. A settled component file is also remembered by its [`FileIdentity`], so that
 //! the many folders of one plugin copied for many tenants (hard links to one file) hash it
@@ -17,8 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::manifest::{MANIFEST_FILE, Manifest};
 
-pub use crate::plugin::runtime::file_identity::SETTLE;
-use crate::plugin::runtime::file_identity::{FileIdentity, KnownDigests};
+use crate::plugin::runtime::file_identity::{FileIdentity, KnownDigests, settled_by};
 
 /// How much file work fingerprinting took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,7 +124,7 @@ impl FileDigests {
         };
         // Sizes and times read before the contents: if the file changes in between, the
         // next pass sees a different (size, time) and hashes again.
-        let settled = modified.checked_add(SETTLE).is_some_and(|t| t <= now);
+        let settled = settled_by(modified, now);
         let remembered =
             Remembered { len: meta.len(), modified, settled, digest, component: component.clone(), pass: self.pass };
         self.files.insert(path.to_owned(), remembered);

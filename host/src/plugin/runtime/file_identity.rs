@@ -21,6 +21,11 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 /// Identities remembered at most by one [`KnownDigests`] (beyond that it starts afresh).
 const MAX_REMEMBERED: usize = 1 << 16;
 
+/// Whether a file last modified at `modified` had been left alone for [`SETTLE`] by `now`.
+pub fn settled_by(modified: SystemTime, now: SystemTime) -> bool {
+    modified.checked_add(SETTLE).is_some_and(|t| t <= now)
+}
+
 /// A file at one version: device, inode, size and modification time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FileIdentity {
@@ -35,7 +40,7 @@ impl FileIdentity {
     /// `now`; `None` for a file modified since, or where the platform has no inodes.
     pub fn settled(meta: &Metadata, now: SystemTime) -> Option<Self> {
         let modified = meta.modified().ok()?;
-        if modified.checked_add(SETTLE).is_none_or(|t| t > now) {
+        if !settled_by(modified, now) {
             return None;
         }
         #[cfg(unix)]

@@ -72,8 +72,6 @@ struct State {
     active: usize,
     /// Active workers waiting for a job.
     idle: usize,
-    /// Jobs running on the threads that asked for them, not past the slow-call threshold.
-    borrowed: usize,
     next_id: u64,
     retired_calls: u64,
     /// Jobs that left the pool to wait outside the guest ([`block_in_place`]).
@@ -239,12 +237,12 @@ impl GuestPool {
             // before it is back waiting for the next job.
             let pool_busy = !state.jobs.is_empty()
                 || state.workers.iter().any(|w| !w.retired && !w.borrowed && w.busy_since.is_some());
-            if state.shutdown || pool_busy || state.borrowed >= self.shared.size {
+            let borrowed = state.workers.iter().filter(|w| w.borrowed && !w.retired).count();
+            if state.shutdown || pool_busy || borrowed >= self.shared.size {
                 return Err(job);
             }
             let id = state.next_id;
             state.next_id += 1;
-            state.borrowed += 1;
             state.borrowed_runs += 1;
             state.workers.push(Worker {
                 id,
@@ -260,14 +258,7 @@ impl GuestPool {
             id
         };
         let result = tokio::task::block_in_place(|| std::panic::catch_unwind(AssertUnwindSafe(job)));
-        let mut state = self.shared.state.lock();
-        if let Some(at) = state.workers.iter().position(|w| w.id == id) {
-            if !state.workers[at].retired {
-                state.borrowed -= 1;
-            }
-            state.workers.swap_remove(at);
-        }
-        drop(state);
+        self.shared.state.lock().workers.retain(|w| w.id != id);
         Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
     }
 
@@ -402,8 +393,7 @@ fn watchdog_loop(shared: &Arc<Shared>) {
                 next_check = Some(next_check.map_or(due, |n| n.min(due)));
             }
         }
-        state.borrowed -= returned;
-        state.retired_calls += returned as u64;
+        state.retired_calls += returned;
         if retired > 0 {
             state.retired_calls += retired;
             state.active -= retired as usize;
