@@ -12,7 +12,8 @@
 //!   Deadlines are real time, not the async runtime's clock: a runtime whose clock is
 //!   paused or skewed (tokio's test clock auto-advances while the runtime waits on a guest)
 //!   cannot make a guest's deadline pass early.
-//!   [`PluginEngine::deadline_ticks`] turns a manifest's `callTimeout` into a store deadline.
+//!   Each store checks its call's deadline on every tick
+//!   ([`deadline`](super::deadline)).
 //! - **Compile cache.** Compiling a component takes from tens of milliseconds (Rust) to
 //!   seconds (Python, JavaScript); loading a compiled one takes milliseconds. Compiled
 //!   components are stored as `<cache_dir>/<sha256 of the component>-<engine hash>.cwasm`
@@ -381,17 +382,14 @@ impl PluginEngine {
         GuestRunning(guests.clone())
     }
 
+    /// The epoch tick: how often a running call's deadline is checked.
+    pub fn epoch_tick(&self) -> Duration {
+        self.0.config.epoch_tick.max(Duration::from_millis(1))
+    }
+
     /// How many times the epoch ticker has ticked.
     pub fn epoch_ticks(&self) -> u64 {
         self.0.guests.ticks.load(Ordering::Relaxed)
-    }
-
-    /// The epoch deadline (in ticks) that interrupts a call after at least `timeout`
-    /// (and at most one tick more).
-    pub fn deadline_ticks(&self, timeout: Duration) -> u64 {
-        let tick = self.0.config.epoch_tick.max(Duration::from_millis(1)).as_nanos();
-        let ticks = timeout.as_nanos().div_ceil(tick);
-        u64::try_from(ticks).unwrap_or(u64::MAX / 2).saturating_add(1)
     }
 
     /// The largest linear memory an instance may have, in bytes: the pooling allocator's

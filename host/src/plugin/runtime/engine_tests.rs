@@ -114,14 +114,6 @@ fn unreservable_pool_falls_back_to_on_demand() {
     );
 }
 
-#[test]
-fn deadline_ticks_cover_the_timeout() {
-    let engine = PluginEngine::new(EngineConfig { pool: None, ..EngineConfig::default() }).unwrap();
-    assert_eq!(engine.deadline_ticks(Duration::from_secs(1)), 101);
-    assert_eq!(engine.deadline_ticks(Duration::from_millis(15)), 3);
-    assert_eq!(engine.deadline_ticks(Duration::from_nanos(1)), 2);
-}
-
 #[tokio::test]
 async fn loading_a_cache_file_marks_it_used_and_pruning_keeps_the_components_in_use() {
     let dir = TempDir::new("prune-engine");

@@ -20,7 +20,7 @@
 //! After a call that traps, the instance is poisoned: drop it and start a new one.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::component::{Instance, InstancePre, Linker, TypedFunc};
 use wasmtime::{Store, StoreContextMut};
@@ -28,6 +28,7 @@ use wasmtime::{Store, StoreContextMut};
 use crate::informer::{Action, Notification, Object};
 use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, LogSink};
 use crate::plugin::runtime::bindings::{GuestAction, GuestHandlerError, ObjectRef, WitVersion, log, object_ref};
+use crate::plugin::runtime::deadline::CallDeadline;
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::guest_text::GuestText;
 use crate::plugin::runtime::limits::PluginLimiter;
@@ -44,36 +45,8 @@ pub struct HostState {
     pub cluster: ClusterAccess,
     /// The memory cap.
     pub limiter: PluginLimiter,
-    /// The CPU deadline of the call in progress.
+    /// The deadline of the call in progress.
     pub deadline: CallDeadline,
-}
-
-/// A call's CPU deadline: the call's timeout, less the time the guest ran, not counting the
-/// time it waited on the cluster.
-#[derive(Debug)]
-pub struct CallDeadline {
-    engine: PluginEngine,
-    timeout: Duration,
-    started: Instant,
-    waited: Duration,
-}
-
-impl CallDeadline {
-    fn new(engine: PluginEngine, timeout: Duration) -> Self {
-        Self { engine, timeout, started: Instant::now(), waited: Duration::ZERO }
-    }
-
-    fn begin(&mut self) {
-        self.started = Instant::now();
-        self.waited = Duration::ZERO;
-    }
-
-    /// Gives back `waited` (time spent outside the guest) and returns the epoch ticks left.
-    fn after_wait(&mut self, waited: Duration) -> u64 {
-        self.waited += waited;
-        let ran = self.started.elapsed().saturating_sub(self.waited);
-        self.engine.deadline_ticks(self.timeout.saturating_sub(ran).max(Duration::from_millis(1)))
-    }
 }
 
 /// A pre-linked component, and the contract version it implements.
@@ -131,10 +104,7 @@ pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
 pub fn after_wait(store: &mut StoreContextMut<'_, HostState>) {
     let state = store.data_mut();
     let waited = state.cluster.take_waited();
-    if waited > Duration::ZERO {
-        let ticks = state.deadline.after_wait(waited);
-        store.set_epoch_deadline(ticks);
-    }
+    state.deadline.after_wait(waited);
 }
 
 /// Everything needed to start instances of one plugin. Cheap to share (`Arc` it).
@@ -227,15 +197,16 @@ impl Sandbox {
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
-        let ticks = self.engine.deadline_ticks(self.call_timeout);
-        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_callback(|mut store| store.data_mut().deadline.on_tick());
+        store.data_mut().deadline.begin(false);
+        store.set_epoch_deadline(1);
         let instantiation = |e: wasmtime::Error| CallOutcome::Trap(TrapKind::of_instantiation(&e));
         let instance = self.pre.pre.instantiate(&mut store).map_err(instantiation)?;
         let handlers = Handlers::new(&mut store, &instance, self.pre.version).map_err(instantiation)?;
         let engine = self.engine.clone();
-        let mut instance = PluginInstance { store, handlers, ticks, poisoned: false, calls: 0, engine };
+        let mut instance = PluginInstance { store, handlers, poisoned: false, calls: 0, engine };
         let init: TypedFunc<(&str,), InitResult> = instance.handlers.init;
-        match instance.call(|s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
+        match instance.call(false, |s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
             Ok(Ok(())) => Ok(instance),
             Ok(Err(reason)) => Err(CallOutcome::InitRejected(reason)),
             Err(outcome) => Err(outcome),
@@ -315,7 +286,6 @@ impl Handlers {
 pub struct PluginInstance {
     store: Store<HostState>,
     handlers: Handlers,
-    ticks: u64,
     poisoned: bool,
     calls: u64,
     /// Keeps the epoch ticker going during calls.
@@ -357,18 +327,23 @@ enum EventCall<'a> {
 }
 
 impl PluginInstance {
-    /// Runs one export call with a fresh deadline; a trap poisons the instance.
-    fn call<R>(&mut self, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>) -> Result<R, CallOutcome> {
+    /// Runs one export call with a fresh deadline (`throttled`: paused once it runs long, see
+    /// [`CallDeadline`]); a trap poisons the instance.
+    fn call<R>(
+        &mut self,
+        throttled: bool,
+        f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallOutcome> {
         if self.poisoned {
             return Err(CallOutcome::Trap(TrapKind::Other("the instance trapped before and cannot be entered".into())));
         }
         self.calls += 1;
         let _running = self.engine.guest_running();
-        self.store.set_epoch_deadline(self.ticks);
+        self.store.set_epoch_deadline(1);
         let state = self.store.data_mut();
         state.log.begin_call();
         state.cluster.begin_call();
-        state.deadline.begin();
+        state.deadline.begin(throttled);
         let result = f(&mut self.store);
         self.store.data_mut().log.end_call();
         result.map_err(|e| {
@@ -382,7 +357,7 @@ impl PluginInstance {
         R: Into<Action> + wasmtime::component::ComponentType + wasmtime::component::Lift + Send + Sync + 'static,
     {
         let EventFuncs { on_add, on_update, on_delete } = funcs;
-        outcome(self.call(|s| match call {
+        outcome(self.call(true, |s| match call {
             EventCall::Add(obj, initial) => {
                 let func: TypedFunc<(ObjectRef<'_>, bool), (Result<R, GuestHandlerError>,)> = on_add;
                 func.call(s, (object_ref(obj), initial)).map(|(r,)| r)
@@ -437,6 +412,11 @@ impl PluginInstance {
     /// Calls made into this instance, `init` included.
     pub fn calls(&self) -> u64 {
         self.calls
+    }
+
+    /// How many times its last call was paused for running long (see [`CallDeadline`]).
+    pub fn pauses(&self) -> u32 {
+        self.store.data().deadline.pauses()
     }
 
     /// The largest linear memory size this instance was allowed to reach, in bytes.

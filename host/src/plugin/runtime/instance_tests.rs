@@ -61,6 +61,29 @@ fn infinite_loop_hits_the_deadline_and_a_new_instance_works() {
     assert_eq!(fresh.on_update(&pod("a"), &pod("a")), CallOutcome::Ok);
 }
 
+/// CPU time of the calling thread so far (`/proc/thread-self/stat`: user + system ticks).
+#[cfg(target_os = "linux")]
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stalled_call_is_paused_until_its_deadline_and_burns_a_fraction_of_a_core() {
+    let sandbox = sandbox_with(&engine(), Guest::on_add(Behaviour::Loop), 4 << 20, Duration::from_secs(1));
+    let mut instance = sandbox.instantiate().unwrap();
+    let (started, cpu) = (Instant::now(), thread_cpu());
+    assert_eq!(instance.on_add(&pod("a"), false), CallOutcome::Trap(TrapKind::Interrupt));
+    let (wall, cpu) = (started.elapsed(), thread_cpu() - cpu);
+    assert!(wall >= Duration::from_secs(1), "the pauses count towards the deadline, not past it: {wall:?}");
+    assert!(wall < Duration::from_secs(5), "interrupted late: {wall:?}");
+    assert!(instance.pauses() > 10, "paused {} times", instance.pauses());
+    assert!(cpu < wall / 3, "a stalled call spun for {cpu:?} of {wall:?}");
+}
+
 #[test]
 fn memory_growth_past_the_cap_is_out_of_memory() {
     let sandbox = sandbox_with(&engine(), Guest::on_add(Behaviour::Grow), 2 << 20, Duration::from_secs(5));

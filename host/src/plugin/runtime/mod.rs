@@ -4,7 +4,8 @@
 //!   [`cache_prune`]: keeping that cache under a size bound.
 //! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
 //! - [`instance`]: the sandbox ([`instance::Sandbox`]) and a live plugin instance, with
-//!   [`limits`] (the memory limiter) and [`outcome`] (what a call can come to).
+//!   [`limits`] (the memory limiter), [`deadline`] (each call's deadline, and pausing a
+//!   call that stalls) and [`outcome`] (what a call can come to).
 //! - [`pool`]: the threads guest code runs on.
 //! - [`budget`]: the host's memory budget, which every deployed plugin reserves from;
 //!   [`footprint`]: a component's memory before its first call.
@@ -14,6 +15,7 @@
 pub mod bindings;
 pub mod budget;
 pub mod cache_prune;
+pub mod deadline;
 pub mod engine;
 pub mod file_identity;
 pub mod footprint;

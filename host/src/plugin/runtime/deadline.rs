@@ -1,0 +1,142 @@
+//! [`CallDeadline`]: how long one guest call may run, and how a call that stalls is paused.
+//!
+//! Every call gets `callTimeout` of real time, less nothing for the time it spends waiting on
+//! the cluster (a `cluster` request gives its wait back, see
+//! [`after_wait`](super::instance::after_wait)). The store's epoch deadline is always one
+//! tick ahead and the store's epoch callback ([`CallDeadline::on_tick`]) decides, on every
+//! tick a call is still running, what happens next:
+//!
+//! - past the timeout, the call traps with [`wasmtime::Trap::Interrupt`] (at most one tick
+//!   late);
+//! - past [`THROTTLE_AFTER`] (the pool's slow-call threshold: plugin calls take
+//!   microseconds), an event call is **paused**: its thread sleeps [`PAUSE_TICKS`] ticks for
+//!   every tick it runs. A guest spinning until its deadline then holds a tenth of a core
+//!   instead of a whole one, and the events of every other plugin stop queueing behind it for
+//!   a CPU (on a small machine a spinner at the lowest priority still costs its neighbours'
+//!   tail latency). The pause counts towards the timeout: a stalled call ends when it would
+//!   have ended, having burned less. A call that is merely slow (tens of milliseconds of real
+//!   work) runs at that reduced share once past the threshold: calls that heavy belong in
+//!   `init` or in a requeue, not in every event.
+//! - `init` is never paused: it runs once, and an interpreter's start-up (Python,
+//!   JavaScript) may legitimately take tens of milliseconds.
+
+use std::time::{Duration, Instant};
+
+use crate::plugin::runtime::engine::PluginEngine;
+use crate::plugin::runtime::pool::DEFAULT_SLOW_CALL;
+
+/// How long an event call runs at full speed before it is paused between ticks.
+pub const THROTTLE_AFTER: Duration = DEFAULT_SLOW_CALL;
+
+/// Ticks a paused call sleeps for every tick it runs.
+pub const PAUSE_TICKS: u32 = 9;
+
+/// A call's deadline: the call's timeout, less the time the guest ran (or was paused), not
+/// counting the time it waited on the cluster.
+#[derive(Debug)]
+pub struct CallDeadline {
+    engine: PluginEngine,
+    timeout: Duration,
+    started: Instant,
+    waited: Duration,
+    throttled: bool,
+    paused: u32,
+}
+
+impl CallDeadline {
+    /// The deadline of calls that may run `timeout`.
+    pub fn new(engine: PluginEngine, timeout: Duration) -> Self {
+        Self { engine, timeout, started: Instant::now(), waited: Duration::ZERO, throttled: false, paused: 0 }
+    }
+
+    /// Starts a call's clock; `throttled`: whether the call is paused once it runs long
+    /// (event calls), or not (`init`).
+    pub fn begin(&mut self, throttled: bool) {
+        self.started = Instant::now();
+        self.waited = Duration::ZERO;
+        self.throttled = throttled;
+        self.paused = 0;
+    }
+
+    /// Gives back `waited`, time the call spent outside the guest.
+    pub fn after_wait(&mut self, waited: Duration) {
+        self.waited += waited;
+    }
+
+    /// How many times the call in progress (or the last one) was paused.
+    pub fn pauses(&self) -> u32 {
+        self.paused
+    }
+
+    /// The store's epoch callback: interrupts a call past its timeout, pauses an event call
+    /// past [`THROTTLE_AFTER`], and otherwise lets it run one more tick.
+    pub fn on_tick(&mut self) -> wasmtime::Result<wasmtime::UpdateDeadline> {
+        let ran = self.started.elapsed().saturating_sub(self.waited);
+        let Some(left) = self.timeout.checked_sub(ran).filter(|left| !left.is_zero()) else {
+            return Err(wasmtime::Trap::Interrupt.into());
+        };
+        if self.throttled && ran >= THROTTLE_AFTER {
+            self.paused += 1;
+            std::thread::sleep((self.engine.epoch_tick() * PAUSE_TICKS).min(left));
+        }
+        Ok(wasmtime::UpdateDeadline::Continue(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::runtime::engine::EngineConfig;
+
+    fn deadline(tick: Duration, timeout: Duration) -> CallDeadline {
+        let config = EngineConfig { pool: None, epoch_tick: tick, ..EngineConfig::default() };
+        CallDeadline::new(PluginEngine::new(config).unwrap(), timeout)
+    }
+
+    fn interrupted(deadline: &mut CallDeadline) -> bool {
+        deadline.on_tick().err().and_then(|e| e.downcast_ref::<wasmtime::Trap>().copied())
+            == Some(wasmtime::Trap::Interrupt)
+    }
+
+    fn running_for(deadline: &mut CallDeadline, throttled: bool, ran: Duration) {
+        deadline.begin(throttled);
+        deadline.started = Instant::now() - ran;
+    }
+
+    #[test]
+    fn an_event_call_past_the_threshold_is_paused_and_init_is_not() {
+        let mut deadline = deadline(Duration::from_millis(1), Duration::from_secs(60));
+        running_for(&mut deadline, true, THROTTLE_AFTER / 2);
+        assert!(matches!(deadline.on_tick(), Ok(wasmtime::UpdateDeadline::Continue(1))));
+        assert_eq!(deadline.pauses(), 0, "a call within the threshold runs on");
+        running_for(&mut deadline, true, THROTTLE_AFTER);
+        let started = Instant::now();
+        assert!(matches!(deadline.on_tick(), Ok(wasmtime::UpdateDeadline::Continue(1))));
+        assert_eq!(deadline.pauses(), 1);
+        assert!(started.elapsed() >= Duration::from_millis(PAUSE_TICKS.into()), "slept a tick per tick run");
+        running_for(&mut deadline, false, THROTTLE_AFTER * 10);
+        assert!(deadline.on_tick().is_ok());
+        assert_eq!(deadline.pauses(), 0, "init is never paused");
+    }
+
+    #[test]
+    fn a_call_past_its_timeout_is_interrupted_but_not_for_time_spent_waiting() {
+        let mut deadline = deadline(Duration::from_millis(1), Duration::from_millis(100));
+        running_for(&mut deadline, false, Duration::from_millis(150));
+        assert!(interrupted(&mut deadline));
+        running_for(&mut deadline, false, Duration::from_millis(150));
+        deadline.after_wait(Duration::from_millis(100));
+        assert!(deadline.on_tick().is_ok(), "the wait was given back");
+    }
+
+    #[test]
+    fn a_pause_never_outlasts_the_timeout() {
+        // Nine ticks of a second each would sleep 9 s; 20 ms are left.
+        let mut deadline = deadline(Duration::from_secs(1), Duration::from_millis(100));
+        running_for(&mut deadline, true, Duration::from_millis(80));
+        let started = Instant::now();
+        assert!(deadline.on_tick().is_ok());
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+        assert!(interrupted(&mut deadline), "the next tick ends the call");
+    }
+}
