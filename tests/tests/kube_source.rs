@@ -294,7 +294,7 @@ async fn cluster_scoped_namespaced_and_grouped_resources() {
     );
     // Built-in kinds' list items lack apiVersion/kind on the wire; the source adds them.
     let deployment = deployments.informer.store().get_by_key("a/web").unwrap();
-    assert_eq!((deployment.meta().api_version.as_str(), deployment.meta().kind.as_str()), ("apps/v1", "Deployment"));
+    assert_eq!((deployment.meta().api_version, deployment.meta().kind), ("apps/v1", "Deployment"));
     // A cluster-scoped kind cannot be watched in a namespace.
     let source = kube_source(&server).await;
     let mut bad = ResourceKey::new("v1", "Namespace");

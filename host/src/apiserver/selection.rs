@@ -138,7 +138,7 @@ impl Selection {
     /// Whether `obj` is selected.
     pub fn selects(&self, obj: &Object) -> bool {
         self.namespace.as_deref().is_none_or(|ns| obj.namespace() == Some(ns))
-            && self.labels.as_ref().is_none_or(|s| s.matches(obj.labels()))
+            && self.labels.as_ref().is_none_or(|s| s.matches(&obj.labels()))
             && (self.fields.is_empty() || self.fields_match(obj))
     }
 

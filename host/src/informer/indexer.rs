@@ -43,7 +43,7 @@ pub fn namespace_index_func() -> IndexFunc {
 
 /// The owner-uid index function: the uid of each of an object's ownerReferences.
 pub fn owner_uid_index_func() -> IndexFunc {
-    Arc::new(|obj: &Object| obj.meta().owner_references.iter().map(|o| o.uid.clone()).collect())
+    Arc::new(|obj: &Object| obj.meta().owner_references.iter().map(|o| o.uid.to_owned()).collect())
 }
 
 /// Keys are the objects' own shared key strings: the items map and every index bucket point

@@ -20,6 +20,7 @@ pub(crate) mod indexer;
 pub(crate) mod labels;
 pub(crate) mod list_watch;
 pub(crate) mod listener;
+pub(crate) mod meta;
 pub(crate) mod object;
 pub(crate) mod pending_queue;
 pub(crate) mod processor;
@@ -45,7 +46,8 @@ pub use list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
 pub use listener::{DeliveryObserver, Listener, ListenerOptions, MAX_BATCH, ObjectFilter};
-pub use object::{MAX_DEPTH, Object, ObjectError, ObjectMeta, OwnerReference, object_key, split_key};
+pub use meta::{ObjectMeta, OwnerReference, OwnerReferences};
+pub use object::{MAX_DEPTH, Object, ObjectError, object_key, split_key};
 pub use processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
 pub use reflector::{MIN_WATCH_TIMEOUT, Reflector, ReflectorConfig, Transform, WatchErrorHandler};
 pub use reflector_stats::{ReflectorCounts, ReflectorStats};

@@ -3,7 +3,8 @@
 //! client-go passes `runtime.Object`s around, fully decoded; kube-rs decodes into typed
 //! structs or `DynamicObject`. wink keeps the JSON **exactly as received** (so a plugin gets
 //! the bytes the API server sent, never a re-encoding) beside the handful of metadata fields
-//! the host itself needs, parsed in one pass that skips everything else. An [`Object`] is an
+//! the host itself needs, parsed in one pass that skips everything else and kept as byte
+//! ranges of that same text ([`meta`](super::meta)): nothing is copied. An [`Object`] is an
 //! `Arc`: cloning it into the indexer, the DeltaFIFO and every listener queue costs a
 //! reference count, not a copy.
 //!
@@ -15,10 +16,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
 use super::labels::Labels;
+use super::meta::{ObjectMeta, PackedMeta};
 
 /// Why bytes could not be decoded into an [`Object`].
 #[derive(Debug, thiserror::Error)]
@@ -48,53 +47,9 @@ pub enum ObjectError {
 /// anything deeper.
 pub const MAX_DEPTH: usize = 127;
 
-/// An owner reference (`metadata.ownerReferences[*]`).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OwnerReference {
-    /// The owner's apiVersion.
-    pub api_version: String,
-    /// The owner's kind.
-    pub kind: String,
-    /// The owner's name (same namespace as the owned object).
-    pub name: String,
-    /// The owner's uid.
-    pub uid: String,
-    /// Whether this owner is the managing controller.
-    #[serde(default)]
-    pub controller: Option<bool>,
-}
-
-/// The metadata fields the host parses from every object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ObjectMeta {
-    /// `apiVersion`.
-    pub api_version: String,
-    /// `kind`.
-    pub kind: String,
-    /// `metadata.namespace`; `None` (or empty in JSON) for cluster-scoped objects.
-    pub namespace: Option<String>,
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.uid` (empty when absent).
-    pub uid: String,
-    /// `metadata.resourceVersion` (empty when absent).
-    pub resource_version: String,
-    /// `metadata.generation`.
-    pub generation: Option<i64>,
-    /// `metadata.labels`.
-    pub labels: Labels,
-    /// `metadata.annotations`.
-    pub annotations: Labels,
-    /// `metadata.deletionTimestamp`.
-    pub deletion_timestamp: Option<String>,
-    /// `metadata.ownerReferences`.
-    pub owner_references: Vec<OwnerReference>,
-}
-
 struct Inner {
     json: Box<str>,
-    meta: ObjectMeta,
+    meta: PackedMeta,
     /// Shared with the indexer's maps and index buckets, which hold it rather than copies.
     key: Arc<str>,
     /// Byte range of the `"managedFields": [...]` member (with one adjoining comma), if any.
@@ -104,42 +59,6 @@ struct Inner {
 /// A decoded Kubernetes object: the JSON as received plus parsed metadata. Cheap to clone.
 #[derive(Clone)]
 pub struct Object(Arc<Inner>);
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Head<'a> {
-    #[serde(default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(borrow)]
-    metadata: Option<MetaHead<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MetaHead<'a> {
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    uid: Option<String>,
-    #[serde(default)]
-    resource_version: Option<String>,
-    #[serde(default)]
-    generation: Option<i64>,
-    #[serde(default)]
-    labels: Option<Labels>,
-    #[serde(default)]
-    annotations: Option<Labels>,
-    #[serde(default)]
-    deletion_timestamp: Option<String>,
-    #[serde(default)]
-    owner_references: Option<Vec<OwnerReference>>,
-    #[serde(default, borrow)]
-    managed_fields: Option<&'a RawValue>,
-}
 
 impl Object {
     /// Decodes an object from JSON bytes, parsing only the metadata the host needs.
@@ -158,29 +77,11 @@ impl Object {
     /// Decodes an object from an owned JSON string without copying it.
     pub fn from_string(json: String) -> Result<Self, ObjectError> {
         let (meta, managed_fields) = {
-            let mut de = serde_json::Deserializer::from_str(&json);
-            let head: Head<'_> = serde_path_to_error::deserialize(&mut de)
-                .map_err(|e| ObjectError::Malformed { path: e.path().to_string(), message: e.inner().to_string() })?;
-            de.end().map_err(|e| ObjectError::Malformed { path: ".".into(), message: e.to_string() })?;
-            let m = head.metadata.ok_or(ObjectError::Missing("metadata"))?;
-            let name = m.name.filter(|n| !n.is_empty()).ok_or(ObjectError::Missing("metadata.name"))?;
-            let managed = m.managed_fields.and_then(|raw| member_range(&json, raw.get(), "managedFields"));
-            let meta = ObjectMeta {
-                api_version: head.api_version,
-                kind: head.kind,
-                namespace: m.namespace.filter(|ns| !ns.is_empty()),
-                name,
-                uid: m.uid.unwrap_or_default(),
-                resource_version: m.resource_version.unwrap_or_default(),
-                generation: m.generation,
-                labels: m.labels.unwrap_or_default(),
-                annotations: m.annotations.unwrap_or_default(),
-                deletion_timestamp: m.deletion_timestamp,
-                owner_references: m.owner_references.unwrap_or_default(),
-            };
-            (meta, managed)
+            let (meta, managed) = PackedMeta::decode(&json)?;
+            (meta, managed.and_then(|raw| member_range(&json, raw, "managedFields")))
         };
-        let key: Arc<str> = object_key(meta.namespace.as_deref(), &meta.name).into();
+        let view = meta.view(&json);
+        let key: Arc<str> = object_key(view.namespace, view.name).into();
         Ok(Self(Arc::new(Inner { json: json.into_boxed_str(), meta, key, managed_fields })))
     }
 
@@ -191,8 +92,8 @@ impl Object {
     }
 
     /// The parsed metadata.
-    pub fn meta(&self) -> &ObjectMeta {
-        &self.0.meta
+    pub fn meta(&self) -> ObjectMeta<'_> {
+        self.0.meta.view(&self.0.json)
     }
 
     /// The store key: `namespace/name`, or `name` for cluster-scoped objects.
@@ -207,27 +108,27 @@ impl Object {
 
     /// `metadata.namespace`.
     pub fn namespace(&self) -> Option<&str> {
-        self.0.meta.namespace.as_deref()
+        self.meta().namespace
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        &self.0.meta.name
+        self.meta().name
     }
 
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> &str {
-        &self.0.meta.resource_version
+        self.meta().resource_version
     }
 
     /// `metadata.uid`.
     pub fn uid(&self) -> &str {
-        &self.0.meta.uid
+        self.meta().uid
     }
 
     /// `metadata.labels`.
-    pub fn labels(&self) -> &Labels {
-        &self.0.meta.labels
+    pub fn labels(&self) -> Labels<'_> {
+        self.meta().labels
     }
 
     /// Whether the JSON still holds `metadata.managedFields`.
@@ -245,12 +146,9 @@ impl Object {
         let mut json = String::with_capacity(self.0.json.len() - range.len());
         json.push_str(&self.0.json[..range.start]);
         json.push_str(&self.0.json[range.end..]);
-        Self(Arc::new(Inner {
-            json: json.into_boxed_str(),
-            meta: self.0.meta.clone(),
-            key: self.0.key.clone(),
-            managed_fields: None,
-        }))
+        let mut meta = self.0.meta.clone();
+        meta.after_cut(&range);
+        Self(Arc::new(Inner { json: json.into_boxed_str(), meta, key: self.0.key.clone(), managed_fields: None }))
     }
 
     /// [`without_managed_fields`](Self::without_managed_fields), consuming `self`: when this
@@ -264,6 +162,7 @@ impl Object {
             Ok(mut inner) => {
                 if let Some(range) = inner.managed_fields.take() {
                     let mut json = String::from(std::mem::take(&mut inner.json));
+                    inner.meta.after_cut(&range);
                     json.replace_range(range, "");
                     inner.json = json.into_boxed_str();
                 }
@@ -293,27 +192,14 @@ impl Object {
 
     /// Approximate bytes held by this object (JSON text plus parsed metadata).
     pub fn heap_size(&self) -> usize {
-        let m = &self.0.meta;
-        let strings = m.api_version.len()
-            + m.kind.len()
-            + m.namespace.as_ref().map_or(0, String::len)
-            + m.name.len()
-            + m.uid.len()
-            + m.resource_version.len()
-            + m.labels.heap_size()
-            + m.annotations.heap_size()
-            + m.owner_references
-                .iter()
-                .map(|o| o.api_version.len() + o.kind.len() + o.name.len() + o.uid.len() + 104)
-                .sum::<usize>();
-        std::mem::size_of::<Inner>() + self.0.json.len() + self.0.key.len() + strings
+        std::mem::size_of::<Inner>() + self.0.json.len() + self.0.key.len() + self.0.meta.heap_size()
     }
 }
 
 impl fmt::Debug for Object {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Object")
-            .field("kind", &self.0.meta.kind)
+            .field("kind", &self.meta().kind)
             .field("key", &self.key())
             .field("resource_version", &self.resource_version())
             .finish()
@@ -391,14 +277,14 @@ mod tests {
         assert_eq!(obj.json(), POD);
         assert_eq!(obj.key(), "shop/web-1");
         let m = obj.meta();
-        assert_eq!((m.api_version.as_str(), m.kind.as_str()), ("v1", "Pod"));
+        assert_eq!((m.api_version, m.kind), ("v1", "Pod"));
         assert_eq!(m.uid, "u1");
         assert_eq!(m.resource_version, "42");
         assert_eq!(m.generation, Some(3));
         assert_eq!(m.labels.get("app"), Some("web"));
         assert_eq!(m.annotations.get("a"), Some("b"));
-        assert_eq!(m.owner_references[0].uid, "rs1");
-        assert_eq!(m.owner_references[0].controller, Some(true));
+        let owner = m.owner_references.get(0).unwrap();
+        assert_eq!((owner.kind, owner.name, owner.uid, owner.controller), ("ReplicaSet", "web-abc", "rs1", Some(true)));
         assert!(obj.has_managed_fields());
     }
 

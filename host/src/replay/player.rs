@@ -97,7 +97,7 @@ fn serve_kinds(cluster: &MemoryCluster, recording: &format::Recording) {
 
 fn selects(spec: &WatchedResource, obj: &Object) -> bool {
     spec.namespaces.as_ref().is_none_or(|ns| obj.namespace().is_some_and(|n| ns.iter().any(|x| x == n)))
-        && spec.label_selector.as_ref().is_none_or(|s| s.matches(obj.labels()))
+        && spec.label_selector.as_ref().is_none_or(|s| s.matches(&obj.labels()))
 }
 
 fn outcome(result: &HandlerResult, trapped: bool) -> String {

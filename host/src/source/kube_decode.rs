@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(list.continue_token.as_deref(), Some("abc"));
         assert_eq!(list.items.len(), 2);
         let p = &list.items[0];
-        assert_eq!((p.meta().api_version.as_str(), p.meta().kind.as_str(), p.key()), ("v1", "Pod", "ns/p"));
+        assert_eq!((p.meta().api_version, p.meta().kind, p.key()), ("v1", "Pod", "ns/p"));
         assert_eq!(
             p.json(),
             r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","resourceVersion":"5"},"spec":{"x":[1, 2]}}"#,

@@ -252,7 +252,7 @@ fn listener_options(
     let (selector, shard, plugin) = (spec.label_selector.clone(), shard.cloned(), plugin.to_owned());
     if selector.is_some() || shard.is_some() {
         options.filter = Some(Arc::new(move |obj: &Object| {
-            selector.as_ref().is_none_or(|s| s.matches(obj.labels()))
+            selector.as_ref().is_none_or(|s| s.matches(&obj.labels()))
                 && shard.as_ref().is_none_or(|(assignment, by)| assignment.owns_object(&plugin, *by, obj))
         }));
     }

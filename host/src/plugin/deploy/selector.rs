@@ -107,7 +107,7 @@ impl LabelSet for BTreeMap<String, String> {
     }
 }
 
-impl LabelSet for crate::informer::Labels {
+impl LabelSet for crate::informer::Labels<'_> {
     fn label(&self, key: &str) -> Option<&str> {
         self.get(key)
     }

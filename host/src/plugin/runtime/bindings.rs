@@ -281,30 +281,30 @@ impl ObjectRef<'_> {
 
 /// Borrows an object as the WIT record handed to a guest.
 pub fn object_ref(obj: &Object) -> ObjectRef<'_> {
-    fn pairs(map: &crate::informer::Labels) -> Vec<(&str, &str)> {
+    fn pairs(map: crate::informer::Labels<'_>) -> Vec<(&str, &str)> {
         map.iter().collect()
     }
     let m = obj.meta();
     ObjectRef {
         meta: ObjectMetaRef {
-            api_version: &m.api_version,
-            kind: &m.kind,
-            namespace: m.namespace.as_deref(),
-            name: &m.name,
-            uid: &m.uid,
-            resource_version: &m.resource_version,
+            api_version: m.api_version,
+            kind: m.kind,
+            namespace: m.namespace,
+            name: m.name,
+            uid: m.uid,
+            resource_version: m.resource_version,
             generation: m.generation,
-            labels: pairs(&m.labels),
-            annotations: pairs(&m.annotations),
-            deletion_timestamp: m.deletion_timestamp.as_deref(),
+            labels: pairs(m.labels),
+            annotations: pairs(m.annotations),
+            deletion_timestamp: m.deletion_timestamp,
             owner_references: m
                 .owner_references
                 .iter()
                 .map(|o| OwnerReferenceRef {
-                    api_version: &o.api_version,
-                    kind: &o.kind,
-                    name: &o.name,
-                    uid: &o.uid,
+                    api_version: o.api_version,
+                    kind: o.kind,
+                    name: o.name,
+                    uid: o.uid,
                     controller: o.controller == Some(true),
                 })
                 .collect(),

@@ -417,13 +417,20 @@ fn watchdog_loop(shared: &Arc<Shared>) {
     }
 }
 
+/// This thread's id, asked of the kernel once per thread (a system call is a sizeable part
+/// of a lone call run on the delivering thread).
 #[cfg(target_os = "linux")]
 fn current_tid() -> i32 {
-    #[allow(unsafe_code, reason = "gettid(2) has no preconditions")]
-    // SAFETY: gettid takes no arguments and cannot fail.
-    unsafe {
-        libc::gettid()
+    thread_local! {
+        static TID: i32 = {
+            #[allow(unsafe_code, reason = "gettid(2) has no preconditions")]
+            // SAFETY: gettid takes no arguments and cannot fail.
+            unsafe {
+                libc::gettid()
+            }
+        };
     }
+    TID.with(|tid| *tid)
 }
 
 /// Gives a thread the lowest CPU priority: the `SCHED_IDLE` class, whose threads run only
