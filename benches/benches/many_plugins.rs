@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use wink::informer::{InformerFactory, ListerWatcher, ResourceKey, SourceError};
 use wink::plugin::{GuestPool, MetricsRegistry, PluginEngine, PluginRegistry};
 use wink::source::{MemorySource, MemorySourceOptions};
-use wink_benches::mem::{human_bytes, rss};
+use wink_benches::mem::{human_bytes, rss, rss_shared};
 use wink_benches::plugins::{self, Language, PluginSettings};
 use wink_benches::results::{Report, Table, human_duration, median, verdict};
 use wink_benches::workload::{self, PodSize};
@@ -44,6 +44,9 @@ struct StartReport {
     cache_hits: u64,
     rss_before: usize,
     rss_after: usize,
+    /// Of `rss_after`, file-backed or shared pages.
+    #[serde(default)]
+    rss_shared_after: usize,
 }
 
 fn tenant(i: usize) -> String {
@@ -117,6 +120,7 @@ fn child_start(folder: &Path, cache: &Path) {
             cache_hits: engine.cache_hits(),
             rss_before,
             rss_after: rss(),
+            rss_shared_after: rss_shared(),
         };
         factory.shutdown().await;
         report
@@ -270,7 +274,17 @@ fn main() {
     );
     let mut table = Table::new(
         "Start",
-        &["plugins", "cache", "start time", "compiled", "from cache", "RSS after start", "RSS Δ", "deployed"],
+        &[
+            "plugins",
+            "cache",
+            "start time",
+            "compiled",
+            "from cache",
+            "RSS after start",
+            "of it file/shared",
+            "RSS Δ",
+            "deployed",
+        ],
     );
     for (label, cache, r) in &starts {
         table.row(vec![
@@ -280,6 +294,7 @@ fn main() {
             r.compilations.to_string(),
             r.cache_hits.to_string(),
             human_bytes(r.rss_after as f64),
+            human_bytes(r.rss_shared_after as f64),
             human_bytes(r.rss_after as f64 - r.rss_before as f64),
             format!("{} ({} failed)", r.plugins, r.failed),
         ]);

@@ -94,6 +94,15 @@ pub fn rss() -> usize {
     pages * 4096
 }
 
+/// The part of the resident set that is file-backed or shared memory (`/proc/self/statm`'s
+/// `shared`: a compiled component's code, and linear memory pages still mapped from a
+/// module's initial image), in bytes; the rest is the process's own anonymous memory.
+pub fn rss_shared() -> usize {
+    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
+    let pages: usize = statm.split_whitespace().nth(2).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
 /// CPU time (user + system) this process has used so far (`/proc/self/stat`).
 pub fn cpu_time() -> std::time::Duration {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return std::time::Duration::ZERO };

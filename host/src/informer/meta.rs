@@ -98,8 +98,15 @@ impl PackedMeta {
             return Err(ObjectError::Malformed { path: ".".into(), message: "larger than 2 GiB".into() });
         }
         let mut de = serde_json::Deserializer::from_str(json);
-        let head: Head<'_> = serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| ObjectError::Malformed { path: e.path().to_string(), message: e.inner().to_string() })?;
+        // Tracking the path costs every decode; only a failed one is decoded again to name it.
+        let Ok(head) = Head::deserialize(&mut de) else {
+            let mut de = serde_json::Deserializer::from_str(json);
+            let error = serde_path_to_error::deserialize::<_, Head<'_>>(&mut de).err();
+            return Err(error.map_or_else(
+                || ObjectError::Malformed { path: ".".into(), message: "not a JSON object".into() },
+                |e| ObjectError::Malformed { path: e.path().to_string(), message: e.inner().to_string() },
+            ));
+        };
         de.end().map_err(|e| ObjectError::Malformed { path: ".".into(), message: e.to_string() })?;
         let m = head.metadata.ok_or(ObjectError::Missing("metadata"))?;
         let name = m.name.filter(|n| !n.0.is_empty()).ok_or(ObjectError::Missing("metadata.name"))?;

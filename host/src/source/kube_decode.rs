@@ -110,7 +110,7 @@ impl FrameSplitter {
     /// The next complete, non-blank frame (without its line end), if one is buffered.
     pub(crate) fn next_frame(&mut self) -> Option<Bytes> {
         loop {
-            let newline = self.buf[self.scanned..].iter().position(|b| *b == b'\n');
+            let newline = memchr::memchr(b'\n', &self.buf[self.scanned..]);
             let Some(offset) = newline else {
                 self.scanned = self.buf.len();
                 return None;
@@ -178,6 +178,9 @@ struct StatusBody {
 
 /// Decodes one watch frame.
 pub(crate) fn decode_event(line: &[u8]) -> Result<WatchEvent, SourceError> {
+    if let Some(event) = decode_object_event(line) {
+        return Ok(event);
+    }
     let frame: Frame<'_> = serde_json::from_slice(line).map_err(|e| malformed(line, &e.to_string()))?;
     let Some(kind) = frame.kind else {
         // Not an event: some servers and proxies end a watch with a bare Status.
@@ -216,6 +219,24 @@ pub(crate) fn decode_event(line: &[u8]) -> Result<WatchEvent, SourceError> {
         }
         other => Err(malformed(line, &format!("unknown event type `{other}`"))),
     }
+}
+
+/// The fast way for the frames that carry an object, laid out as the API server writes them:
+/// `{"type":"ADDED","object":{…}}`, nothing else. The object's text is found by that layout
+/// instead of by scanning it as part of the frame, so it is parsed (and validated) once, by
+/// [`Object`]. `None` for anything else, including an object that does not decode: the
+/// general way then decodes the frame, or says what is wrong with it.
+fn decode_object_event(line: &[u8]) -> Option<WatchEvent> {
+    let rest = line.strip_prefix(br#"{"type":""#)?;
+    let (event, object): (fn(Object) -> WatchEvent, _) = if let Some(rest) = rest.strip_prefix(br#"MODIFIED""#) {
+        (WatchEvent::Modified, rest)
+    } else if let Some(rest) = rest.strip_prefix(br#"ADDED""#) {
+        (WatchEvent::Added, rest)
+    } else {
+        (WatchEvent::Deleted, rest.strip_prefix(br#"DELETED""#)?)
+    };
+    let object = object.strip_prefix(br#","object":"#)?.strip_suffix(b"}")?;
+    Object::from_slice(object).ok().map(event)
 }
 
 fn malformed(line: &[u8], why: &str) -> SourceError {
@@ -374,6 +395,25 @@ mod tests {
         assert!(status.is_gone());
         let bare = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"boom","reason":"InternalError","code":500}"#;
         assert!(matches!(decode_event(bare.as_bytes()), Ok(WatchEvent::Error(s)) if s.code == 500));
+    }
+
+    #[test]
+    fn frames_in_any_layout_decode_alike() {
+        let object = cm("a", 2);
+        let layouts = [
+            event("ADDED", &object),
+            format!(r#"{{"object":{object},"type":"ADDED"}}"#),
+            format!(r#"{{ "type": "ADDED", "object": {object} }}"#),
+            format!(r#"{{"type":"ADDED","object":{object},"extra":{{"metadata":{{"name":"b"}}}}}}"#),
+        ];
+        for frame in &layouts {
+            let Ok(WatchEvent::Added(decoded)) = decode_event(frame.as_bytes()) else { panic!("{frame}") };
+            assert_eq!(decoded.json(), object, "{frame}");
+        }
+        assert!(decode_object_event(layouts[0].as_bytes()).is_some(), "the API server's layout takes the fast way");
+        assert!(decode_object_event(layouts[3].as_bytes()).is_none(), "a trailing member does not");
+        let truncated = format!(r#"{{"type":"MODIFIED","object":{}}}"#, &object[..object.len() - 1]);
+        assert!(decode_event(truncated.as_bytes()).is_err());
     }
 
     #[test]
