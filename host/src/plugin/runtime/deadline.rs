@@ -9,14 +9,14 @@
 //! - past the timeout, the call traps with [`wasmtime::Trap::Interrupt`] (at most one tick
 //!   late);
 //! - past [`THROTTLE_AFTER`] (the pool's slow-call threshold: plugin calls take
-//!   microseconds), an event call is **paused**: its thread sleeps [`PAUSE_TICKS`] ticks for
-//!   every tick it runs. A guest spinning until its deadline then holds a tenth of a core
+//!   microseconds), an event call is **paused** more and more: for every tick it runs, its
+//!   thread sleeps one tick per [`PAUSE_RAMP`] it has run past the threshold, up to
+//!   [`MAX_PAUSE_TICKS`]. A guest spinning until its deadline soon holds a tenth of a core
 //!   instead of a whole one, and the events of every other plugin stop queueing behind it for
 //!   a CPU (on a small machine a spinner at the lowest priority still costs its neighbours'
-//!   tail latency). The pause counts towards the timeout: a stalled call ends when it would
-//!   have ended, having burned less. A call that is merely slow (tens of milliseconds of real
-//!   work) runs at that reduced share once past the threshold: calls that heavy belong in
-//!   `init` or in a requeue, not in every event.
+//!   tail latency). A call that is merely slow is paused less: one that needs a quarter of a
+//!   second takes a little over twice as long. The pauses count towards the timeout: a
+//!   stalled call ends when it would have ended, having burned less.
 //! - `init` is never paused: it runs once, and an interpreter's start-up (Python,
 //!   JavaScript) may legitimately take tens of milliseconds.
 
@@ -28,8 +28,11 @@ use crate::plugin::runtime::pool::DEFAULT_SLOW_CALL;
 /// How long an event call runs at full speed before it is paused between ticks.
 pub const THROTTLE_AFTER: Duration = DEFAULT_SLOW_CALL;
 
-/// Ticks a paused call sleeps for every tick it runs.
-pub const PAUSE_TICKS: u32 = 9;
+/// How much longer past [`THROTTLE_AFTER`] a call must run for each further tick of pause.
+pub const PAUSE_RAMP: Duration = Duration::from_millis(100);
+
+/// The most ticks a paused call sleeps for every tick it runs.
+pub const MAX_PAUSE_TICKS: u32 = 9;
 
 /// A call's deadline: the call's timeout, less the time the guest ran (or was paused), not
 /// counting the time it waited on the cluster.
@@ -75,9 +78,11 @@ impl CallDeadline {
         let Some(left) = self.timeout.checked_sub(ran).filter(|left| !left.is_zero()) else {
             return Err(wasmtime::Trap::Interrupt.into());
         };
-        if self.throttled && ran >= THROTTLE_AFTER {
+        let past = ran.saturating_sub(THROTTLE_AFTER);
+        let ticks = u32::try_from(past.as_nanos() / PAUSE_RAMP.as_nanos()).unwrap_or(u32::MAX).min(MAX_PAUSE_TICKS);
+        if self.throttled && ticks > 0 {
             self.paused += 1;
-            std::thread::sleep((self.engine.epoch_tick() * PAUSE_TICKS).min(left));
+            std::thread::sleep((self.engine.epoch_tick() * ticks).min(left));
         }
         Ok(wasmtime::UpdateDeadline::Continue(1))
     }
@@ -104,17 +109,23 @@ mod tests {
     }
 
     #[test]
-    fn an_event_call_past_the_threshold_is_paused_and_init_is_not() {
+    fn an_event_call_is_paused_more_the_longer_it_runs_and_init_is_not() {
         let mut deadline = deadline(Duration::from_millis(1), Duration::from_secs(60));
-        running_for(&mut deadline, true, THROTTLE_AFTER / 2);
+        running_for(&mut deadline, true, THROTTLE_AFTER + PAUSE_RAMP / 2);
         assert!(matches!(deadline.on_tick(), Ok(wasmtime::UpdateDeadline::Continue(1))));
-        assert_eq!(deadline.pauses(), 0, "a call within the threshold runs on");
-        running_for(&mut deadline, true, THROTTLE_AFTER);
+        assert_eq!(deadline.pauses(), 0, "a call just past the threshold runs on");
+        running_for(&mut deadline, true, THROTTLE_AFTER + PAUSE_RAMP * 3);
         let started = Instant::now();
         assert!(matches!(deadline.on_tick(), Ok(wasmtime::UpdateDeadline::Continue(1))));
         assert_eq!(deadline.pauses(), 1);
-        assert!(started.elapsed() >= Duration::from_millis(PAUSE_TICKS.into()), "slept a tick per tick run");
-        running_for(&mut deadline, false, THROTTLE_AFTER * 10);
+        let slept = started.elapsed();
+        assert!(slept >= Duration::from_millis(3), "three ticks of pause: {slept:?}");
+        running_for(&mut deadline, true, Duration::from_secs(30));
+        let started = Instant::now();
+        assert!(deadline.on_tick().is_ok());
+        let slept = started.elapsed();
+        assert!(slept >= Duration::from_millis(MAX_PAUSE_TICKS.into()), "at most nine ticks: {slept:?}");
+        running_for(&mut deadline, false, Duration::from_secs(30));
         assert!(deadline.on_tick().is_ok());
         assert_eq!(deadline.pauses(), 0, "init is never paused");
     }
@@ -132,11 +143,12 @@ mod tests {
     #[test]
     fn a_pause_never_outlasts_the_timeout() {
         // Nine ticks of a second each would sleep 9 s; 20 ms are left.
-        let mut deadline = deadline(Duration::from_secs(1), Duration::from_millis(100));
-        running_for(&mut deadline, true, Duration::from_millis(80));
+        let mut deadline = deadline(Duration::from_secs(1), Duration::from_secs(1));
+        running_for(&mut deadline, true, Duration::from_millis(980));
         let started = Instant::now();
         assert!(deadline.on_tick().is_ok());
-        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+        assert_eq!(deadline.pauses(), 1);
         assert!(interrupted(&mut deadline), "the next tick ends the call");
     }
 }

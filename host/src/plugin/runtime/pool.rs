@@ -12,9 +12,10 @@
 //! scheduling class (nice 19 where that is refused), so a guest spinning until its deadline
 //! runs only on a core nobody else wants and yields it at once when another thread wakes —
 //! and a fresh thread takes its place. The retired thread ends once its job
-//! ends (the per-call deadline bounds that). The call itself is paused nine epoch ticks in
-//! ten from the same threshold on ([`deadline`](super::deadline)). So a stalled plugin costs
-//! its neighbours neither a guest thread nor, on a busy machine, more than a tenth of a core.
+//! ends (the per-call deadline bounds that). The call itself is paused between epoch ticks
+//! from the same threshold on, soon nine ticks in ten ([`deadline`](super::deadline)). So a
+//! stalled plugin costs its neighbours neither a guest thread nor, for long, more than a
+//! tenth of a core.
 //!
 //! **An idle pool's job runs where it is asked for.** Waking a sleeping guest thread, and then
 //! the executor thread that awaits the result, costs two thread wake-ups — tens of
