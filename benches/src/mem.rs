@@ -88,18 +88,21 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
 /// The process's resident set size in bytes (`/proc/self/statm`), or 0 where unavailable.
 pub fn rss() -> usize {
-    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
-    let pages: usize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-    // statm counts pages; the machines these benchmarks run on have 4 KiB pages.
-    pages * 4096
+    statm_bytes(1)
 }
 
 /// The part of the resident set that is file-backed or shared memory (`/proc/self/statm`'s
 /// `shared`: a compiled component's code, and linear memory pages still mapped from a
 /// module's initial image), in bytes; the rest is the process's own anonymous memory.
 pub fn rss_shared() -> usize {
+    statm_bytes(2)
+}
+
+/// Field `index` of `/proc/self/statm`, in bytes (0 where unavailable).
+fn statm_bytes(index: usize) -> usize {
     let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
-    let pages: usize = statm.split_whitespace().nth(2).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: usize = statm.split_whitespace().nth(index).and_then(|p| p.parse().ok()).unwrap_or(0);
+    // statm counts pages; the machines these benchmarks run on have 4 KiB pages.
     pages * 4096
 }
 

@@ -169,21 +169,52 @@ impl PackedMeta {
 
     /// The view of this metadata over `json`, the text it was decoded from.
     pub fn view<'a>(&'a self, json: &'a str) -> ObjectMeta<'a> {
-        let texts = Texts { json, side: &self.side };
-        let (labels, annotations) = self.pairs.split_at(self.label_spans as usize);
+        let texts = self.texts(json);
         ObjectMeta {
             api_version: texts.get(self.api_version),
             kind: texts.get(self.kind),
-            namespace: self.namespace.map(|s| texts.get(s)),
-            name: texts.get(self.name),
-            uid: texts.get(self.uid),
-            resource_version: texts.get(self.resource_version),
+            namespace: self.namespace(json),
+            name: self.name(json),
+            uid: self.uid(json),
+            resource_version: self.resource_version(json),
             generation: self.generation,
-            labels: Labels::new(texts, labels),
-            annotations: Labels::new(texts, annotations),
+            labels: self.labels(json),
+            annotations: Labels::new(texts, &self.pairs[self.label_spans as usize..]),
             deletion_timestamp: self.deletion_timestamp.map(|s| texts.get(s)),
             owner_references: OwnerReferences { texts, owners: &self.owners },
         }
+    }
+
+    // The fields read on every event, each resolved alone (the hot path need not build the
+    // whole view).
+
+    /// `metadata.namespace`, over `json`.
+    pub fn namespace<'a>(&'a self, json: &'a str) -> Option<&'a str> {
+        self.namespace.map(|s| self.texts(json).get(s))
+    }
+
+    /// `metadata.name`, over `json`.
+    pub fn name<'a>(&'a self, json: &'a str) -> &'a str {
+        self.texts(json).get(self.name)
+    }
+
+    /// `metadata.uid`, over `json`.
+    pub fn uid<'a>(&'a self, json: &'a str) -> &'a str {
+        self.texts(json).get(self.uid)
+    }
+
+    /// `metadata.resourceVersion`, over `json`.
+    pub fn resource_version<'a>(&'a self, json: &'a str) -> &'a str {
+        self.texts(json).get(self.resource_version)
+    }
+
+    /// `metadata.labels`, over `json`.
+    pub fn labels<'a>(&'a self, json: &'a str) -> Labels<'a> {
+        Labels::new(self.texts(json), &self.pairs[..self.label_spans as usize])
+    }
+
+    fn texts<'a>(&'a self, json: &'a str) -> Texts<'a> {
+        Texts { json, side: &self.side }
     }
 
     /// Heap bytes held beyond the JSON text.

@@ -80,8 +80,7 @@ impl Object {
             let (meta, managed) = PackedMeta::decode(&json)?;
             (meta, managed.and_then(|raw| member_range(&json, raw, "managedFields")))
         };
-        let view = meta.view(&json);
-        let key: Arc<str> = object_key(view.namespace, view.name).into();
+        let key: Arc<str> = object_key(meta.namespace(&json), meta.name(&json)).into();
         Ok(Self(Arc::new(Inner { json: json.into_boxed_str(), meta, key, managed_fields })))
     }
 
@@ -108,27 +107,27 @@ impl Object {
 
     /// `metadata.namespace`.
     pub fn namespace(&self) -> Option<&str> {
-        self.meta().namespace
+        self.0.meta.namespace(&self.0.json)
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        self.meta().name
+        self.0.meta.name(&self.0.json)
     }
 
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> &str {
-        self.meta().resource_version
+        self.0.meta.resource_version(&self.0.json)
     }
 
     /// `metadata.uid`.
     pub fn uid(&self) -> &str {
-        self.meta().uid
+        self.0.meta.uid(&self.0.json)
     }
 
     /// `metadata.labels`.
     pub fn labels(&self) -> Labels<'_> {
-        self.meta().labels
+        self.0.meta.labels(&self.0.json)
     }
 
     /// Whether the JSON still holds `metadata.managedFields`.

@@ -47,7 +47,8 @@ pub struct CallDeadline {
 }
 
 impl CallDeadline {
-    /// The deadline of calls that may run `timeout`.
+    /// The deadline of calls that may run `timeout`; its clock starts now, unpaused (for the
+    /// instantiation that precedes `init`).
     pub fn new(engine: PluginEngine, timeout: Duration) -> Self {
         Self { engine, timeout, started: Instant::now(), waited: Duration::ZERO, throttled: false, paused: 0 }
     }

@@ -198,7 +198,6 @@ impl Sandbox {
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
         store.epoch_deadline_callback(|mut store| store.data_mut().deadline.on_tick());
-        store.data_mut().deadline.begin(false);
         store.set_epoch_deadline(1);
         let instantiation = |e: wasmtime::Error| CallOutcome::Trap(TrapKind::of_instantiation(&e));
         let instance = self.pre.pre.instantiate(&mut store).map_err(instantiation)?;
