@@ -1,13 +1,15 @@
 //! Run with cargo bench -p wink-benches --bench call_overhead
 //!
 //! Benchmark 3 — the cost of one wink delivery vs a bare wasmtime call. The `bench-noop`
-//! component's `on-update` is called with two ~4 KB Pods (old and new), five ways:
+//! component's `on-update` is called with two ~4 KB Pods (old and new), for each contract
+//! (0.3.0: `bench-noop`, objects lent as handles; 0.2.0: `bench-noop-v02`, objects copied
+//! whole), five ways:
 //!
 //! 1. `raw`: a bare wasmtime typed call (`TypedFunc::call`) of the export, on an instance
-//!    made with a plain `Linker` and `Store<()>`, arguments already built as WIT records —
-//!    the floor (lowering the arguments into guest memory and running the guest included);
-//! 2. `view`: building the two WIT record views of wink's objects (`object_ref`: borrowed
-//!    strings, lists of pointers — what wink prepares per call before lowering);
+//!    made with a plain `Linker` ([`RawCall`]), arguments already built — the floor
+//!    (lowering the arguments into guest memory and running the guest included);
+//! 2. `view` (0.2.0): building the two WIT record views of wink's objects (`object_ref`:
+//!    borrowed strings, lists of pointers — what wink prepares per call before lowering);
 //! 3. `instance`: `PluginInstance::on_update` — copy + call + the sandbox's per-call work
 //!    (fresh epoch deadline, log bookkeeping);
 //! 4. `handler`: `PluginHandler::deliver` awaited from async code — plus the instance's
@@ -31,12 +33,11 @@ use async_trait::async_trait;
 use criterion::Criterion;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use wasmtime::Store;
-use wasmtime::component::{Linker, TypedFunc};
 use wink::informer::{EntryResults, EventHandler, HandlerResult, Listener, ListenerOptions, Notification, Object};
-use wink::plugin::bindings::{WitObject, object_ref, to_wit, types};
-use wink::plugin::{GuestPool, MetricsRegistry, PluginHandler};
+use wink::plugin::bindings::{WitVersion, object_ref};
+use wink::plugin::{GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine, PluginHandler};
 use wink_benches::plugins::{self, PluginSettings};
+use wink_benches::raw_call::RawCall;
 use wink_benches::results::{Report, Table, human_duration, median, verdict};
 use wink_benches::workload::{self, PodSize};
 
@@ -103,53 +104,82 @@ fn pod_pair(index: usize) -> (Object, Object) {
     (old, new)
 }
 
-type OnUpdate<'a> = TypedFunc<(&'a WitObject, &'a WitObject), (Result<types::Action, types::HandlerError>,)>;
-
-/// A bare instance of the component: no wink state, imports that trap (bench-noop calls none).
-fn raw_instance<'a>(
-    engine: &wasmtime::Engine,
-    component: &wasmtime::component::Component,
-) -> (Store<()>, OnUpdate<'a>) {
-    let mut linker: Linker<()> = Linker::new(engine);
-    linker.define_unknown_imports_as_traps(component).expect("stubbing imports");
-    let mut store = Store::new(engine, ());
-    store.set_epoch_deadline(u64::MAX / 2);
-    let instance = linker.instantiate(&mut store, component).expect("instantiating");
-    let iface = instance.get_export_index(&mut store, None, "wink:plugin/handler@0.2.0").expect("handler export");
-    let init_index = instance.get_export_index(&mut store, Some(&iface), "init").expect("init");
-    let init = instance.get_typed_func::<(&str,), (Result<(), String>,)>(&mut store, init_index).expect("init type");
-    init.call(&mut store, ("null",)).expect("init call").0.expect("init ok");
-    let index = instance.get_export_index(&mut store, Some(&iface), "on-update").expect("on-update");
-    let func = instance.get_typed_func(&mut store, index).expect("on-update type");
-    (store, func)
+/// What one contract's run measured.
+struct Measured {
+    version: WitVersion,
+    raw: Duration,
+    inst: Duration,
+    handler: Duration,
+    delivery: Duration,
+    raw_streamed: Duration,
+    streamed: Duration,
 }
 
 fn main() {
     let rt = wink_benches::runtime();
     let mut criterion = Criterion::default().configure_from_args();
     let engine = rt.block_on(async { plugins::engine(64) });
-    let plugin = plugins::load(&plugins::bench_noop(), &engine);
-    let (old, new) = pod_pair(0);
-    let (wit_old, wit_new) = (to_wit(&old), to_wit(&new));
+    let pool = GuestPool::per_core();
+    let metrics = MetricsRegistry::new();
+    let pairs: Vec<(Object, Object)> = (0..STREAMED).map(pod_pair).collect();
+    let (old, new) = pairs[0].clone();
+
+    let mut group = criterion.benchmark_group("call_overhead");
+    group.bench_function("view", |b| b.iter(|| black_box((object_ref(black_box(&old)), object_ref(black_box(&new))))));
+    group.finish();
+    let view = time(&mut || {
+        black_box((object_ref(&old), object_ref(&new)));
+    });
+    let mut measured = Vec::new();
+    for dir in [plugins::bench_noop(), plugins::bench_noop_v02()] {
+        let plugin = plugins::load(&dir, &engine);
+        measured.push(measure(&rt, &mut criterion, &engine, &pool, &metrics, &plugin, &pairs));
+    }
+    criterion.final_summary();
+    write_report(&measured, view);
+}
+
+/// Times one median of 20,000 runs of `f`.
+fn time(f: &mut dyn FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..20_000)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    median(&times)
+}
+
+/// Every row, for one component.
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    criterion: &mut Criterion,
+    engine: &PluginEngine,
+    pool: &GuestPool,
+    metrics: &MetricsRegistry,
+    plugin: &LoadedPlugin,
+    pairs: &[(Object, Object)],
+) -> Measured {
+    let version = plugin.pre.version();
+    let name = |row: &str| format!("{}/{row}", version.as_str());
+    let (old, new) = pairs[0].clone();
     let mut group = criterion.benchmark_group("call_overhead");
 
-    let (mut store, func) = raw_instance(engine.wasmtime(), &plugin.component);
-    group.bench_function("raw", |b| {
-        b.iter(|| black_box(func.call(&mut store, (black_box(&wit_old), black_box(&wit_new))).expect("raw call")))
+    let mut raw_call = RawCall::new(engine.wasmtime(), &plugin.component, version, pairs);
+    group.bench_function(name("raw"), |b| b.iter(|| raw_call.call(0)));
+
+    let sandbox = plugins::sandbox(plugin, engine, &PluginSettings::named("noop-instance"));
+    let mut instance = sandbox.instantiate().expect("bench-noop starts");
+    group.bench_function(name("instance"), |b| {
+        b.iter(|| black_box(instance.on_update(black_box(&old), black_box(&new))))
     });
 
-    group.bench_function("view", |b| b.iter(|| black_box((object_ref(black_box(&old)), object_ref(black_box(&new))))));
-
-    let sandbox = plugins::sandbox(&plugin, &engine, &PluginSettings::named("noop-instance"));
-    let mut instance = sandbox.instantiate().expect("bench-noop starts");
-    group.bench_function("instance", |b| b.iter(|| black_box(instance.on_update(black_box(&old), black_box(&new)))));
-
-    let metrics = MetricsRegistry::new();
-    let pool = GuestPool::per_core();
-    let handler = Arc::new(plugins::handler(&plugin, &engine, &PluginSettings::named("noop-handler"), &metrics, &pool));
+    let handler = Arc::new(plugins::handler(plugin, engine, &PluginSettings::named("noop-handler"), metrics, pool));
     rt.block_on(handler.warm_up());
-    group.bench_function("handler", |b| {
-        b.to_async(&rt).iter(|| {
+    group.bench_function(name("handler"), |b| {
+        b.to_async(rt).iter(|| {
             let handler = handler.clone();
             let n = Notification::Update { old: old.clone(), new: new.clone() };
             async move { black_box(handler.deliver(n).await) }
@@ -166,18 +196,16 @@ fn main() {
     let cancel = CancellationToken::new();
     let signal: Arc<dyn EventHandler> = Arc::new(Signal { inner: handler.clone(), done: done.clone() });
     rt.spawn(listener.clone().run(signal, cancel.clone()));
-    let pairs: Vec<(Object, Object)> = (0..STREAMED).map(pod_pair).collect();
-    let wit_pairs: Vec<(WitObject, WitObject)> = pairs.iter().map(|(o, n)| (to_wit(o), to_wit(n))).collect();
     let mut raw_streamed_times = Vec::new();
-    group.bench_function("raw (streamed)", |b| {
+    group.bench_function(name("raw (streamed)"), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             let mut left = iters as usize;
             while left > 0 {
                 let batch = left.min(STREAMED);
                 let started = Instant::now();
-                for (old, new) in &wit_pairs[..batch] {
-                    let _ = black_box(func.call(&mut store, (black_box(old), black_box(new))).expect("raw call"));
+                for index in 0..batch {
+                    raw_call.call(index);
                 }
                 let elapsed = started.elapsed();
                 raw_streamed_times.push(elapsed / batch as u32);
@@ -189,7 +217,7 @@ fn main() {
     });
     let mut delivery_times = Vec::new();
     let mut streamed_times = Vec::new();
-    group.bench_function("delivery", |b| {
+    group.bench_function(name("delivery"), |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {
                 let mut total = Duration::ZERO;
@@ -207,7 +235,7 @@ fn main() {
             })
         })
     });
-    group.bench_function("delivery (streamed)", |b| {
+    group.bench_function(name("delivery (streamed)"), |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {
                 let mut total = Duration::ZERO;
@@ -233,23 +261,7 @@ fn main() {
     cancel.cancel();
 
     // The report: medians timed here (criterion prints its own estimates above).
-    let time = |f: &mut dyn FnMut()| {
-        let mut times: Vec<Duration> = (0..20_000)
-            .map(|_| {
-                let started = Instant::now();
-                f();
-                started.elapsed()
-            })
-            .collect();
-        times.sort_unstable();
-        median(&times)
-    };
-    let raw = time(&mut || {
-        let _ = black_box(func.call(&mut store, (&wit_old, &wit_new)).expect("raw call"));
-    });
-    let copy = time(&mut || {
-        black_box((object_ref(&old), object_ref(&new)));
-    });
+    let raw = time(&mut || raw_call.call(0));
     let inst = time(&mut || {
         black_box(instance.on_update(&old, &new));
     });
@@ -262,61 +274,101 @@ fn main() {
         }
         median(&times)
     });
-    let delivery = median(&delivery_times);
-    let streamed = median(&streamed_times);
-    let raw_streamed = median(&raw_streamed_times);
-    criterion.final_summary();
+    Measured {
+        version,
+        raw,
+        inst,
+        handler: handler_time,
+        delivery: median(&delivery_times),
+        raw_streamed: median(&raw_streamed_times),
+        streamed: median(&streamed_times),
+    }
+}
 
+fn ratio(t: Duration, base: Duration) -> String {
+    if base.is_zero() { "-".into() } else { format!("{:.2}×", t.as_secs_f64() / base.as_secs_f64()) }
+}
+
+fn write_report(measured: &[Measured], view: Duration) {
     let mut report = Report::new(
         "call_overhead",
         "3. Call overhead vs raw wasmtime",
-        "`on-update` of the `bench-noop` component with two ~4 KB Pods (managedFields included). `raw` is a \
-         bare wasmtime `TypedFunc::call` with the WIT records already built (lowering into guest memory and \
-         the guest's work included); each further row adds one layer of wink's path. Medians of 20,000 calls \
+        "`on-update` of the `bench-noop` component with two ~4 KB Pods (managedFields included), for each \
+         contract: 0.3.0 (`bench-noop`: the objects lent as `event-object` handles, the guest fetching the \
+         name) and 0.2.0 (`bench-noop-v02`, the same work against the earlier contract: both objects copied \
+         whole into guest memory, one guest allocation per string). `raw` is a bare wasmtime \
+         `TypedFunc::call` with the arguments already built (WIT records for 0.2.0; for 0.3.0 the objects \
+         in the store, lent by index, and a linker defining the `name` method: lowering and the guest's \
+         work included); each further row adds one layer of wink's path. Medians of 20,000 calls \
          (delivery: of criterion's samples, each from queueing the event to the handler's return, stamped \
          as it returns); `delivery (streamed)` is the time per delivery when 1,000 \
          updates of distinct Pods are queued at once, and `raw (streamed)` its floor: bare typed calls \
          with the same 1,000 pairs in turn (medians of criterion's samples).",
     );
-    let mut table = Table::new("", &["path", "median", "÷ raw", "this layer adds"]);
-    let rows = [
-        ("raw wasmtime typed call", raw, Duration::ZERO),
-        ("view: objects → borrowed WIT records", copy, copy),
-        ("instance: `PluginInstance::on_update` (view + call + deadline, log)", inst, inst.saturating_sub(raw + copy)),
-        (
-            "handler: `PluginHandler::deliver` (+ lock, hop to a guest thread and back, metrics)",
-            handler_time,
-            handler_time.saturating_sub(inst),
-        ),
-        ("delivery: listener queue → handler (+ queue, task wake-up)", delivery, delivery.saturating_sub(handler_time)),
-    ];
-    for (name, t, adds) in rows {
-        table.row(vec![
-            name.into(),
-            human_duration(t),
-            if raw.is_zero() { "-".into() } else { format!("{:.2}×", t.as_secs_f64() / raw.as_secs_f64()) },
-            if adds.is_zero() { String::new() } else { human_duration(adds) },
+    for m in measured {
+        let v = m.version.as_str();
+        let mut table = Table::new(format!("Contract {v}"), &["path", "median", "÷ raw", "this layer adds"]);
+        let mut rows = vec![("raw wasmtime typed call".to_owned(), m.raw, Duration::ZERO)];
+        let call = if m.version < WitVersion::V0_3 {
+            rows.push(("view: objects → borrowed WIT records".to_owned(), view, view));
+            m.raw + view
+        } else {
+            m.raw
+        };
+        rows.extend([
+            (
+                "instance: `PluginInstance::on_update` (view or loans + call + deadline, log)".to_owned(),
+                m.inst,
+                m.inst.saturating_sub(call),
+            ),
+            (
+                "handler: `PluginHandler::deliver` (+ lock, hop to a guest thread and back, metrics)".to_owned(),
+                m.handler,
+                m.handler.saturating_sub(m.inst),
+            ),
+            (
+                "delivery: listener queue → handler (+ queue, task wake-up)".to_owned(),
+                m.delivery,
+                m.delivery.saturating_sub(m.handler),
+            ),
         ]);
+        for (name, t, adds) in rows {
+            table.row(vec![
+                name,
+                human_duration(t),
+                ratio(t, m.raw),
+                if adds.is_zero() { String::new() } else { human_duration(adds) },
+            ]);
+        }
+        report.tables.push(table);
+        let mut streamed =
+            Table::new(format!("Contract {v}, under load"), &["path", "per update (median)", "÷ raw (streamed)"]);
+        for (name, t) in [
+            ("raw (streamed): bare typed calls, the same 1,000 pairs in turn", m.raw_streamed),
+            ("delivery (streamed): 1,000 updates queued on the listener at once", m.streamed),
+        ] {
+            streamed.row(vec![name.into(), human_duration(t), ratio(t, m.raw_streamed)]);
+        }
+        report.tables.push(streamed);
+        let single = m.delivery.as_secs_f64() / m.raw.as_secs_f64();
+        let stream = m.streamed.as_secs_f64() / m.raw_streamed.as_secs_f64();
+        report.notes.push(format!(
+            "{v}: one delivery {} ÷ raw {} = {single:.2}× (target ≤ 2×: {}); under load, delivery ÷ raw = {stream:.2}× (≤ 1.5×: {})",
+            human_duration(m.delivery),
+            human_duration(m.raw),
+            verdict(single <= 2.0),
+            verdict(stream <= 1.5)
+        ));
     }
-    report.tables.push(table);
-    let mut streamed_table = Table::new("Under load", &["path", "per update (median)", "÷ raw (streamed)"]);
-    for (name, t) in [
-        ("raw (streamed): bare typed calls, the same 1,000 pairs in turn", raw_streamed),
-        ("delivery (streamed): 1,000 updates queued on the listener at once", streamed),
-    ] {
-        streamed_table.row(vec![
-            name.into(),
-            human_duration(t),
-            format!("{:.2}×", t.as_secs_f64() / raw_streamed.as_secs_f64().max(f64::MIN_POSITIVE)),
-        ]);
+    if let [new, old] = measured {
+        report.notes.push(format!(
+            "{} ÷ {}: raw call {}, one delivery {}, under load {}",
+            new.version.as_str(),
+            old.version.as_str(),
+            ratio(new.raw, old.raw),
+            ratio(new.delivery, old.delivery),
+            ratio(new.streamed, old.streamed)
+        ));
     }
-    report.tables.push(streamed_table);
-    let single = delivery.as_secs_f64() / raw.as_secs_f64();
-    let stream = streamed.as_secs_f64() / raw_streamed.as_secs_f64();
-    report.notes.push(format!(
-        "one delivery ÷ raw = {single:.2}× (target ≤ 2×: {}); under load, delivery ÷ raw = {stream:.2}× (≤ 1.5×: {})",
-        verdict(single <= 2.0),
-        verdict(stream <= 1.5)
-    ));
     report.write();
 }

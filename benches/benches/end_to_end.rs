@@ -10,7 +10,7 @@
 //!
 //! - wink with a wasm plugin: the kube source, the informer (managedFields stripped, its
 //!   default), the listener queue and `PluginHandler` calling `bench-noop`'s `on-update`
-//!   (guest pool, sandbox, WIT call with the object's metadata and JSON);
+//!   (guest pool, sandbox, WIT call lending both objects as handles, the guest fetching the name);
 //! - wink with a native handler doing the same work (read the name), to split the cost;
 //! - kube-rs's `watcher` of typed `Pod`s (the faster kube-rs decoding, benchmark 1) with a
 //!   native closure reading the name.

@@ -102,7 +102,7 @@ fn main() {
         "The stream of benchmark 1 (10,000 Pods of ~4 KB listed, then 50,000 watch events, local API server) \
          through wink's informer with 1 and 10 listeners doing the same trivial work — read the object's name: \
          a native Rust handler, or the `bench-noop` Rust plugin as a wasm component run by `PluginHandler` \
-         (guest pool of one thread per core, sandbox, WIT call with the object's metadata and JSON). Time \
+         (guest pool of one thread per core, sandbox, WIT call lending both objects as `event-object` handles, the guest fetching the name). Time \
          until every listener had every listed Pod and every Pod's final state; medians.",
     );
     let mut table = Table::new(

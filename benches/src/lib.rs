@@ -14,6 +14,7 @@
 //! - [`results`]: the JSON reports behind `BENCHMARKS.md`, and statistics.
 //! - [`stream`]: the list-then-watch stream of benchmarks 1 and 2.
 //! - [`profile`]: turning `perf` on for the measured phase only.
+//! - [`raw_call`]: a bare wasmtime call of a component's `on-update`, the floor of a call.
 
 pub mod cluster;
 pub mod consumers;
@@ -21,6 +22,7 @@ pub mod gate;
 pub mod mem;
 pub mod plugins;
 pub mod profile;
+pub mod raw_call;
 pub mod results;
 pub mod stream;
 pub mod track;

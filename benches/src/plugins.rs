@@ -20,9 +20,15 @@ pub fn bench_writer() -> PathBuf {
     wink_tests::plugin("bench/bench-writer")
 }
 
-/// The folder of the built `bench-noop` plugin.
+/// The folder of the built `bench-noop` plugin (contract 0.3.0: objects lent as handles).
 pub fn bench_noop() -> PathBuf {
     wink_tests::plugin("bench/bench-noop")
+}
+
+/// The folder of the built `bench-noop-v02` plugin: the same work against contract 0.2.0
+/// (objects copied whole into the guest).
+pub fn bench_noop_v02() -> PathBuf {
+    wink_tests::plugin("bench/bench-noop-v02")
 }
 
 /// Which language a guest component was written in.

@@ -1,5 +1,8 @@
 //! What [`export_handler!`](crate::export_handler) expands to, and the glue it calls.
 //!
+//! Events arrive as `event-object` handles the host lends for the call; the glue wraps each in
+//! a lent [`Object`] that lives exactly as long as the call.
+//!
 //! The macro expands in the plugin's crate: it declares a thread-local slot for the plugin's
 //! [`Handler`], a unit type implementing the generated `Guest` trait by calling the functions
 //! below, and invokes wit-bindgen's export macro for that type. WebAssembly guests are
@@ -48,21 +51,21 @@ macro_rules! export_handler {
                 }
 
                 fn on_add(
-                    obj: $crate::bindings::wink::plugin::types::Object,
+                    obj: &$crate::bindings::wink::plugin::types::EventObject,
                     initial_list: bool,
                 ) -> ::core::result::Result<$crate::Action, $crate::HandlerError> {
                     $crate::__private::on_add(&WINK_HANDLER, obj, initial_list)
                 }
 
                 fn on_update(
-                    old: $crate::bindings::wink::plugin::types::Object,
-                    new: $crate::bindings::wink::plugin::types::Object,
+                    old: &$crate::bindings::wink::plugin::types::EventObject,
+                    new: &$crate::bindings::wink::plugin::types::EventObject,
                 ) -> ::core::result::Result<$crate::Action, $crate::HandlerError> {
                     $crate::__private::on_update(&WINK_HANDLER, old, new)
                 }
 
                 fn on_delete(
-                    obj: $crate::bindings::wink::plugin::types::Object,
+                    obj: &$crate::bindings::wink::plugin::types::EventObject,
                     final_state_unknown: bool,
                 ) -> ::core::result::Result<$crate::Action, $crate::HandlerError> {
                     $crate::__private::on_delete(&WINK_HANDLER, obj, final_state_unknown)
@@ -86,28 +89,52 @@ pub fn init<H: Handler + Default>(slot: &'static LocalKey<Slot<H>>, config: Stri
 /// Delivers an add.
 pub fn on_add<H: Handler>(
     slot: &'static LocalKey<Slot<H>>,
-    obj: types::Object,
+    obj: &types::EventObject,
     initial_list: bool,
 ) -> Result<Action, HandlerError> {
-    with_handler(slot, "on-add", |h| h.on_add(&Object::from_raw(obj), initial_list))
+    on_add_object(slot, &Object::lent(obj), initial_list)
 }
 
 /// Delivers an update.
 pub fn on_update<H: Handler>(
     slot: &'static LocalKey<Slot<H>>,
-    old: types::Object,
-    new: types::Object,
+    old: &types::EventObject,
+    new: &types::EventObject,
 ) -> Result<Action, HandlerError> {
-    with_handler(slot, "on-update", |h| h.on_update(&Object::from_raw(old), &Object::from_raw(new)))
+    on_update_object(slot, &Object::lent(old), &Object::lent(new))
 }
 
 /// Delivers a delete.
 pub fn on_delete<H: Handler>(
     slot: &'static LocalKey<Slot<H>>,
-    obj: types::Object,
+    obj: &types::EventObject,
     final_state_unknown: bool,
 ) -> Result<Action, HandlerError> {
-    with_handler(slot, "on-delete", |h| h.on_delete(&Object::from_raw(obj), final_state_unknown))
+    on_delete_object(slot, &Object::lent(obj), final_state_unknown)
+}
+
+fn on_add_object<H: Handler>(
+    slot: &'static LocalKey<Slot<H>>,
+    obj: &Object,
+    initial: bool,
+) -> Result<Action, HandlerError> {
+    with_handler(slot, "on-add", |h| h.on_add(obj, initial))
+}
+
+fn on_update_object<H: Handler>(
+    slot: &'static LocalKey<Slot<H>>,
+    old: &Object,
+    new: &Object,
+) -> Result<Action, HandlerError> {
+    with_handler(slot, "on-update", |h| h.on_update(old, new))
+}
+
+fn on_delete_object<H: Handler>(
+    slot: &'static LocalKey<Slot<H>>,
+    obj: &Object,
+    unknown: bool,
+) -> Result<Action, HandlerError> {
+    with_handler(slot, "on-delete", |h| h.on_delete(obj, unknown))
 }
 
 fn with_handler<H: Handler>(
@@ -154,27 +181,25 @@ mod tests {
         static SLOT: Slot<Counter> = const { RefCell::new(None) };
     }
 
-    fn pod() -> types::Object {
-        Object::from_json(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"d","name":"p"}}"#)
-            .unwrap()
-            .into_raw()
+    fn pod() -> Object {
+        Object::from_json(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"d","name":"p"}}"#).unwrap()
     }
 
     #[test]
     fn events_before_init_fail_and_state_lives_until_the_next_init() {
-        let err = on_add(&SLOT, pod(), true).unwrap_err();
+        let err = on_add_object(&SLOT, &pod(), true).unwrap_err();
         assert_eq!(err, HandlerError::fatal("wink-guest: on-add called before a successful init"));
 
         init(&SLOT, "x:".into()).unwrap();
-        assert_eq!(on_add(&SLOT, pod(), true), Ok(Action::RequeueAfter(5)), "the handler's action is returned");
-        assert_eq!(on_add(&SLOT, pod(), false), Err(HandlerError::retry("x:d/p,x:d/p")));
-        on_update(&SLOT, pod(), pod()).unwrap();
-        on_delete(&SLOT, pod(), true).unwrap();
+        assert_eq!(on_add_object(&SLOT, &pod(), true), Ok(Action::RequeueAfter(5)), "the handler's action is returned");
+        assert_eq!(on_add_object(&SLOT, &pod(), false), Err(HandlerError::retry("x:d/p,x:d/p")));
+        on_update_object(&SLOT, &pod(), &pod()).unwrap();
+        on_delete_object(&SLOT, &pod(), true).unwrap();
 
         assert_eq!(init(&SLOT, "\"bad\"".into()), Err("bad config".into()));
-        assert!(on_delete(&SLOT, pod(), false).is_err(), "a failed init drops the old handler");
+        assert!(on_delete_object(&SLOT, &pod(), false).is_err(), "a failed init drops the old handler");
 
         init(&SLOT, "y:".into()).unwrap();
-        on_add(&SLOT, pod(), true).unwrap();
+        on_add_object(&SLOT, &pod(), true).unwrap();
     }
 }

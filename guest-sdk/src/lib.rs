@@ -1,9 +1,13 @@
 //! `wink-guest`: write [wink](https://github.com/wink-rs/wink) handler plugins in Rust.
 //!
 //! A wink plugin is a WebAssembly component that implements the `wink:plugin/handler-plugin`
-//! world (`wit/wink-plugin.wit`, version 0.2.0). This crate hides the component-model
+//! world (`wit/wink-plugin.wit`, version 0.3.0). This crate hides the component-model
 //! plumbing behind a [`Handler`] trait, a typed [`Object`], and safe wrappers over the host's
-//! [`log`](mod@log), [`cache`], [`cluster`] and [`time`] imports:
+//! [`log`](mod@log), [`cache`], [`cluster`] and [`time`] imports.
+//!
+//! A handler's objects stay in the host until it reads them: each [`Object`] accessor fetches
+//! its part once, on first use, so a handler that looks at a name and a label pays for a name
+//! and a label, not for copying the whole object into the plugin on every event.
 //!
 //! ```no_run
 //! use wink_guest::{Action, Handler, HandlerError, Object};
@@ -49,6 +53,7 @@ pub mod cache;
 pub mod cluster;
 mod export;
 mod handler;
+mod lent;
 pub mod log;
 mod object;
 pub mod time;

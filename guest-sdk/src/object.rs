@@ -1,9 +1,13 @@
 //! [`Object`]: a Kubernetes object as the host delivers it, with typed accessors.
 //!
-//! The host parses an object's metadata once and sends it beside the object's JSON, exactly as
+//! The host parses an object's metadata once and keeps it beside the object's JSON, exactly as
 //! the API server served it. [`Object`] reads the metadata without parsing anything and parses
 //! the JSON only when asked: into a [`serde_json::Value`], into any `serde` type, or (with the
 //! `k8s-openapi` feature) into `k8s-openapi` types.
+//!
+//! An object a handler receives is *lent*: it stays in the host, and each accessor fetches
+//! its part the first time it is called ([`lent`](crate::lent)), so reading a name costs a
+//! name, not the whole object. Objects from the cache and the cluster arrive whole.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,6 +17,7 @@ use serde::de::DeserializeOwned;
 
 use crate::bindings::wink::plugin::types;
 use crate::cache::Resource;
+use crate::lent::Lent;
 
 /// An entry of `metadata.ownerReferences`, as the host parsed it.
 pub use crate::bindings::wink::plugin::types::OwnerReference;
@@ -51,27 +56,59 @@ pub enum ParseError {
 
 /// A Kubernetes object delivered by the host: its parsed metadata and its JSON.
 ///
-/// Metadata accessors cost nothing; [`json_value`](Self::json_value), [`parse`](Self::parse)
-/// and friends parse the JSON each time they are called.
-#[derive(Clone, PartialEq, Eq)]
+/// Metadata accessors parse nothing (a handler's object fetches each part from the host once,
+/// the first time it is read); [`json_value`](Self::json_value), [`parse`](Self::parse) and
+/// friends parse the JSON each time they are called. A clone is a whole copy, independent of
+/// the handler call.
 pub struct Object {
-    raw: types::Object,
+    repr: Repr,
+}
+
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a lent object lives on the stack for one handler call; boxing it would cost an allocation per event"
+)]
+enum Repr {
+    /// The whole object, in the plugin's memory.
+    Whole(types::Object),
+    /// Lent by the host for the handler call in progress.
+    Lent(Lent),
 }
 
 impl Object {
     /// Wraps an object received through the raw bindings.
     pub fn from_raw(raw: types::Object) -> Self {
-        Self { raw }
+        Self { repr: Repr::Whole(raw) }
     }
 
-    /// The object as the raw bindings represent it.
+    /// Wraps an object the host lent to the handler call in progress. The [`Object`] must not
+    /// outlive the call (the export glue hands it to the handler by reference).
+    pub(crate) fn lent(handle: &types::EventObject) -> Self {
+        Self { repr: Repr::Lent(Lent::new(handle)) }
+    }
+
+    /// The object as the raw bindings represent it (a lent object is fetched whole).
     pub fn as_raw(&self) -> &types::Object {
-        &self.raw
+        match &self.repr {
+            Repr::Whole(raw) => raw,
+            Repr::Lent(lent) => lent.whole(),
+        }
     }
 
     /// Unwraps the object into its raw bindings representation.
     pub fn into_raw(self) -> types::Object {
-        self.raw
+        match self.repr {
+            Repr::Whole(raw) => raw,
+            Repr::Lent(lent) => lent.to_owned_object(),
+        }
+    }
+
+    /// The parsed metadata record (a lent object fetches it whole, once).
+    fn meta(&self) -> &types::ObjectMeta {
+        match &self.repr {
+            Repr::Whole(raw) => &raw.meta,
+            Repr::Lent(lent) => lent.meta(),
+        }
     }
 
     /// Builds an object from its JSON, parsing the metadata the way the host does. Meant for
@@ -114,17 +151,23 @@ impl Object {
             },
             json,
         };
-        Ok(Self { raw })
+        Ok(Self::from_raw(raw))
     }
 
     /// `apiVersion`, e.g. `v1` or `apps/v1`.
     pub fn api_version(&self) -> &str {
-        &self.raw.meta.api_version
+        match &self.repr {
+            Repr::Whole(raw) => &raw.meta.api_version,
+            Repr::Lent(lent) => lent.api_version(),
+        }
     }
 
     /// `kind`, e.g. `Pod`.
     pub fn kind(&self) -> &str {
-        &self.raw.meta.kind
+        match &self.repr {
+            Repr::Whole(raw) => &raw.meta.kind,
+            Repr::Lent(lent) => lent.kind(),
+        }
     }
 
     /// The resource this object belongs to (its `apiVersion` and kind), for [`crate::cache`].
@@ -134,12 +177,19 @@ impl Object {
 
     /// `metadata.namespace`; `None` for cluster-scoped objects.
     pub fn namespace(&self) -> Option<&str> {
-        self.raw.meta.namespace.as_deref().filter(|ns| !ns.is_empty())
+        let namespace = match &self.repr {
+            Repr::Whole(raw) => raw.meta.namespace.as_deref(),
+            Repr::Lent(lent) => lent.namespace(),
+        };
+        namespace.filter(|ns| !ns.is_empty())
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        &self.raw.meta.name
+        match &self.repr {
+            Repr::Whole(raw) => &raw.meta.name,
+            Repr::Lent(lent) => lent.name(),
+        }
     }
 
     /// The object's cache key: `namespace/name`, or `name` when cluster-scoped (client-go's
@@ -153,22 +203,31 @@ impl Object {
 
     /// `metadata.uid`; empty when the object has none.
     pub fn uid(&self) -> &str {
-        &self.raw.meta.uid
+        match &self.repr {
+            Repr::Whole(raw) => &raw.meta.uid,
+            Repr::Lent(lent) => lent.uid(),
+        }
     }
 
     /// `metadata.resourceVersion`; empty when the object has none.
     pub fn resource_version(&self) -> &str {
-        &self.raw.meta.resource_version
+        match &self.repr {
+            Repr::Whole(raw) => &raw.meta.resource_version,
+            Repr::Lent(lent) => lent.resource_version(),
+        }
     }
 
     /// `metadata.generation`, when set.
     pub fn generation(&self) -> Option<i64> {
-        self.raw.meta.generation
+        match &self.repr {
+            Repr::Whole(raw) => raw.meta.generation,
+            Repr::Lent(lent) => lent.generation(),
+        }
     }
 
     /// `metadata.ownerReferences`, parsed by the host.
     pub fn owner_references(&self) -> &[OwnerReference] {
-        &self.raw.meta.owner_references
+        &self.meta().owner_references
     }
 
     /// The owner reference of `kind` (any apiVersion), preferring the managing controller.
@@ -178,33 +237,42 @@ impl Object {
 
     /// `metadata.labels` as `(key, value)` pairs, sorted by key.
     pub fn labels(&self) -> &[(String, String)] {
-        &self.raw.meta.labels
+        &self.meta().labels
     }
 
     /// The value of label `key`, if the object has it.
     pub fn label(&self, key: &str) -> Option<&str> {
-        lookup(&self.raw.meta.labels, key)
+        match &self.repr {
+            Repr::Whole(raw) => lookup(&raw.meta.labels, key),
+            Repr::Lent(lent) => lent.label(key),
+        }
     }
 
     /// `metadata.annotations` as `(key, value)` pairs, sorted by key.
     pub fn annotations(&self) -> &[(String, String)] {
-        &self.raw.meta.annotations
+        &self.meta().annotations
     }
 
     /// The value of annotation `key`, if the object has it.
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        lookup(&self.raw.meta.annotations, key)
+        match &self.repr {
+            Repr::Whole(raw) => lookup(&raw.meta.annotations, key),
+            Repr::Lent(lent) => lent.annotation(key),
+        }
     }
 
     /// `metadata.deletionTimestamp` (RFC 3339) when the object is being deleted.
     pub fn deletion_timestamp(&self) -> Option<&str> {
-        self.raw.meta.deletion_timestamp.as_deref()
+        self.meta().deletion_timestamp.as_deref()
     }
 
     /// The whole object as the API server served it (`metadata.managedFields` may have been
     /// stripped by the host).
     pub fn json(&self) -> &str {
-        &self.raw.json
+        match &self.repr {
+            Repr::Whole(raw) => &raw.json,
+            Repr::Lent(lent) => lent.json(),
+        }
     }
 
     /// Parses the object's JSON into a [`serde_json::Value`].
@@ -217,7 +285,7 @@ impl Object {
     /// `k8s_openapi::api::core::v1::Pod` (with the `k8s-openapi` feature, see also
     /// [`typed`](Self::typed)).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ParseError> {
-        serde_json::from_str(&self.raw.json).map_err(|source| ParseError::Json {
+        serde_json::from_str(self.json()).map_err(|source| ParseError::Json {
             kind: self.kind().to_owned(),
             key: self.key(),
             target: std::any::type_name::<T>(),
@@ -267,6 +335,21 @@ impl From<types::Object> for Object {
     }
 }
 
+/// A clone is whole: a lent object is copied out of the host.
+impl Clone for Object {
+    fn clone(&self) -> Self {
+        Self::from_raw(self.as_raw().clone())
+    }
+}
+
+impl PartialEq for Object {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_raw() == other.as_raw()
+    }
+}
+
+impl Eq for Object {}
+
 impl fmt::Debug for Object {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Object")
@@ -285,7 +368,7 @@ impl fmt::Display for Object {
     }
 }
 
-fn lookup<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+pub(crate) fn lookup<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
     pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 

@@ -232,10 +232,14 @@ mod tests {
     }
 
     #[test]
-    fn both_versions_of_the_contract_are_known() {
+    fn every_version_of_the_contract_is_known() {
         let contracts = Contract::load(&crate::repo_root().join("wit")).unwrap();
-        assert!(contracts.current().exports.contains(&"wink:plugin/handler@0.2.0".to_owned()));
-        assert!(contracts.current().imports.contains(&"wink:plugin/cluster@0.2.0".to_owned()));
+        assert!(contracts.current().exports.contains(&"wink:plugin/handler@0.3.0".to_owned()));
+        assert!(contracts.current().imports.contains(&"wink:plugin/cluster@0.3.0".to_owned()));
+        let exports: Vec<&String> = contracts.versions.iter().flat_map(|v| &v.exports).collect();
+        for version in ["0.3.0", "0.2.0", "0.1.0"] {
+            assert!(exports.contains(&&format!("wink:plugin/handler@{version}")), "{version}: {exports:?}");
+        }
         assert!(contracts.current().imports.contains(&"wasi:clocks/wall-clock@0.2.0".to_owned()));
         let surface = Surface::of_component(&component(&test_wit(), "plugin")).unwrap();
         contracts.check(&surface).expect("a 0.1.0 plugin still implements the contract");

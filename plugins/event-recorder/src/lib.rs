@@ -19,6 +19,13 @@
 //! - `{"work": N}`: every call first burns `N` iterations of a loop the optimizer cannot
 //!   remove (guests have no clock), making the plugin slow on purpose; the time per call grows
 //!   with `N` (about a millisecond per million iterations on a typical machine).
+//! - `{"describe": {"labels": [K…], "annotations": [K…]}}`: every add also logs
+//!   `object key=<key> api_version=… kind=… uid=… generation=… label:<K>=<value or ->…
+//!   annotation:<K>=…… labels=<k=v,…> annotations=<k=v,…> owners=<kind/name/uid/controller,…>
+//!   deleting=<timestamp or -> json_uid=<uid parsed from the JSON> again:<K>=…… clone_equal=<bool>`, reading each
+//!   part through the SDK in that order: scalar fields first, then the labels and annotations
+//!   asked for by key, then the lists (the whole metadata), then the same labels again, then a
+//!   clone. A test compares it with the object it put.
 //!
 //! Build with `cargo xtask build-plugins`.
 
@@ -41,6 +48,18 @@ struct Config {
     /// Iterations of busy work per call.
     #[serde(default)]
     work: u64,
+    /// Log a description of every added object.
+    describe: Option<Describe>,
+}
+
+/// What the description of an object looks up by key.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Describe {
+    #[serde(default)]
+    labels: Vec<String>,
+    #[serde(default)]
+    annotations: Vec<String>,
 }
 
 /// Records events.
@@ -53,6 +72,7 @@ struct EventRecorder {
     retried: HashSet<String>,
     /// Iterations of busy work per call.
     work: u64,
+    describe: Option<Describe>,
 }
 
 /// Burns `iterations` rounds of arithmetic whose result the optimizer must assume is used.
@@ -62,6 +82,44 @@ fn burn(iterations: u64) {
         acc = std::hint::black_box(acc.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
     }
     std::hint::black_box(acc);
+}
+
+fn pairs(pairs: &[(String, String)]) -> String {
+    pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// The `object …` line (see the module docs).
+fn describe(obj: &Object, asked: &Describe) -> String {
+    let mut line = format!(
+        "object key={} api_version={} kind={} uid={} generation={}",
+        obj.key(),
+        obj.api_version(),
+        obj.kind(),
+        obj.uid(),
+        obj.generation().map_or("-".to_owned(), |g| g.to_string())
+    );
+    let lookups = |line: &mut String, prefix: &str| {
+        for key in &asked.labels {
+            line.push_str(&format!(" {prefix}label:{key}={}", obj.label(key).unwrap_or("-")));
+        }
+        for key in &asked.annotations {
+            line.push_str(&format!(" {prefix}annotation:{key}={}", obj.annotation(key).unwrap_or("-")));
+        }
+    };
+    lookups(&mut line, "");
+    let owners: Vec<String> =
+        obj.owner_references().iter().map(|o| format!("{}/{}/{}/{}", o.kind, o.name, o.uid, o.controller)).collect();
+    line.push_str(&format!(
+        " labels={} annotations={} owners={} deleting={} json_uid={}",
+        pairs(obj.labels()),
+        pairs(obj.annotations()),
+        owners.join(","),
+        obj.deletion_timestamp().unwrap_or("-"),
+        obj.json_value().ok().and_then(|v| v["metadata"]["uid"].as_str().map(str::to_owned)).unwrap_or_default()
+    ));
+    lookups(&mut line, "again:");
+    line.push_str(&format!(" clone_equal={}", obj.clone() == *obj));
+    line
 }
 
 impl EventRecorder {
@@ -91,12 +149,16 @@ impl Handler for EventRecorder {
         self.retry_label = config.retry_label;
         self.suffix = config.tag.map(|t| format!(" tag={t}")).unwrap_or_default();
         self.work = config.work;
+        self.describe = config.describe;
         Ok(())
     }
 
     fn on_add(&mut self, obj: &Object, initial_list: bool) -> Result<Action, HandlerError> {
         burn(self.work);
         info!("event=add key={} rv={} initial={initial_list}{}", obj.key(), obj.resource_version(), self.suffix);
+        if let Some(asked) = &self.describe {
+            info!("{}", describe(obj, asked));
+        }
         self.maybe_retry(obj)
     }
 

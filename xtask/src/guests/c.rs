@@ -2,7 +2,7 @@
 //! folder ([`debian`]), and bindings from wit-bindgen's C generator, used as a library.
 //!
 //! Build:
-//! 1. the bindings of `wit/`'s `handler-plugin` world (`handler_plugin.{h,c}` and
+//! 1. the bindings of the `handler-plugin` world of the SDK's contract version (`handler_plugin.{h,c}` and
 //!    `handler_plugin_component_type.o`, which carries the world into the core module), once
 //!    per run;
 //! 2. `clang --target=wasm32-wasi -mexec-model=reactor` over the plugin's `*.c`, the SDK's
@@ -111,7 +111,7 @@ impl Toolchain {
 }
 
 /// Unpacks the pinned packages into `<toolchains>/c` (unless they are there) and generates
-/// the bindings of `<repo>/wit` into `<build>/c-bindings`.
+/// the bindings of the C SDK's contract ([`super::sdk_contract`]) into `<build>/c-bindings`.
 pub fn install(repo: &Path, toolchains: &Path, build: &Path) -> Result<Toolchain> {
     let dir = toolchains.join("c");
     let root = {
@@ -138,7 +138,7 @@ pub fn install(repo: &Path, toolchains: &Path, build: &Path) -> Result<Toolchain
             tools::tail(&version, 10)
         );
     }
-    generate_bindings(&repo.join("wit"), &toolchain.bindings)?;
+    generate_bindings(&super::sdk_contract(repo), &toolchain.bindings)?;
     Ok(toolchain)
 }
 

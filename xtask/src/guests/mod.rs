@@ -33,6 +33,13 @@ use crate::component::Contract;
 use crate::package;
 use crate::report::{BuiltPlugin, Report, seconds};
 
+/// The WIT package the Python, JavaScript and C SDKs implement: `wink:plugin@0.2.0`, whose
+/// handlers receive objects as records. (0.3.0's lent `event-object` handles are implemented
+/// by the Rust SDK so far; the host serves both.)
+pub fn sdk_contract(repo: &Path) -> PathBuf {
+    repo.join("wit").join("v0.2.0")
+}
+
 /// Where a build reads and writes.
 pub struct Context<'a> {
     /// The repository.

@@ -1,5 +1,5 @@
-//! The host side of the interfaces a plugin imports: `log`, `cache`, `cluster`, and the WASI
-//! clocks.
+//! The host side of the interfaces a plugin imports: `log`, `cache`, `cluster`, the
+//! `event-object` handles a 0.3.0 handler reads, and the WASI clocks.
 //!
 //! Each interface is implemented by its own small state type ([`LogSink`], [`CacheAccess`],
 //! [`ClusterAccess`]) that lives in the store's
@@ -13,6 +13,7 @@ pub mod cache;
 pub mod clocks;
 pub mod cluster;
 pub mod cluster_link;
+pub mod event_object;
 pub mod log;
 pub mod wasi;
 

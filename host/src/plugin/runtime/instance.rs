@@ -6,9 +6,9 @@
 //! A [`PluginInstance`] is one `Store<HostState>` with its instance: the store's limiter caps
 //! memory (every refused growth traps), and each call gets a fresh epoch deadline.
 //!
-//! Linked: `wink:plugin/log`, `cache` and (0.2.0) `cluster`, under the names of every
-//! contract version a plugin may implement ([`WitVersion`]), and the WASI wall and monotonic
-//! clocks. No other WASI interface.
+//! Linked: `wink:plugin/log`, `cache`, (from 0.2.0) `cluster` and (0.3.0) the `event-object`
+//! resource of `types`, under the names of every contract version a plugin may implement
+//! ([`WitVersion`]), and the WASI wall and monotonic clocks. No other WASI interface.
 //!
 //! Every string a guest hands back (a log message, a `retry`/`fatal` reason, an `init`
 //! refusal) is lifted as a [`GuestText`]: escaped onto one line and read only up to
@@ -22,10 +22,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::{Instance, InstancePre, Linker, TypedFunc};
+use wasmtime::component::{Instance, InstancePre, Linker, Resource, TypedFunc};
 use wasmtime::{Store, StoreContextMut};
 
 use crate::informer::{Action, Notification, Object};
+use crate::plugin::imports::event_object::{EventObject, LentObjects};
 use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, LogSink};
 use crate::plugin::runtime::bindings::{GuestAction, GuestHandlerError, ObjectRef, WitVersion, log, object_ref};
 use crate::plugin::runtime::deadline::CallDeadline;
@@ -47,6 +48,8 @@ pub struct HostState {
     pub limiter: PluginLimiter,
     /// The deadline of the call in progress.
     pub deadline: CallDeadline,
+    /// The objects lent to the call in progress (0.3.0 handlers).
+    pub lent: LentObjects,
 }
 
 /// A pre-linked component, and the contract version it implements.
@@ -75,8 +78,8 @@ impl PluginPre {
     }
 }
 
-/// A linker with the host's imports: for each contract version, `types`, `log`, `cache` (and
-/// `cluster` from 0.2.0). The WASI a component imports is linked per component
+/// A linker with the host's imports: for each contract version, `types` (with 0.3.0's
+/// `event-object`), `log`, `cache` (and `cluster` from 0.2.0). The WASI a component imports is linked per component
 /// ([`wasi::link`](crate::plugin::imports::wasi::link)).
 ///
 /// Every function is defined by hand (not through bindgen's `Host` traits): the same
@@ -86,7 +89,10 @@ impl PluginPre {
 pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine.wasmtime());
     for version in WitVersion::ALL {
-        linker.instance(&version.interface("types"))?;
+        let mut types = linker.instance(&version.interface("types"))?;
+        if version >= WitVersion::V0_3 {
+            crate::plugin::imports::event_object::link(&mut types)?;
+        }
         linker.instance(&version.interface("log"))?.func_wrap(
             "log",
             |mut store: StoreContextMut<'_, HostState>, (level, message): (log::Level, GuestText)| {
@@ -95,8 +101,10 @@ pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
             },
         )?;
         crate::plugin::imports::cache::link(&mut linker.instance(&version.interface("cache"))?)?;
+        if version >= WitVersion::V0_2 {
+            crate::plugin::imports::cluster_link::link(&mut linker.instance(&version.interface("cluster"))?)?;
+        }
     }
-    crate::plugin::imports::cluster_link::link(&mut linker.instance(&WitVersion::V0_2.interface("cluster"))?)?;
     Ok(linker)
 }
 
@@ -194,6 +202,7 @@ impl Sandbox {
             cluster: ClusterAccess::new(self.cluster.clone()),
             limiter: PluginLimiter::new(self.memory_limit),
             deadline: CallDeadline::new(self.engine.clone(), self.call_timeout),
+            lent: LentObjects::default(),
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
@@ -234,10 +243,27 @@ impl<R> Clone for EventFuncs<R> {
 
 impl<R> Copy for EventFuncs<R> {}
 
-/// The handler exports: 0.1.0 handlers return nothing, 0.2.0 handlers an `action`.
+/// The handler exports of 0.3.0: objects are lent as `event-object` handles (see
+/// [`LentObjects`]), read by the guest on demand.
+#[derive(Clone, Copy)]
+struct LentFuncs {
+    on_add: TypedFunc<(Lent, bool), LentResult>,
+    on_update: TypedFunc<(Lent, Lent), LentResult>,
+    on_delete: TypedFunc<(Lent, bool), LentResult>,
+}
+
+/// An object lent to a 0.3.0 handler call.
+type Lent = Resource<EventObject>;
+
+/// What a 0.3.0 handler returns.
+type LentResult = (Result<GuestAction, GuestHandlerError>,);
+
+/// The handler exports: 0.1.0 handlers return nothing, 0.2.0 handlers an `action`, 0.3.0
+/// handlers take handles.
 enum Events {
     V0_1(EventFuncs<()>),
     V0_2(EventFuncs<GuestAction>),
+    V0_3(LentFuncs),
 }
 
 struct Handlers {
@@ -276,6 +302,11 @@ impl Handlers {
         let events = match version {
             WitVersion::V0_1 => Events::V0_1(funcs(store, instance, (add, update, delete))?),
             WitVersion::V0_2 => Events::V0_2(funcs(store, instance, (add, update, delete))?),
+            WitVersion::V0_3 => Events::V0_3(LentFuncs {
+                on_add: instance.get_typed_func(&mut *store, add)?,
+                on_update: instance.get_typed_func(&mut *store, update)?,
+                on_delete: instance.get_typed_func(&mut *store, delete)?,
+            }),
         };
         Ok(Self { init: instance.get_typed_func(&mut *store, init)?, events })
     }
@@ -372,10 +403,34 @@ impl PluginInstance {
         }))
     }
 
+    /// A 0.3.0 event call: the objects are lent for the call, then taken back.
+    fn lent_event(&mut self, funcs: LentFuncs, call: EventCall<'_>) -> CallOutcome {
+        outcome(self.call(true, |s| {
+            let result = match call {
+                EventCall::Add(obj, initial) => {
+                    let obj = s.data_mut().lent.lend(0, obj);
+                    funcs.on_add.call(&mut *s, (obj, initial))
+                }
+                EventCall::Update(old, new) => {
+                    let lent = &mut s.data_mut().lent;
+                    let (old, new) = (lent.lend(0, old), lent.lend(1, new));
+                    funcs.on_update.call(&mut *s, (old, new))
+                }
+                EventCall::Delete(obj, unknown) => {
+                    let obj = s.data_mut().lent.lend(0, obj);
+                    funcs.on_delete.call(&mut *s, (obj, unknown))
+                }
+            };
+            s.data_mut().lent.clear();
+            result.map(|(r,)| r)
+        }))
+    }
+
     fn dispatch(&mut self, call: EventCall<'_>) -> CallOutcome {
         match self.handlers.events {
             Events::V0_1(funcs) => self.event(funcs, call),
             Events::V0_2(funcs) => self.event(funcs, call),
+            Events::V0_3(funcs) => self.lent_event(funcs, call),
         }
     }
 
