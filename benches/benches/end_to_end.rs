@@ -3,7 +3,8 @@
 //! Benchmark 9 — a real event end to end. 1,000 Pods of ~4 KB on the local API server; a
 //! writer updates one Pod every 2 ms (isolated events, as most clusters see them: each one
 //! finds its consumer idle). Latency = from the moment the server committed the update (its
-//! watch event queued for every watcher, stamped when the write returns) to the consumer's
+//! watch event queued for every watcher, stamped as the write returns, before the server's
+//! response is converted for the writer) to the consumer's
 //! handler having returned for that resourceVersion: over HTTP on loopback, through the
 //! client's frame decoding, the informer or watcher, and the handler. Consumers, one at a
 //! time over the same server, in interleaved rounds:
@@ -198,8 +199,8 @@ fn measure(cluster: &mut BenchCluster, done: &Done) -> Vec<Duration> {
     let mut written = HashMap::with_capacity(EVENTS);
     let started = Instant::now();
     for i in 0..EVENTS {
-        let (_, rv) = cluster.update_one();
-        written.insert(rv, Instant::now());
+        let (_, rv, committed) = cluster.update_one_stamped();
+        written.insert(rv, committed);
         let next = started + SPACING * (i as u32 + 1);
         if let Some(wait) = next.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);

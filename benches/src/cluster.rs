@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 use wink_tests::apiserver::{ApiServer, ServerOptions};
@@ -112,13 +113,20 @@ impl BenchCluster {
     /// Writes one status update (the next Pod in round-robin order); returns its name and
     /// new resourceVersion. Panics on a read-only cluster.
     pub fn update_one(&mut self) -> (String, u64) {
+        let (name, rv, _) = self.update_one_stamped();
+        (name, rv)
+    }
+
+    /// [`update_one`](Self::update_one), also returning the instant the update was committed
+    /// (see [`ApiServer::apply_stamped`](wink_tests::apiserver::ApiServer::apply_stamped)).
+    pub fn update_one_stamped(&mut self) -> (String, u64, Instant) {
         assert!(!self.pods.is_empty(), "a read-only cluster is not updated");
         let i = self.next;
         self.next = (self.next + 1) % self.pods.len();
         self.seq += 1;
         let pod = &mut self.pods[i];
         workload::touch(pod, self.seq);
-        let stored = self.server.apply(pod.clone()).expect("updating a Pod");
-        (name_of(pod), rv_of(&stored))
+        let (stored, committed) = self.server.apply_stamped(pod.clone()).expect("updating a Pod");
+        (name_of(pod), rv_of(&stored), committed)
     }
 }

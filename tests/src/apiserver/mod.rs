@@ -257,7 +257,14 @@ impl ApiServer {
     /// would — create, or an unconditional update, then a status update when the object
     /// carries a status its kind keeps in a subresource; returns it as stored. An update that
     /// changes nothing is a no-op.
-    pub fn apply(&self, mut object: Value) -> Result<Value, ApiServerError> {
+    pub fn apply(&self, object: Value) -> Result<Value, ApiServerError> {
+        self.apply_stamped(object).map(|(stored, _)| stored)
+    }
+
+    /// [`apply`](Self::apply), also returning the instant its last write was committed (its
+    /// watch event queued for every watcher): what a latency measured from the commit starts
+    /// from (the returned object is converted after that instant).
+    pub fn apply_stamped(&self, mut object: Value) -> Result<(Value, std::time::Instant), ApiServerError> {
         let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
         let collection = self
@@ -291,14 +298,17 @@ impl ApiServer {
                 other => break other.map_err(invalid)?,
             }
         };
+        let mut committed = std::time::Instant::now();
         if collection.status_subresource && object.get("status").is_some() {
             let mut with_status = object.clone();
             with_status["metadata"]["resourceVersion"] = stored.object.resource_version().into();
             let mut request = self.request(Write::Update, &api_version, &kind, &key, with_status.to_string());
             request.subresource = Some(Subresource::Status);
             stored = client.execute_now(request).map_err(invalid)?;
+            committed = std::time::Instant::now();
         }
-        stored.object.to_value().map_err(|e| ApiServerError::Invalid(e.to_string()))
+        let stored = stored.object.to_value().map_err(|e| ApiServerError::Invalid(e.to_string()))?;
+        Ok((stored, committed))
     }
 
     /// Deletes the object with this key (`namespace/name`, or `name` when cluster-scoped);
