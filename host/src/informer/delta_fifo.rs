@@ -30,6 +30,7 @@
 //! cannot turn true before the last initial item has been fully processed.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
@@ -102,8 +103,9 @@ const SHRINK_ABOVE: usize = 1024;
 
 #[derive(Default)]
 struct State {
-    items: HashMap<String, Vec<Delta>>,
-    queue: VecDeque<String>,
+    /// Keyed by the objects' own shared key strings (no copy per event).
+    items: HashMap<Arc<str>, Vec<Delta>>,
+    queue: VecDeque<Arc<str>>,
     populated: bool,
     initial_population_count: usize,
     closed: bool,
@@ -115,8 +117,11 @@ impl State {
     }
 
     fn queue_action(&mut self, kind: DeltaType, obj: DeltaObject) {
-        let key = DeltaFifo::key_of(&obj).to_owned();
-        let deltas = match self.items.get_mut(&key) {
+        let key = match &obj {
+            DeltaObject::Object(o) => o.shared_key(),
+            DeltaObject::DeletedFinalStateUnknown { key, .. } => Arc::from(key.as_str()),
+        };
+        let deltas = match self.items.get_mut(&*key) {
             Some(deltas) => deltas,
             None => {
                 self.queue.push_back(key.clone());
@@ -265,7 +270,7 @@ impl DeltaFifo {
     pub fn add(&self, obj: Object) {
         let obj = self.transform(obj);
         let mut state = self.state.lock();
-        let key = obj.key().to_owned();
+        let key = obj.shared_key();
         state.queue_action(DeltaType::Added, DeltaObject::Object(obj));
         state.populate_by_event(&key);
         drop(state);
@@ -276,7 +281,7 @@ impl DeltaFifo {
     pub fn update(&self, obj: Object) {
         let obj = self.transform(obj);
         let mut state = self.state.lock();
-        let key = obj.key().to_owned();
+        let key = obj.shared_key();
         state.queue_action(DeltaType::Updated, DeltaObject::Object(obj));
         state.populate_by_event(&key);
         drop(state);
@@ -287,9 +292,9 @@ impl DeltaFifo {
     /// delete).
     pub fn delete(&self, obj: Object) {
         let mut state = self.state.lock();
-        let key = obj.key().to_owned();
+        let key = obj.shared_key();
         let known = self.known.as_ref().is_some_and(|k| k.get_by_key(&key).is_some());
-        if !known && !state.items.contains_key(&key) {
+        if !known && !state.items.contains_key(&*key) {
             return;
         }
         let obj = self.transform(obj);
@@ -316,8 +321,8 @@ impl DeltaFifo {
         let queued: Vec<(String, Object)> = state
             .items
             .iter()
-            .filter(|(key, _)| !keys.contains(*key))
-            .filter_map(|(key, deltas)| deltas.last().map(|d| (key.clone(), d.obj.object().clone())))
+            .filter(|(key, _)| !keys.contains(&***key))
+            .filter_map(|(key, deltas)| deltas.last().map(|d| (key.to_string(), d.obj.object().clone())))
             .collect();
         for (key, obj) in queued {
             deletions += 1;
@@ -325,7 +330,7 @@ impl DeltaFifo {
         }
         if let Some(known) = &self.known {
             for key in known.list_keys() {
-                if keys.contains(&key) || state.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                if keys.contains(&key) || state.items.get(key.as_str()).is_some_and(|d| !d.is_empty()) {
                     continue;
                 }
                 let Some(obj) = known.get_by_key(&key) else { continue };
@@ -348,7 +353,7 @@ impl DeltaFifo {
         let mut state = self.state.lock();
         let mut queued_any = false;
         for key in known.list_keys() {
-            if state.items.get(&key).is_some_and(|d| !d.is_empty()) {
+            if state.items.get(key.as_str()).is_some_and(|d| !d.is_empty()) {
                 continue;
             }
             if let Some(obj) = known.get_by_key(&key) {
@@ -375,7 +380,7 @@ impl DeltaFifo {
                     return Err(FifoClosed);
                 }
                 while let Some(key) = state.queue.pop_front() {
-                    let Some(deltas) = state.items.remove(&key) else { continue };
+                    let Some(deltas) = state.items.remove(&*key) else { continue };
                     state.shrink_if_drained();
                     let is_in_initial_list = !state.has_synced();
                     if state.initial_population_count > 0 {
@@ -408,7 +413,7 @@ impl DeltaFifo {
 
     /// Keys with queued deltas, in pop order.
     pub fn list_keys(&self) -> Vec<String> {
-        self.state.lock().queue.iter().cloned().collect()
+        self.state.lock().queue.iter().map(|key| key.to_string()).collect()
     }
 
     /// The queued deltas of a key.

@@ -181,7 +181,7 @@ impl PackedMeta {
             labels: self.labels(json),
             annotations: Labels::new(texts, &self.pairs[self.label_spans as usize..]),
             deletion_timestamp: self.deletion_timestamp.map(|s| texts.get(s)),
-            owner_references: OwnerReferences { texts, owners: &self.owners },
+            owner_references: self.owner_references(json),
         }
     }
 
@@ -211,6 +211,11 @@ impl PackedMeta {
     /// `metadata.labels`, over `json`.
     pub fn labels<'a>(&'a self, json: &'a str) -> Labels<'a> {
         Labels::new(self.texts(json), &self.pairs[..self.label_spans as usize])
+    }
+
+    /// `metadata.ownerReferences`, over `json`.
+    pub fn owner_references<'a>(&'a self, json: &'a str) -> OwnerReferences<'a> {
+        OwnerReferences { texts: self.texts(json), owners: &self.owners }
     }
 
     fn texts<'a>(&'a self, json: &'a str) -> Texts<'a> {

@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::labels::Labels;
-use super::meta::{ObjectMeta, PackedMeta};
+use super::meta::{ObjectMeta, OwnerReferences, PackedMeta};
 
 /// Why bytes could not be decoded into an [`Object`].
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +130,11 @@ impl Object {
         self.0.meta.labels(&self.0.json)
     }
 
+    /// `metadata.ownerReferences`.
+    pub fn owner_references(&self) -> OwnerReferences<'_> {
+        self.0.meta.owner_references(&self.0.json)
+    }
+
     /// Whether the JSON still holds `metadata.managedFields`.
     pub fn has_managed_fields(&self) -> bool {
         self.0.managed_fields.is_some()
@@ -153,22 +158,21 @@ impl Object {
     /// [`without_managed_fields`](Self::without_managed_fields), consuming `self`: when this
     /// is the only handle (an object just decoded), the member is cut out of the JSON text in
     /// place and the parsed metadata is moved, not copied.
-    pub fn into_without_managed_fields(self) -> Self {
+    pub fn into_without_managed_fields(mut self) -> Self {
         if self.0.managed_fields.is_none() {
             return self;
         }
-        match Arc::try_unwrap(self.0) {
-            Ok(mut inner) => {
-                if let Some(range) = inner.managed_fields.take() {
-                    let mut json = String::from(std::mem::take(&mut inner.json));
-                    inner.meta.after_cut(&range);
-                    json.replace_range(range, "");
-                    inner.json = json.into_boxed_str();
-                }
-                Self(Arc::new(inner))
-            }
-            Err(shared) => Self(shared).without_managed_fields(),
+        // Changed where it lies: no new allocation for the object itself.
+        let Some(inner) = Arc::get_mut(&mut self.0) else {
+            return self.without_managed_fields();
+        };
+        if let Some(range) = inner.managed_fields.take() {
+            let mut json = String::from(std::mem::take(&mut inner.json));
+            inner.meta.after_cut(&range);
+            json.replace_range(range, "");
+            inner.json = json.into_boxed_str();
         }
+        self
     }
 
     /// Parses the full JSON into a `serde_json::Value` (for code that needs other fields).
