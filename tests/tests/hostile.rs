@@ -10,7 +10,8 @@
 //! delivers it again, with the newest state of the object, until it succeeds. Finally a
 //! plugin that fails `quarantineAfter` times in a row is quarantined: flagged in its
 //! metrics and status, its later events dropped without calling it, its neighbour
-//! unaffected.
+//! unaffected. A plugin that reads through an `event-object` handle it was not lent (a forged
+//! handle index) traps like any other failure, having read nothing.
 //!
 //! Run with `cargo xtask test`, or `cargo test -p wink-tests --test hostile`.
 
@@ -150,6 +151,30 @@ async fn a_trap_restarts_the_instance_and_skip_drops_the_event() {
     assert_eq!(s.hostile_lines("trap key=shop/bad-2"), 1, "{}", s.dump());
     let m = s.host.metrics(s.hostile);
     assert_eq!((m.traps(), m.skipped_events(), m.is_quarantined()), (2, 2, false), "{}", m.summary());
+    s.host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_the_call_was_not_lent_traps_and_reads_nothing() {
+    let cluster = Cluster::new();
+    let keys = vec![
+        cluster.put_pod("shop", "ok-1", &[]),
+        cluster.put_pod("shop", "forger", &[("wink.test/forge", "true")]),
+        cluster.put_pod("shop", "ok-2", &[]),
+    ];
+    let s = Scenario::start(cluster, "hostile/trap", "trap-forge", &policy("skip", 0, "16Mi", "1s")).await;
+    s.neighbour_has_initial_adds(&keys).await;
+    s.wait_hostile("the forged handle traps, the event is skipped", |m| m.traps() == 1 && m.skipped_events() == 1)
+        .await;
+    s.wait_drained().await;
+    assert_eq!(s.hostile_lines("forge key=shop/forger"), 1, "{}", s.dump());
+    assert_eq!(s.hostile_lines("forged read"), 0, "the forged handle read nothing\n{}", s.dump());
+
+    // The plugin goes on, on a fresh instance, with handles it was lent.
+    s.edit_and_wait(&keys[0], &[("edited", "yes")]).await;
+    s.wait_hostile("an instance restarted after the trap", |m| m.restarts() == 1).await;
+    let m = s.host.metrics(s.hostile);
+    assert_eq!((m.traps(), m.is_quarantined()), (1, false), "{}", m.summary());
     s.host.stop().await;
 }
 
