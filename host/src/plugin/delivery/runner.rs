@@ -11,11 +11,12 @@
 //! event (not a batch, which pays the hop once for all its events) runs on the delivering
 //! executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move
 //! to another thread first), so a lone event costs no thread wake-ups — on a virtual machine
-//! they cost several times the call. A slow call resets the streak; a call that ran long
-//! on a delivering thread (past the pool's slow-call threshold) sends the plugin back to
-//! the guest threads for good, where a stalled call is moved to the lowest priority — a
-//! delivering thread keeps its priority, so such a call competes at normal priority once,
-//! for at most its deadline.
+//! they cost several times the call. A slow call resets the streak; a call that computed
+//! long on a delivering thread (past the pool's slow-call threshold in that thread's CPU
+//! time, [`ThreadCpu`]: a virtual CPU preempted meanwhile is not the plugin's doing) sends
+//! the plugin back to the guest threads for good, where a stalled call is moved to the
+//! lowest priority — a delivering thread keeps its priority, so such a call competes at
+//! normal priority once, for at most its deadline.
 //!
 //! The hop to a guest thread and back costs several times a small guest call, so a
 //! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop
@@ -62,6 +63,7 @@ use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
 use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 pub use crate::plugin::runtime::pool::GuestPool;
 use crate::plugin::runtime::pool::GuestPoolError;
+use crate::plugin::runtime::thread_cpu::ThreadCpu;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
 /// listener's queue (a call already started always completes, within its deadline).
@@ -314,12 +316,12 @@ impl PluginHandler {
         let shared = self.shared.clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let timed = move || {
-            let started = Instant::now();
+            let (started, cpu) = (Instant::now(), ThreadCpu::now());
             let value = tracing::dispatcher::with_default(&dispatch, || {
                 let _entered = span.enter();
                 job(&shared, &mut slot)
             });
-            (value, started.elapsed())
+            (value, Took { wall: started.elapsed(), cpu: cpu.elapsed() })
         };
         let here = if lone && self.may_run_here() { self.pool.try_run_here(timed) } else { Err(timed) };
         let (done, ran_here) = match here {
@@ -359,21 +361,32 @@ impl PluginHandler {
     }
 
     /// Keeps the record [`may_run_here`](Self::may_run_here) decides by.
-    fn count_call(&self, took: Duration, ran_here: bool) {
-        if took < FAST_CALL {
+    fn count_call(&self, took: Took, ran_here: bool) {
+        if took.wall < FAST_CALL {
             let _ = self.shared.fast_streak.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
         } else {
             self.shared.fast_streak.store(0, Ordering::Relaxed);
         }
-        if ran_here && took >= self.pool.slow_call() {
+        // What ran long on the delivering thread by its own doing: its CPU time (its wall
+        // time where the platform keeps no thread CPU clock).
+        let computed = took.cpu.unwrap_or(took.wall);
+        if ran_here && computed >= self.pool.slow_call() {
             self.shared.stays_on_pool.store(true, Ordering::Relaxed);
             tracing::info!(
                 plugin = %self.shared.name,
-                took_ms = took.as_millis() as u64,
+                took_ms = took.wall.as_millis() as u64,
+                cpu_ms = computed.as_millis() as u64,
                 "a plugin call ran long on a delivering thread; this plugin's calls keep to the guest threads from now on"
             );
         }
     }
+}
+
+/// How long a job took: on the clock, and in its thread's CPU time (if known).
+#[derive(Clone, Copy, Debug)]
+struct Took {
+    wall: Duration,
+    cpu: Option<Duration>,
 }
 
 /// Why a job given to [`PluginHandler::on_guest_thread`] gave no result.

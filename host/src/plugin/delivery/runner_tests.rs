@@ -326,3 +326,23 @@ async fn a_plugin_whose_call_ran_long_on_the_delivering_thread_keeps_to_the_gues
     assert_eq!(pool.borrowed_runs(), 1, "no call of this plugin ran here again");
     assert_eq!(pool.busy(), 0);
 }
+
+/// What sends a plugin back for good is CPU spent on the delivering thread, not time on the
+/// clock: a virtual CPU preempted for milliseconds during a short call is not the plugin's
+/// doing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_descheduled_on_the_delivering_thread_does_not_send_the_plugin_back() {
+    let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
+    let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool);
+    let stays = |h: &PluginHandler| h.shared.stays_on_pool.load(Ordering::Relaxed);
+    h.count_call(Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_micros(100)) }, true);
+    assert!(!stays(&h), "50 ms on the clock but 0.1 ms of CPU: descheduled, not computing");
+    h.count_call(Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)) }, false);
+    assert!(!stays(&h), "a long call on a guest thread is the watchdog's business");
+    h.count_call(Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)) }, true);
+    assert!(stays(&h), "20 ms of CPU on the delivering thread");
+    let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
+    let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool);
+    h.count_call(Took { wall: Duration::from_millis(50), cpu: None }, true);
+    assert!(stays(&h), "without a thread CPU clock, the clock decides");
+}

@@ -24,3 +24,4 @@ pub mod instance;
 pub mod limits;
 pub mod outcome;
 pub mod pool;
+pub mod thread_cpu;
