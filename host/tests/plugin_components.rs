@@ -162,6 +162,30 @@ async fn trap_plugin_traps_only_on_marked_objects_and_recovers() {
 #[derive(Clone, Default)]
 struct Captured(Arc<parking_lot::Mutex<Vec<u8>>>);
 
+impl Captured {
+    /// Everything this test binary logs, from every thread: one process-wide subscriber. (A
+    /// thread-scoped one raced with the other tests: a callsite's cached interest is global,
+    /// and the guest log's was at times decided without the scoped subscriber, which then
+    /// saw nothing.)
+    fn process_wide() -> Self {
+        static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+        CAPTURED
+            .get_or_init(|| {
+                let captured = Captured::default();
+                let writer = captured.clone();
+                let subscriber =
+                    tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+                tracing::subscriber::set_global_default(subscriber).expect("the only global subscriber of this binary");
+                captured
+            })
+            .clone()
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+}
+
 impl Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.lock().extend_from_slice(buf);
@@ -199,18 +223,11 @@ fn owner_lookup_reads_the_scoped_cache() {
         ("apps/v1", "Deployment") => Some(deploys.clone()),
         _ => None,
     };
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
-    tracing::subscriber::with_default(subscriber, || {
-        // Other tests of this binary may have hit the guest log's callsite with no subscriber
-        // interested: have every callsite ask again, now that this one is.
-        tracing::callsite::rebuild_interest_cache();
-        let mut instance = plugin.sandbox(&engine, Arc::new(resolver), None).instantiate().unwrap();
-        assert_eq!(instance.on_add(&pod, false), CallOutcome::Ok);
-        assert_eq!(instance.on_add(&rs, false), CallOutcome::Ok);
-    });
-    let logs = String::from_utf8(captured.0.lock().clone()).unwrap();
+    let captured = Captured::process_wide();
+    let mut instance = plugin.sandbox(&engine, Arc::new(resolver), None).instantiate().unwrap();
+    assert_eq!(instance.on_add(&pod, false), CallOutcome::Ok);
+    assert_eq!(instance.on_add(&rs, false), CallOutcome::Ok);
+    let logs = captured.text();
     assert!(logs.contains("pod shop/web-abc-1 belongs to Deployment shop/web via ReplicaSet shop/web-abc"), "{logs}");
     assert!(logs.contains("ReplicaSet shop/web-abc owns 1 pods"), "{logs}");
     assert!(logs.contains("plugin=\"owner-lookup\"") || logs.contains("plugin=owner-lookup"), "{logs}");
