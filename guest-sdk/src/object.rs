@@ -103,6 +103,14 @@ impl Object {
         }
     }
 
+    /// A string field: from the record, or from the lent object's cache.
+    fn text(&self, whole: fn(&types::ObjectMeta) -> &String, lent: fn(&Lent) -> &str) -> &str {
+        match &self.repr {
+            Repr::Whole(raw) => whole(&raw.meta),
+            Repr::Lent(l) => lent(l),
+        }
+    }
+
     /// The parsed metadata record (a lent object fetches it whole, once).
     fn meta(&self) -> &types::ObjectMeta {
         match &self.repr {
@@ -156,18 +164,12 @@ impl Object {
 
     /// `apiVersion`, e.g. `v1` or `apps/v1`.
     pub fn api_version(&self) -> &str {
-        match &self.repr {
-            Repr::Whole(raw) => &raw.meta.api_version,
-            Repr::Lent(lent) => lent.api_version(),
-        }
+        self.text(|m| &m.api_version, Lent::api_version)
     }
 
     /// `kind`, e.g. `Pod`.
     pub fn kind(&self) -> &str {
-        match &self.repr {
-            Repr::Whole(raw) => &raw.meta.kind,
-            Repr::Lent(lent) => lent.kind(),
-        }
+        self.text(|m| &m.kind, Lent::kind)
     }
 
     /// The resource this object belongs to (its `apiVersion` and kind), for [`crate::cache`].
@@ -186,10 +188,7 @@ impl Object {
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        match &self.repr {
-            Repr::Whole(raw) => &raw.meta.name,
-            Repr::Lent(lent) => lent.name(),
-        }
+        self.text(|m| &m.name, Lent::name)
     }
 
     /// The object's cache key: `namespace/name`, or `name` when cluster-scoped (client-go's
@@ -203,18 +202,12 @@ impl Object {
 
     /// `metadata.uid`; empty when the object has none.
     pub fn uid(&self) -> &str {
-        match &self.repr {
-            Repr::Whole(raw) => &raw.meta.uid,
-            Repr::Lent(lent) => lent.uid(),
-        }
+        self.text(|m| &m.uid, Lent::uid)
     }
 
     /// `metadata.resourceVersion`; empty when the object has none.
     pub fn resource_version(&self) -> &str {
-        match &self.repr {
-            Repr::Whole(raw) => &raw.meta.resource_version,
-            Repr::Lent(lent) => lent.resource_version(),
-        }
+        self.text(|m| &m.resource_version, Lent::resource_version)
     }
 
     /// `metadata.generation`, when set.
@@ -338,7 +331,10 @@ impl From<types::Object> for Object {
 /// A clone is whole: a lent object is copied out of the host.
 impl Clone for Object {
     fn clone(&self) -> Self {
-        Self::from_raw(self.as_raw().clone())
+        match &self.repr {
+            Repr::Whole(raw) => Self::from_raw(raw.clone()),
+            Repr::Lent(lent) => Self::from_raw(lent.to_owned_object()),
+        }
     }
 }
 

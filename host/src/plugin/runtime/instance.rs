@@ -229,41 +229,32 @@ type InitResult = (Result<(), GuestText>,);
 /// memory. The `'static` in the types is only nominal: a `TypedFunc` is covariant in its
 /// parameters, so each call passes objects borrowed for just that call. Results are lifted
 /// as [`GuestHandlerError`] / [`GuestText`]: bounded reads of the guest's strings.
-struct EventFuncs<R: 'static> {
-    on_add: TypedFunc<(ObjectRef<'static>, bool), (Result<R, GuestHandlerError>,)>,
-    on_update: TypedFunc<(ObjectRef<'static>, ObjectRef<'static>), (Result<R, GuestHandlerError>,)>,
-    on_delete: TypedFunc<(ObjectRef<'static>, bool), (Result<R, GuestHandlerError>,)>,
+/// `A` is how an object is passed: a borrowed record (0.1.0, 0.2.0) or a lent handle
+/// ([`Lent`], 0.3.0).
+struct EventFuncs<R: 'static, A: 'static = ObjectRef<'static>> {
+    on_add: TypedFunc<(A, bool), (Result<R, GuestHandlerError>,)>,
+    on_update: TypedFunc<(A, A), (Result<R, GuestHandlerError>,)>,
+    on_delete: TypedFunc<(A, bool), (Result<R, GuestHandlerError>,)>,
 }
 
-impl<R> Clone for EventFuncs<R> {
+impl<R, A> Clone for EventFuncs<R, A> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<R> Copy for EventFuncs<R> {}
+impl<R, A> Copy for EventFuncs<R, A> {}
 
-/// The handler exports of 0.3.0: objects are lent as `event-object` handles (see
+/// An object lent to a 0.3.0 handler call as an `event-object` handle (see
 /// [`LentObjects`]), read by the guest on demand.
-#[derive(Clone, Copy)]
-struct LentFuncs {
-    on_add: TypedFunc<(Lent, bool), LentResult>,
-    on_update: TypedFunc<(Lent, Lent), LentResult>,
-    on_delete: TypedFunc<(Lent, bool), LentResult>,
-}
-
-/// An object lent to a 0.3.0 handler call.
 type Lent = Resource<EventObject>;
-
-/// What a 0.3.0 handler returns.
-type LentResult = (Result<GuestAction, GuestHandlerError>,);
 
 /// The handler exports: 0.1.0 handlers return nothing, 0.2.0 handlers an `action`, 0.3.0
 /// handlers take handles.
 enum Events {
     V0_1(EventFuncs<()>),
     V0_2(EventFuncs<GuestAction>),
-    V0_3(LentFuncs),
+    V0_3(EventFuncs<GuestAction, Lent>),
 }
 
 struct Handlers {
@@ -284,7 +275,7 @@ impl Handlers {
         };
         let (add, update, delete) = (index(store, "on-add")?, index(store, "on-update")?, index(store, "on-delete")?);
         let init = index(store, "init")?;
-        fn funcs<R: wasmtime::component::ComponentType + wasmtime::component::Lift + 'static>(
+        fn funcs<R, A>(
             store: &mut Store<HostState>,
             instance: &Instance,
             (add, update, delete): (
@@ -292,7 +283,11 @@ impl Handlers {
                 wasmtime::component::ComponentExportIndex,
                 wasmtime::component::ComponentExportIndex,
             ),
-        ) -> wasmtime::Result<EventFuncs<R>> {
+        ) -> wasmtime::Result<EventFuncs<R, A>>
+        where
+            R: wasmtime::component::ComponentType + wasmtime::component::Lift + 'static,
+            A: wasmtime::component::ComponentType + wasmtime::component::Lower + 'static,
+        {
             Ok(EventFuncs {
                 on_add: instance.get_typed_func(&mut *store, add)?,
                 on_update: instance.get_typed_func(&mut *store, update)?,
@@ -302,11 +297,7 @@ impl Handlers {
         let events = match version {
             WitVersion::V0_1 => Events::V0_1(funcs(store, instance, (add, update, delete))?),
             WitVersion::V0_2 => Events::V0_2(funcs(store, instance, (add, update, delete))?),
-            WitVersion::V0_3 => Events::V0_3(LentFuncs {
-                on_add: instance.get_typed_func(&mut *store, add)?,
-                on_update: instance.get_typed_func(&mut *store, update)?,
-                on_delete: instance.get_typed_func(&mut *store, delete)?,
-            }),
+            WitVersion::V0_3 => Events::V0_3(funcs(store, instance, (add, update, delete))?),
         };
         Ok(Self { init: instance.get_typed_func(&mut *store, init)?, events })
     }
@@ -404,7 +395,7 @@ impl PluginInstance {
     }
 
     /// A 0.3.0 event call: the objects are lent for the call, then taken back.
-    fn lent_event(&mut self, funcs: LentFuncs, call: EventCall<'_>) -> CallOutcome {
+    fn lent_event(&mut self, funcs: EventFuncs<GuestAction, Lent>, call: EventCall<'_>) -> CallOutcome {
         outcome(self.call(true, |s| {
             let result = match call {
                 EventCall::Add(obj, initial) => {
