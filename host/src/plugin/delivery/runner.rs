@@ -7,7 +7,7 @@
 //! waits without holding a guest thread.
 //!
 //! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
-//! each took under [`FAST_CALL`], and while no job runs in the pool, a delivery of a single
+//! each computed for under [`FAST_CALL`] (their thread's CPU time, [`ThreadCpu`]), and while no job runs in the pool, a delivery of a single
 //! event (not a batch, which pays the hop once for all its events) runs on the delivering
 //! executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move
 //! to another thread first), so a lone event costs no thread wake-ups — on a virtual machine
@@ -98,15 +98,15 @@ struct Shared {
     start_gate: Option<StartGate>,
     /// The gate was seen open (it never closes again).
     started: AtomicBool,
-    /// Calls in a row that took less than [`FAST_CALL`]: a plugin's calls run on the thread
-    /// that delivers them once [`FAST_STREAK`] did.
+    /// Calls in a row that computed for less than [`FAST_CALL`]: a plugin's calls run on the
+    /// thread that delivers them once [`FAST_STREAK`] did.
     fast_streak: AtomicU32,
     /// A call run on a delivering thread went past the pool's slow-call threshold: this
     /// plugin's calls always go to the guest threads from then on.
     stays_on_pool: AtomicBool,
 }
 
-/// A call this short counts towards [`FAST_STREAK`].
+/// A call that computed for less than this (thread CPU time) counts towards [`FAST_STREAK`].
 const FAST_CALL: Duration = Duration::from_millis(1);
 
 /// Fast calls in a row before a plugin's calls may run on the thread that delivers them
@@ -362,14 +362,15 @@ impl PluginHandler {
 
     /// Keeps the record [`may_run_here`](Self::may_run_here) decides by.
     fn count_call(&self, took: Took, ran_here: bool) {
-        if took.wall < FAST_CALL {
+        // What the call computed: its thread's CPU time (its wall time where the platform
+        // keeps no thread CPU clock). A virtual CPU preempted meanwhile is not the plugin's
+        // doing, neither for the streak nor for sending it back.
+        let computed = took.cpu.unwrap_or(took.wall);
+        if computed < FAST_CALL {
             let _ = self.shared.fast_streak.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
         } else {
             self.shared.fast_streak.store(0, Ordering::Relaxed);
         }
-        // What ran long on the delivering thread by its own doing: its CPU time (its wall
-        // time where the platform keeps no thread CPU clock).
-        let computed = took.cpu.unwrap_or(took.wall);
         if ran_here && computed >= self.pool.slow_call() {
             self.shared.stays_on_pool.store(true, Ordering::Relaxed);
             tracing::info!(

@@ -346,3 +346,23 @@ async fn a_call_descheduled_on_the_delivering_thread_does_not_send_the_plugin_ba
     h.count_call(Took { wall: Duration::from_millis(50), cpu: None }, true);
     assert!(stays(&h), "without a thread CPU clock, the clock decides");
 }
+
+/// The streak that lets a plugin's calls run on the delivering thread counts what the calls
+/// computed: a short call whose thread was preempted (a loaded node) still counts as fast.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preempted_short_call_keeps_the_fast_streak() {
+    let pool = GuestPool::new(2);
+    let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool);
+    let preempted = Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)) };
+    for _ in 0..FAST_STREAK {
+        assert!(!h.may_run_here());
+        h.count_call(preempted, false);
+    }
+    assert!(h.may_run_here(), "short calls in CPU time, however long on the clock");
+    h.count_call(Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_millis(2)) }, false);
+    assert!(!h.may_run_here(), "a call that computed for 2 ms resets the streak");
+    for _ in 0..FAST_STREAK {
+        h.count_call(Took { wall: Duration::from_micros(100), cpu: None }, false);
+    }
+    assert!(h.may_run_here(), "without a thread CPU clock, the clock decides");
+}
