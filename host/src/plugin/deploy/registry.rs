@@ -483,6 +483,10 @@ impl PluginRegistry {
                 if !old.handler.wait_idle(REPLACE_WAIT).await {
                     tracing::warn!(plugin = %name, "the replaced version's call still runs; the new version starts beside it");
                 }
+                // Logged before the new version listens: a running informer delivers to a new
+                // listener at once, and the new version's first calls (and what they log) come
+                // after the line that says it replaced the old one.
+                tracing::info!(plugin = %name, dir = %dir.display(), "plugin replaced");
                 let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
                     Ok(listening) => listening,
                     Err(err) => {
@@ -492,7 +496,6 @@ impl PluginRegistry {
                         return Err(err);
                     }
                 };
-                tracing::info!(plugin = %name, dir = %dir.display(), "plugin replaced");
                 // The old version's listeners, grants and memory reservation are released here.
                 let deployed =
                     Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory };
@@ -500,10 +503,18 @@ impl PluginRegistry {
                 drop(old);
             }
             None => {
-                let listening = Self::listen_all(&name, &specs, leases, &handler, shard.as_ref())?;
+                // Logged before it listens, as a replacement is.
                 tracing::info!(plugin = %name, dir = %dir.display(),
                     resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
                     "plugin deployed");
+                let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
+                    Ok(listening) => listening,
+                    Err(err) => {
+                        tracing::warn!(plugin = %name, error = %err, "plugin removed: it could not listen");
+                        self.metrics.remove(&name);
+                        return Err(err);
+                    }
+                };
                 plugins.insert(
                     name.clone(),
                     Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory },
