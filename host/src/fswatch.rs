@@ -7,6 +7,11 @@
 //! with inotify, opening a file is an event too, and a callback that rescans (reading the
 //! files) would otherwise wake itself up again, forever. Metadata changes (permissions,
 //! timestamps) are ignored as well; the contents did not change.
+//!
+//! Watch, then catch up: the callback is first called as soon as the watch is in place,
+//! with [`Changes::rescan`] set, so that a change made between the caller's own first scan
+//! and the start of the watch (a folder removed while the host was starting) is not missed —
+//! as an informer lists after it could watch, never the other way round.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -90,6 +95,7 @@ pub fn is_change(kind: &EventKind) -> bool {
 
 /// Calls `on_change` (on a tokio task) after changes under `root` settle for `debounce`,
 /// until `cancel` fires. Bursts of changes are folded into one call; reads never call it.
+/// The first call, made once the watch is in place, asks for a rescan (see the module docs).
 pub fn watch_folder<F>(
     root: &Path,
     debounce: Duration,
@@ -125,6 +131,15 @@ where
     Ok(tokio::spawn(async move {
         // The watcher lives as long as the task.
         let _debouncer = debouncer;
+        let mut call = move |changes: Changes| {
+            // A panicking callback (a rescan) must not end the watch: the next change
+            // rescans again.
+            if let Err(panic) = crate::informer::crash::catch(|| on_change(changes)) {
+                tracing::error!(folder = %folder.display(), %panic, "handling a folder change panicked");
+            }
+        };
+        // Catching up with what changed before the watch was in place.
+        call(Changes { paths: Vec::new(), rescan: true });
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
@@ -135,12 +150,8 @@ where
                     while let Ok(batch) = rx.try_recv() {
                         changes.add(batch);
                     }
-                    // A panicking callback (a rescan) must not end the watch: the next
-                    // change rescans again.
-                    if !changes.is_empty()
-                        && let Err(panic) = crate::informer::crash::catch(|| on_change(changes))
-                    {
-                        tracing::error!(folder = %folder.display(), %panic, "handling a folder change panicked");
+                    if !changes.is_empty() {
+                        call(changes);
                     }
                 }
             }
@@ -171,6 +182,14 @@ mod tests {
             })
             .unwrap();
             Self { dir, changes, cancel }
+        }
+
+        /// A watch whose catch-up call came.
+        async fn started() -> Self {
+            let mut watched = Self::new();
+            let first = watched.changes.recv().await.expect("the watcher is running");
+            assert_eq!(first, Changes { paths: Vec::new(), rescan: true }, "the first call catches up");
+            watched
         }
 
         fn path(&self, name: &str) -> PathBuf {
@@ -212,7 +231,7 @@ mod tests {
     /// callback rescanned, which woke it again — a host busy re-reading its plugins forever.
     #[tokio::test]
     async fn reading_files_does_not_call_back_only_the_sentinel_write_does() {
-        let mut watched = Watched::new();
+        let mut watched = Watched::started().await;
         for _ in 0..20 {
             std::fs::read(watched.path("a.yaml")).unwrap();
             std::fs::read(watched.path("sub/b.wasm")).unwrap();
@@ -227,7 +246,7 @@ mod tests {
 
     #[tokio::test]
     async fn creating_writing_renaming_and_removing_each_call_back() {
-        let mut watched = Watched::new();
+        let mut watched = Watched::started().await;
         std::fs::write(watched.path("new.yaml"), "kind: N\n").unwrap();
         watched.until("new.yaml").await;
         std::fs::write(watched.path("sub/b.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
@@ -236,6 +255,24 @@ mod tests {
         watched.until("c.yaml").await;
         std::fs::remove_file(watched.path("new.yaml")).unwrap();
         watched.until("new.yaml").await;
+    }
+
+    /// Regression: a plugin folder removed after the host's first scan but before its watch
+    /// was in place stayed deployed: nothing told the host to look again.
+    #[tokio::test]
+    async fn the_first_call_catches_up_with_changes_made_before_the_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut calls) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        // The change happens before the watch starts: only a catch-up call can report it.
+        std::fs::write(dir.path().join("early.yaml"), "kind: E\n").unwrap();
+        watch_folder_changes(dir.path(), Duration::from_millis(20), cancel.clone(), move |c| {
+            let _ = tx.send(c);
+        })
+        .unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(20), calls.recv()).await.unwrap().unwrap();
+        assert!(first.rescan, "the callback is asked to look at everything again");
+        cancel.cancel();
     }
 
     #[test]

@@ -82,6 +82,7 @@ async fn reading_plugin_files_does_not_wake_the_watching_registry() {
     registry.sync_dir(root.path()).await.unwrap();
     let cancel = CancellationToken::new();
     registry.watch_dir(root.path(), cancel.clone()).unwrap();
+    wait_until("the watch's catch-up rescan", || registry.scan_stats().scans == 2).await;
     let before = registry.scan_stats();
     for _ in 0..20 {
         std::fs::read(dir.join(MANIFEST_FILE)).unwrap();
