@@ -7,16 +7,18 @@
 //! waits without holding a guest thread.
 //!
 //! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
-//! each computed for under [`FAST_CALL`] (their thread's CPU time, [`ThreadCpu`]), and while no job runs in the pool, a delivery of a single
-//! event (not a batch, which pays the hop once for all its events) runs on the delivering
-//! executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move
-//! to another thread first), so a lone event costs no thread wake-ups — on a virtual machine
-//! they cost several times the call. A slow call resets the streak; a call that computed
-//! long on a delivering thread (past the pool's slow-call threshold in that thread's CPU
-//! time, [`ThreadCpu`]: a virtual CPU preempted meanwhile is not the plugin's doing) sends
-//! the plugin back to the guest threads for good, where a stalled call is moved to the
-//! lowest priority — a delivering thread keeps its priority, so such a call competes at
-//! normal priority once, for at most its deadline.
+//! each computed for under [`FAST_CALL`], and while no job runs in the pool, a delivery of a
+//! single event (not a batch, which pays the hop once for all its events) runs on the
+//! delivering executor thread ([`GuestPool::try_run_here`]), so a lone event costs no thread
+//! wake-up — on a virtual machine one costs several times the call. A slow call resets the
+//! streak. What a call computed is its thread's CPU time where measured (from the call's
+//! first epoch tick on, [`thread_cpu`]: a virtual CPU preempted meanwhile is not the
+//! plugin's doing), its time on the clock otherwise. A call that stalls on a delivering
+//! thread hands that thread's other tasks to another thread once past the pool's slow-call
+//! threshold, and one that computed that long there sends the plugin back to the guest
+//! threads for good, where a stalled call is moved to the lowest priority — a delivering
+//! thread keeps its priority, so such a call competes at normal priority once, paused
+//! between ticks, for at most its deadline.
 //!
 //! The hop to a guest thread and back costs several times a small guest call, so a
 //! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop
@@ -63,7 +65,7 @@ use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
 use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 pub use crate::plugin::runtime::pool::GuestPool;
 use crate::plugin::runtime::pool::GuestPoolError;
-use crate::plugin::runtime::thread_cpu::ThreadCpu;
+use crate::plugin::runtime::thread_cpu;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
 /// listener's queue (a call already started always completes, within its deadline).
@@ -316,12 +318,13 @@ impl PluginHandler {
         let shared = self.shared.clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let timed = move || {
-            let (started, cpu) = (Instant::now(), ThreadCpu::now());
+            let started = Instant::now();
+            thread_cpu::begin_sampling();
             let value = tracing::dispatcher::with_default(&dispatch, || {
                 let _entered = span.enter();
                 job(&shared, &mut slot)
             });
-            (value, Took { wall: started.elapsed(), cpu: cpu.elapsed() })
+            (value, Took { wall: started.elapsed(), cpu: thread_cpu::take_samples() })
         };
         let here = if lone && self.may_run_here() { self.pool.try_run_here(timed) } else { Err(timed) };
         let (done, ran_here) = match here {
@@ -362,9 +365,9 @@ impl PluginHandler {
 
     /// Keeps the record [`may_run_here`](Self::may_run_here) decides by.
     fn count_call(&self, took: Took, ran_here: bool) {
-        // What the call computed: its thread's CPU time (its wall time where the platform
-        // keeps no thread CPU clock). A virtual CPU preempted meanwhile is not the plugin's
-        // doing, neither for the streak nor for sending it back.
+        // What the call computed: its thread's CPU time where measured (from a call's first
+        // epoch tick on), its wall time otherwise. A virtual CPU preempted meanwhile is not
+        // the plugin's doing, neither for the streak nor for sending it back.
         let computed = took.cpu.unwrap_or(took.wall);
         if computed < FAST_CALL {
             let _ = self.shared.fast_streak.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
@@ -383,7 +386,9 @@ impl PluginHandler {
     }
 }
 
-/// How long a job took: on the clock, and in its thread's CPU time (if known).
+/// How long a job took: on the clock, and in its thread's CPU time from its guest calls'
+/// first epoch tick on (`None` when no call saw a tick: they were short on the clock, or
+/// the platform keeps no thread CPU clock; see [`thread_cpu::sample`]).
 #[derive(Clone, Copy, Debug)]
 struct Took {
     wall: Duration,

@@ -19,11 +19,17 @@
 //!   stalled call ends when it would have ended, having burned less.
 //! - `init` is never paused: it runs once, and an interpreter's start-up (Python,
 //!   JavaScript) may legitimately take tens of milliseconds.
+//!
+//! The tick also serves the host's bookkeeping of calls that run long, so that a short call
+//! pays for none of it: from a call's first tick on, the CPU time its thread uses is
+//! measured ([`thread_cpu::sample`]), and a call run on an executor thread hands that
+//! thread's other tasks over once it is past the slow-call threshold ([`pool::on_tick`]).
 
 use std::time::{Duration, Instant};
 
 use crate::plugin::runtime::engine::PluginEngine;
-use crate::plugin::runtime::pool::DEFAULT_SLOW_CALL;
+use crate::plugin::runtime::pool::{self, DEFAULT_SLOW_CALL};
+use crate::plugin::runtime::thread_cpu::{self, ThreadCpu};
 
 /// How long an event call runs at full speed before it is paused between ticks.
 pub const THROTTLE_AFTER: Duration = DEFAULT_SLOW_CALL;
@@ -44,13 +50,23 @@ pub struct CallDeadline {
     waited: Duration,
     throttled: bool,
     paused: u32,
+    /// The thread's CPU clock at the call's first tick.
+    first_tick: Option<ThreadCpu>,
 }
 
 impl CallDeadline {
     /// The deadline of calls that may run `timeout`; its clock starts now, unpaused (for the
     /// instantiation that precedes `init`).
     pub fn new(engine: PluginEngine, timeout: Duration) -> Self {
-        Self { engine, timeout, started: Instant::now(), waited: Duration::ZERO, throttled: false, paused: 0 }
+        Self {
+            engine,
+            timeout,
+            started: Instant::now(),
+            waited: Duration::ZERO,
+            throttled: false,
+            paused: 0,
+            first_tick: None,
+        }
     }
 
     /// Starts a call's clock; `throttled`: whether the call is paused once it runs long
@@ -60,6 +76,15 @@ impl CallDeadline {
         self.waited = Duration::ZERO;
         self.throttled = throttled;
         self.paused = 0;
+        self.first_tick = None;
+    }
+
+    /// Ends a call's clock: the CPU time it used from its first tick on, if it saw one, is
+    /// added to its thread's samples ([`thread_cpu::sample`]).
+    pub fn end(&mut self) {
+        if let Some(cpu) = self.first_tick.take().and_then(ThreadCpu::elapsed) {
+            thread_cpu::sample(cpu);
+        }
     }
 
     /// Gives back `waited`, time the call spent outside the guest.
@@ -75,6 +100,10 @@ impl CallDeadline {
     /// The store's epoch callback: interrupts a call past its timeout, pauses an event call
     /// past [`THROTTLE_AFTER`], and otherwise lets it run one more tick.
     pub fn on_tick(&mut self) -> wasmtime::Result<wasmtime::UpdateDeadline> {
+        if self.first_tick.is_none() {
+            self.first_tick = Some(ThreadCpu::now());
+        }
+        pool::on_tick();
         let ran = self.started.elapsed().saturating_sub(self.waited);
         let Some(left) = self.timeout.checked_sub(ran).filter(|left| !left.is_zero()) else {
             return Err(wasmtime::Trap::Interrupt.into());
@@ -129,6 +158,32 @@ mod tests {
         running_for(&mut deadline, false, Duration::from_secs(30));
         assert!(deadline.on_tick().is_ok());
         assert_eq!(deadline.pauses(), 0, "init is never paused");
+    }
+
+    /// A call's CPU time is measured only from its first tick on: a call that ends before one
+    /// reads no CPU clock at all.
+    #[test]
+    fn cpu_time_is_sampled_from_a_calls_first_tick() {
+        let mut deadline = deadline(Duration::from_millis(1), Duration::from_secs(60));
+        thread_cpu::begin_sampling();
+        deadline.begin(true);
+        deadline.end();
+        assert_eq!(thread_cpu::take_samples(), None, "no tick: nothing measured");
+        deadline.begin(true);
+        assert!(deadline.on_tick().is_ok());
+        // 5 ms of CPU (however long on the clock), then a sleep.
+        let (spun, began) = (ThreadCpu::now(), std::time::Instant::now());
+        while spun.elapsed().is_some_and(|cpu| cpu < Duration::from_millis(5)) {
+            assert!(began.elapsed() < Duration::from_secs(10));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        deadline.end();
+        let cpu = thread_cpu::take_samples();
+        if cfg!(target_os = "linux") {
+            let cpu = cpu.expect("measured from the first tick");
+            assert!(cpu >= Duration::from_millis(5), "the spin counts: {cpu:?}");
+            assert!(cpu < Duration::from_millis(20), "the sleep does not: {cpu:?}");
+        }
     }
 
     #[test]

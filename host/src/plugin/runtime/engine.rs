@@ -7,8 +7,9 @@
 //!   policy), the engine falls back to on-demand allocation and says why ([`Allocation`]).
 //! - **Deadlines.** Epoch interruption is on; one thread ticks `increment_epoch` every
 //!   [`EngineConfig::epoch_tick`] of real time while guest code runs
-//!   ([`PluginEngine::guest_running`]), is parked while none does (an idle host does not
-//!   wake up 100 times a second), and stops when the last handle to the engine is dropped.
+//!   ([`PluginEngine::guest_running`]) and a few ticks after ([`LINGER_TICKS`]), is parked
+//!   while none does (an idle host does not wake up 100 times a second), and stops when the
+//!   last handle to the engine is dropped.
 //!   Deadlines are real time, not the async runtime's clock: a runtime whose clock is
 //!   paused or skewed (tokio's test clock auto-advances while the runtime waits on a guest)
 //!   cannot make a guest's deadline pass early.
@@ -559,17 +560,31 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-/// Ticks every `tick` of real time while guest code runs; parked while none does.
+/// Ticks the ticker goes on ticking after the last guest call ended, before it parks: a
+/// call that starts meanwhile (events a few milliseconds apart) then wakes no thread — waking
+/// the parked ticker is a system call and a thread wake-up, a sizeable part of a lone event's
+/// cost — while an idle host still parks it within a tenth of a second (at the default tick).
+pub const LINGER_TICKS: u32 = 10;
+
+/// Ticks every `tick` of real time while guest code runs, and for [`LINGER_TICKS`] after;
+/// parked while none has run since.
 fn start_ticker(engine: wasmtime::Engine, tick: Duration, guests: Arc<GuestCalls>) -> Result<Ticker, EngineError> {
     let calls = guests.clone();
     let thread = std::thread::Builder::new()
         .name("wink-epoch".into())
         .spawn(move || {
+            // No guest has run yet: parked from the start.
+            let mut idle = LINGER_TICKS;
             while !calls.stop.load(Ordering::SeqCst) {
-                if calls.running.load(Ordering::SeqCst) == 0 {
+                if calls.running.load(Ordering::SeqCst) > 0 {
+                    idle = 0;
+                } else if idle < LINGER_TICKS {
+                    idle += 1;
+                } else {
                     // A guard that came between the check and here left its unpark token:
                     // park returns at once and no wake-up is lost.
                     std::thread::park();
+                    idle = 0;
                     continue;
                 }
                 // A fresh deadline counts whole ticks from the start of the call.

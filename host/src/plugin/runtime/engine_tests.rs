@@ -166,8 +166,8 @@ fn the_epoch_ticker_ticks_only_while_guest_code_runs() {
         std::thread::yield_now();
     }
     drop(running);
-    // At most the tick under way when the last call ended follows.
-    std::thread::sleep(tick * 5);
+    // The ticker lingers for a few ticks, then parks.
+    std::thread::sleep(tick * (LINGER_TICKS + 10));
     let after = engine.epoch_ticks();
     std::thread::sleep(tick * 20);
     assert_eq!(engine.epoch_ticks(), after, "parked again once no guest runs");

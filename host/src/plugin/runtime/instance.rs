@@ -366,7 +366,9 @@ impl PluginInstance {
         state.cluster.begin_call();
         state.deadline.begin(throttled);
         let result = f(&mut self.store);
-        self.store.data_mut().log.end_call();
+        let state = self.store.data_mut();
+        state.log.end_call();
+        state.deadline.end();
         result.map_err(|e| {
             self.poisoned = true;
             CallOutcome::Trap(TrapKind::of_call(&e))

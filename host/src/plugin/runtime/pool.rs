@@ -22,12 +22,16 @@
 //! microseconds on a virtual machine, ten times a plugin's call — which a busy pool amortizes
 //! over batches but a lone event pays in full. [`GuestPool::try_run_here`] runs a job on the
 //! calling thread instead, when that is a worker of a multi-threaded tokio runtime and no pool
-//! thread is busy: tokio's `block_in_place` first hands that thread's executor work to
-//! another thread, so a guest call there holds up no task. Such a job counts against the
-//! pool's size and is watched like the others; one that runs past the slow-call threshold
-//! gives its place back at once, but keeps its thread's priority (that thread returns to the
-//! executor, whose priority a process cannot raise again once lowered). Callers use it only
-//! for plugins whose calls have stayed fast (see `PluginHandler`).
+//! thread is busy, and wakes no thread to do so: neither a guest thread, nor the watchdog, nor
+//! (as tokio's `block_in_place` would, one blocking-pool thread per call, several
+//! microseconds each) a thread to take over the executor's other tasks. Such a job counts
+//! against the pool's size. It is watched from within: on every epoch tick of its guest call
+//! ([`on_tick`]), one that has run past the slow-call threshold gives its place in the pool
+//! back and hands the thread's executor work to another thread (`block_in_place` then, once),
+//! so the executor's other tasks wait at most the threshold and a tick for a call that
+//! stalls. That thread keeps its priority (it returns to the executor, whose priority a
+//! process cannot raise again once lowered). Callers use it only for plugins whose calls have
+//! stayed fast (see `PluginHandler`).
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -95,7 +99,20 @@ struct Shared {
     watch: Condvar,
 }
 
+/// How long a call that stalls on an executor thread waits, on each tick past the slow-call
+/// threshold, for another thread to take over that thread's executor work.
+const HANDOFF_WAIT: Duration = Duration::from_millis(1);
+
+/// A job run on the thread that asked for it ([`GuestPool::try_run_here`]).
+struct Borrowed {
+    shared: Arc<Shared>,
+    id: u64,
+    started: Instant,
+}
+
 thread_local! {
+    /// The job [`GuestPool::try_run_here`] runs on this thread, if any.
+    static BORROWED: std::cell::RefCell<Option<Borrowed>> = const { std::cell::RefCell::new(None) };
     /// The id of the worker running on this thread, if it is a guest thread.
     static WORKER: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     /// The pool of the worker running on this thread, if it is a guest thread.
@@ -105,9 +122,21 @@ thread_local! {
 /// Runs `wait`, which blocks on something outside the guest (a request to the cluster), after
 /// handing this guest thread's place in its pool to a fresh thread, as tokio's
 /// `block_in_place` does: the job in progress goes on on this thread once `wait` returns,
-/// and the pool's other jobs do not wait for it meanwhile. Outside a guest thread (or on one
-/// that already left the pool) it just runs `wait`.
+/// and the pool's other jobs do not wait for it meanwhile. A job run on an executor thread
+/// ([`GuestPool::try_run_here`]) gives its place back and waits in tokio's `block_in_place`:
+/// the executor's other tasks — the request itself among them — go on on another thread.
+/// Outside a guest thread (or on one that already left the pool) it just runs `wait`.
 pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
+    if let Some((shared, id)) = BORROWED.with_borrow(|b| b.as_ref().map(|b| (b.shared.clone(), b.id))) {
+        {
+            let mut state = shared.state.lock();
+            if let Some(me) = state.workers.iter_mut().find(|w| w.id == id && !w.retired) {
+                me.retired = true;
+                state.left_to_wait += 1;
+            }
+        }
+        return tokio::task::block_in_place(wait);
+    }
     let id = WORKER.with(std::cell::Cell::get);
     let shared = POOL.with(|pool| pool.borrow().clone());
     if let (Some(id), Some(shared)) = (id, shared) {
@@ -123,6 +152,39 @@ pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
         }
     }
     wait()
+}
+
+/// Whether this thread runs a job of [`GuestPool::try_run_here`] now: an executor thread,
+/// whose other tasks wait while it blocks.
+pub fn runs_on_executor() -> bool {
+    BORROWED.with_borrow(Option::is_some)
+}
+
+/// Called on every epoch tick of a guest call, on the call's thread: a job run on an executor
+/// thread ([`GuestPool::try_run_here`]) that has run past the slow-call threshold gives its
+/// place in the pool back and hands the thread's executor work to another thread (see the
+/// module docs). Does nothing on any other thread, or before the threshold.
+pub fn on_tick() {
+    let due = BORROWED.with_borrow(|borrowed| {
+        borrowed.as_ref().filter(|b| b.started.elapsed() >= b.shared.slow_call).map(|b| (b.shared.clone(), b.id))
+    });
+    let Some((shared, id)) = due else { return };
+    {
+        let mut state = shared.state.lock();
+        if let Some(me) = state.workers.iter_mut().find(|w| w.id == id && !w.retired) {
+            me.retired = true;
+            state.retired_calls += 1;
+        }
+    }
+    // tokio's `block_in_place` gives this thread's executor core to a blocking-pool thread;
+    // the wait lets that thread take it before `block_in_place` would take it back, so the
+    // call goes on here outside the executor. On a thread that no longer holds a core (an
+    // earlier tick handed it over) this only waits.
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(|| std::thread::sleep(HANDOFF_WAIT));
+    }
 }
 
 impl Shared {
@@ -223,7 +285,8 @@ impl GuestPool {
 
     /// Runs `job` on this thread, as one of the pool's jobs, if this is a worker thread of a
     /// multi-threaded tokio runtime and no job runs or waits in the pool (see the module docs);
-    /// otherwise gives `job` back. The executor's other tasks move to another thread first.
+    /// otherwise gives `job` back. A job that runs past the slow-call threshold hands the
+    /// executor's other tasks to another thread ([`on_tick`]).
     pub fn try_run_here<T, F>(&self, job: F) -> Result<Result<T, GuestPoolError>, F>
     where
         F: FnOnce() -> T,
@@ -246,6 +309,7 @@ impl GuestPool {
             let id = state.next_id;
             state.next_id += 1;
             state.borrowed_runs += 1;
+            // The watchdog is not woken: the job watches itself (`on_tick`).
             state.workers.push(Worker {
                 id,
                 busy_since: Some(Instant::now()),
@@ -254,12 +318,12 @@ impl GuestPool {
                 #[cfg(target_os = "linux")]
                 tid: current_tid(),
             });
-            if std::mem::take(&mut state.watchdog_idle) {
-                self.shared.watch.notify_one();
-            }
             id
         };
-        let result = tokio::task::block_in_place(|| std::panic::catch_unwind(AssertUnwindSafe(job)));
+        let borrowed = Borrowed { shared: self.shared.clone(), id, started: Instant::now() };
+        BORROWED.set(Some(borrowed));
+        let result = std::panic::catch_unwind(AssertUnwindSafe(job));
+        BORROWED.set(None);
         self.shared.state.lock().workers.retain(|w| w.id != id);
         Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
     }
@@ -511,6 +575,71 @@ mod tests {
         assert_eq!(pool.busy(), 0, "its place is given back");
         assert!(pool.try_run_here(|| panic!("boom")).ok().expect("run here").is_err(), "a panic is an error");
         assert_eq!(pool.busy(), 0);
+    }
+
+    /// A job run on an executor thread wakes no other thread; one that stalls there (its
+    /// guest call's epoch callback still ticking) hands the executor's other tasks to another
+    /// thread once past the slow-call threshold.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_borrowed_job_past_the_threshold_hands_the_executor_to_another_thread() {
+        let pool = GuestPool::with_slow_call(1, Duration::from_millis(10));
+        let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        // Runs on the executor's only worker whenever that worker is free.
+        let counter = tokio::spawn({
+            let progress = progress.clone();
+            async move {
+                loop {
+                    progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        });
+        let stalled = tokio::spawn({
+            let (pool, progress) = (pool.clone(), progress.clone());
+            async move {
+                let job = move || {
+                    let before = progress.load(std::sync::atomic::Ordering::Relaxed);
+                    // A guest call stalling for 100 ms, its epoch callback ticking every 5 ms.
+                    let started = Instant::now();
+                    while started.elapsed() < Duration::from_millis(100) {
+                        std::thread::sleep(Duration::from_millis(5));
+                        on_tick();
+                    }
+                    progress.load(std::sync::atomic::Ordering::Relaxed) - before
+                };
+                pool.try_run_here(job).ok().expect("run here").unwrap()
+            }
+        });
+        let advanced = stalled.await.unwrap();
+        assert!(advanced >= 3, "the executor's other task ran while the call stalled ({advanced} steps)");
+        assert_eq!(pool.borrowed_runs(), 1);
+        assert_eq!(pool.slow_calls(), 1, "its place in the pool was given back");
+        assert_eq!(pool.busy(), 0);
+        counter.abort();
+    }
+
+    /// A job run on an executor thread that waits on a task of that executor (a request to
+    /// the cluster) hands the thread's tasks over first: the task runs, the wait ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_borrowed_job_waiting_on_the_executor_lets_it_run() {
+        let pool = GuestPool::new(1);
+        let handle = tokio::runtime::Handle::current();
+        let asked = tokio::spawn({
+            let pool = pool.clone();
+            async move {
+                let job = move || {
+                    assert!(runs_on_executor());
+                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                    // Spawned from the executor's only worker: queued on that worker.
+                    handle.spawn(async move { tx.send(7).unwrap() });
+                    block_in_place(|| rx.recv_timeout(Duration::from_secs(20)))
+                };
+                pool.try_run_here(job).ok().expect("run here").unwrap()
+            }
+        });
+        assert_eq!(asked.await.unwrap(), Ok(7), "the request ran while the job waited");
+        assert_eq!(pool.waits(), 1);
+        assert!(!runs_on_executor(), "only while the job runs");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,32 @@
 //! CPU's preemption (milliseconds on a busy host) against the plugin; its own CPU time does
 //! not.
 
+use std::cell::Cell;
 use std::time::Duration;
+
+thread_local! {
+    /// CPU time sampled on this thread since [`begin_sampling`] (see [`sample`]).
+    static SAMPLED: Cell<Option<Duration>> = const { Cell::new(None) };
+}
+
+/// Starts collecting [`sample`]s on this thread, forgetting earlier ones.
+pub fn begin_sampling() {
+    SAMPLED.set(None);
+}
+
+/// Adds `cpu` to this thread's samples. Guest calls add the CPU time they used from their
+/// first epoch tick on ([`CallDeadline`](super::deadline::CallDeadline)): reading the CPU
+/// clock is a system call, a sizeable part of a short call, so a call that ends before its
+/// first tick reads it not at all.
+pub fn sample(cpu: Duration) {
+    SAMPLED.set(Some(SAMPLED.get().unwrap_or_default() + cpu));
+}
+
+/// The CPU time sampled on this thread since [`begin_sampling`]; `None` when no call ran
+/// past an epoch tick (or the platform has no thread CPU clock).
+pub fn take_samples() -> Option<Duration> {
+    SAMPLED.take()
+}
 
 /// A reading of this thread's CPU clock.
 #[derive(Clone, Copy, Debug)]
