@@ -415,8 +415,8 @@ impl GuestPoolError {
 
 /// Runs in the blocking pool: starts an instance if needed and makes the call.
 fn call_guest(shared: &Shared, slot: &mut Slot, notification: Option<&Notification>) -> CallOutcome {
-    let started = Instant::now();
     if slot.instance.is_none() {
+        let started = Instant::now();
         match shared.sandbox.instantiate() {
             Ok(instance) => {
                 if slot.started_once {
@@ -445,10 +445,11 @@ fn call_guest(shared: &Shared, slot: &mut Slot, notification: Option<&Notificati
 /// (trap, refused `init`) or once the handler's batch budget is spent. Entries not started get no
 /// results (the listener puts them back in front).
 fn run_batch(shared: &Shared, slot: &mut Slot, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
-    let started = Instant::now();
+    // The clock is read only for a batch of several entries (a lone event's budget is moot).
+    let started = (batch.len() > 1).then(Instant::now);
     let mut out = Vec::with_capacity(batch.len());
     for entry in batch {
-        if !out.is_empty() && started.elapsed() >= shared.batch_budget {
+        if !out.is_empty() && started.is_some_and(|at| at.elapsed() >= shared.batch_budget) {
             break;
         }
         let mut results = Vec::with_capacity(entry.len());

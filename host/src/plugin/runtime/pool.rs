@@ -296,6 +296,7 @@ impl GuestPool {
         if !multi_thread || WORKER.with(std::cell::Cell::get).is_some() {
             return Err(job);
         }
+        let started = Instant::now();
         let id = {
             let mut state = self.shared.state.lock();
             // A worker that handed its last result over counts as free (`job_done`), even
@@ -312,7 +313,7 @@ impl GuestPool {
             // The watchdog is not woken: the job watches itself (`on_tick`).
             state.workers.push(Worker {
                 id,
-                busy_since: Some(Instant::now()),
+                busy_since: Some(started),
                 retired: false,
                 borrowed: true,
                 #[cfg(target_os = "linux")]
@@ -320,7 +321,7 @@ impl GuestPool {
             });
             id
         };
-        let borrowed = Borrowed { shared: self.shared.clone(), id, started: Instant::now() };
+        let borrowed = Borrowed { shared: self.shared.clone(), id, started };
         BORROWED.set(Some(borrowed));
         let result = std::panic::catch_unwind(AssertUnwindSafe(job));
         BORROWED.set(None);
