@@ -95,6 +95,26 @@ impl EventHandler for Signal {
     }
 }
 
+/// Queues `iters` updates one at a time, each once the previous one was delivered; returns
+/// each one's time from queueing to the handler's return.
+async fn deliveries(
+    listener: Arc<Listener>,
+    done: Arc<Done>,
+    (old, new): (Object, Object),
+    iters: u64,
+) -> Vec<Duration> {
+    let mut times = Vec::new();
+    for _ in 0..iters {
+        let start = done.count.load(Ordering::Acquire);
+        let started = Instant::now();
+        listener.add(Notification::Update { old: old.clone(), new: new.clone() });
+        done.wait(start, 1).await;
+        let returned = done.returned.lock().unwrap_or(started);
+        times.push(returned.saturating_duration_since(started));
+    }
+    times
+}
+
 fn pod_pair(index: usize) -> (Object, Object) {
     let mut value = workload::pod(PodSize::Small, "bench-00", index);
     value["metadata"]["uid"] = serde_json::json!(format!("uid-{index}"));
@@ -222,38 +242,16 @@ fn measure(
     let mut streamed_times = Vec::new();
     group.bench_function(name("delivery"), |b| {
         b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let start = done.count.load(Ordering::Acquire);
-                    let started = Instant::now();
-                    listener.add(Notification::Update { old: old.clone(), new: new.clone() });
-                    done.wait(start, 1).await;
-                    let returned = done.returned.lock().unwrap_or(started);
-                    let elapsed = returned.saturating_duration_since(started);
-                    delivery_times.push(elapsed);
-                    total += elapsed;
-                }
-                total
-            })
+            let times = rt.block_on(deliveries(listener.clone(), done.clone(), (old.clone(), new.clone()), iters));
+            let total = times.iter().sum();
+            delivery_times.extend(times);
+            total
         })
     });
     let mut in_runtime_times = Vec::new();
     group.bench_function(name("delivery (from a task)"), |b| {
         b.iter_custom(|iters| {
-            let (listener, done, old, new) = (listener.clone(), done.clone(), old.clone(), new.clone());
-            let producer = async move {
-                let mut times = Vec::new();
-                for _ in 0..iters {
-                    let start = done.count.load(Ordering::Acquire);
-                    let started = Instant::now();
-                    listener.add(Notification::Update { old: old.clone(), new: new.clone() });
-                    done.wait(start, 1).await;
-                    let returned = done.returned.lock().unwrap_or(started);
-                    times.push(returned.saturating_duration_since(started));
-                }
-                times
-            };
+            let producer = deliveries(listener.clone(), done.clone(), (old.clone(), new.clone()), iters);
             let times = rt.block_on(async { tokio::spawn(producer).await.expect("the producer task") });
             let total = times.iter().sum();
             in_runtime_times.extend(times);

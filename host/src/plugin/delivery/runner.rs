@@ -9,16 +9,15 @@
 //! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
 //! each computed for under [`FAST_CALL`], and while no job runs in the pool, a delivery of a
 //! single event (not a batch, which pays the hop once for all its events) runs on the
-//! delivering executor thread ([`GuestPool::try_run_here`]), so a lone event costs no thread
-//! wake-up — on a virtual machine one costs several times the call. A slow call resets the
-//! streak. What a call computed is its thread's CPU time where measured (from the call's
-//! first epoch tick on, [`thread_cpu`]: a virtual CPU preempted meanwhile is not the
-//! plugin's doing), its time on the clock otherwise. A call that stalls on a delivering
-//! thread hands that thread's other tasks to another thread once past the pool's slow-call
-//! threshold, and one that computed that long there sends the plugin back to the guest
-//! threads for good, where a stalled call is moved to the lowest priority — a delivering
-//! thread keeps its priority, so such a call competes at normal priority once, paused
-//! between ticks, for at most its deadline.
+//! delivering executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move to
+//! another thread first), so a lone event waits for no thread wake-up — on a virtual machine
+//! one costs several times the call. A slow call resets the streak. What a call computed is
+//! its thread's CPU time where measured (from the call's first epoch tick on,
+//! [`thread_cpu`]: a virtual CPU preempted meanwhile is not the plugin's doing), its time on
+//! the clock otherwise. A call that computed past the pool's slow-call threshold on a
+//! delivering thread sends the plugin back to the guest threads for good, where a stalled
+//! call is moved to the lowest priority — a delivering thread keeps its priority, so such a
+//! call competes at normal priority once, paused between ticks, for at most its deadline.
 //!
 //! The hop to a guest thread and back costs several times a small guest call, so a
 //! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop

@@ -471,7 +471,11 @@ impl PluginRegistry {
         // that a failure leaves a running old version untouched.
         let leases = specs.iter().map(|spec| self.lease(&name, spec)).collect::<Result<Vec<_>, _>>()?;
         let (dir, digest) = (dir.to_owned(), loaded.digest.clone());
-        match plugins.remove(&name) {
+        let old = plugins.remove(&name);
+        // Logged before the new version listens: a running informer delivers to a new
+        // listener at once, and its first calls (and what they log) come after the line that
+        // says it was deployed or replaced the old one.
+        match &old {
             Some(old) => {
                 // A replacement is a new registration (see the module docs): the old version's
                 // listeners go first, dropping what is queued for it, so no event reaches both
@@ -483,44 +487,27 @@ impl PluginRegistry {
                 if !old.handler.wait_idle(REPLACE_WAIT).await {
                     tracing::warn!(plugin = %name, "the replaced version's call still runs; the new version starts beside it");
                 }
-                // Logged before the new version listens: a running informer delivers to a new
-                // listener at once, and the new version's first calls (and what they log) come
-                // after the line that says it replaced the old one.
                 tracing::info!(plugin = %name, dir = %dir.display(), "plugin replaced");
-                let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
-                    Ok(listening) => listening,
-                    Err(err) => {
-                        // Only a stopped informer refuses a handler: the host is shutting down.
-                        tracing::warn!(plugin = %name, error = %err, "plugin removed: its replacement could not listen");
-                        self.metrics.remove(&name);
-                        return Err(err);
-                    }
-                };
-                // The old version's listeners, grants and memory reservation are released here.
-                let deployed =
-                    Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory };
-                plugins.insert(name.clone(), deployed);
-                drop(old);
             }
-            None => {
-                // Logged before it listens, as a replacement is.
-                tracing::info!(plugin = %name, dir = %dir.display(),
-                    resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
-                    "plugin deployed");
-                let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
-                    Ok(listening) => listening,
-                    Err(err) => {
-                        tracing::warn!(plugin = %name, error = %err, "plugin removed: it could not listen");
-                        self.metrics.remove(&name);
-                        return Err(err);
-                    }
-                };
-                plugins.insert(
-                    name.clone(),
-                    Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory },
-                );
-            }
+            None => tracing::info!(plugin = %name, dir = %dir.display(),
+                resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
+                "plugin deployed"),
         }
+        let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
+            Ok(listening) => listening,
+            Err(err) => {
+                // Only a stopped informer refuses a handler: the host is shutting down.
+                tracing::warn!(plugin = %name, error = %err, "plugin removed: it could not listen");
+                self.metrics.remove(&name);
+                return Err(err);
+            }
+        };
+        plugins.insert(
+            name.clone(),
+            Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory },
+        );
+        // An old version's listeners, grants and memory reservation are released here.
+        drop(old);
         Ok(name)
     }
 

@@ -26,7 +26,7 @@ use crate::informer::Object;
 use crate::plugin::delivery::metrics::PluginMetrics;
 use crate::plugin::deploy::manifest::Manifest;
 use crate::plugin::deploy::permissions::{Attributes, Permissions, Policy, Refusal, RequestLimits};
-use crate::plugin::runtime::pool::{self, block_in_place};
+use crate::plugin::runtime::pool::block_in_place;
 
 type Limiter = RateLimiter<governor::state::NotKeyed, governor::state::InMemoryState, DefaultClock>;
 
@@ -329,10 +329,8 @@ fn wait<T: Send + 'static>(
         let _ = tx.send(request.await);
     });
     // Most answers of the embedded cluster come at once: only a request still unanswered
-    // after a moment takes this thread out of the guest pool. On an executor thread (a lone
-    // call run where it was delivered) the request is a task that this thread would run:
-    // it hands its other tasks over at once.
-    let quick = if pool::runs_on_executor() { Duration::ZERO } else { timeout.min(Duration::from_micros(200)) };
+    // after a moment takes this thread out of the guest pool.
+    let quick = timeout.min(Duration::from_micros(200));
     let answer = match rx.recv_timeout(quick) {
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => block_in_place(|| rx.recv_timeout(timeout - quick)),
         answer => answer,

@@ -22,8 +22,8 @@
 //!
 //! The tick also serves the host's bookkeeping of calls that run long, so that a short call
 //! pays for none of it: from a call's first tick on, the CPU time its thread uses is
-//! measured ([`thread_cpu::sample`]), and a call run on an executor thread hands that
-//! thread's other tasks over once it is past the slow-call threshold ([`pool::on_tick`]).
+//! measured ([`thread_cpu::sample`]), and a call run on an executor thread gives its place in
+//! the guest pool back once it is past the slow-call threshold ([`pool::on_tick`]).
 
 use std::time::{Duration, Instant};
 

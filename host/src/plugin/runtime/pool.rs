@@ -22,16 +22,15 @@
 //! microseconds on a virtual machine, ten times a plugin's call — which a busy pool amortizes
 //! over batches but a lone event pays in full. [`GuestPool::try_run_here`] runs a job on the
 //! calling thread instead, when that is a worker of a multi-threaded tokio runtime and no pool
-//! thread is busy, and wakes no thread to do so: neither a guest thread, nor the watchdog, nor
-//! (as tokio's `block_in_place` would, one blocking-pool thread per call, several
-//! microseconds each) a thread to take over the executor's other tasks. Such a job counts
-//! against the pool's size. It is watched from within: on every epoch tick of its guest call
-//! ([`on_tick`]), one that has run past the slow-call threshold gives its place in the pool
-//! back and hands the thread's executor work to another thread (`block_in_place` then, once),
-//! so the executor's other tasks wait at most the threshold and a tick for a call that
-//! stalls. That thread keeps its priority (it returns to the executor, whose priority a
-//! process cannot raise again once lowered). Callers use it only for plugins whose calls have
-//! stayed fast (see `PluginHandler`).
+//! thread is busy: tokio's `block_in_place` first hands that thread's executor work to
+//! another thread (a blocking-pool thread, which this one does not wait for), so a guest call
+//! there holds up no task — under load that keeps the executor's other work going while the
+//! call runs. Such a job counts against the pool's size; it wakes neither a guest thread nor
+//! the watchdog: it watches itself from its guest call's epoch callback ([`on_tick`]) and
+//! gives its place back once past the slow-call threshold, but keeps its thread's priority
+//! (that thread returns to the executor, whose priority a process cannot raise again once
+//! lowered). Callers use it only for plugins whose calls have stayed fast (see
+//! `PluginHandler`).
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -99,10 +98,6 @@ struct Shared {
     watch: Condvar,
 }
 
-/// How long a call that stalls on an executor thread waits, on each tick past the slow-call
-/// threshold, for another thread to take over that thread's executor work.
-const HANDOFF_WAIT: Duration = Duration::from_millis(1);
-
 /// A job run on the thread that asked for it ([`GuestPool::try_run_here`]).
 struct Borrowed {
     shared: Arc<Shared>,
@@ -154,36 +149,19 @@ pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
     wait()
 }
 
-/// Whether this thread runs a job of [`GuestPool::try_run_here`] now: an executor thread,
-/// whose other tasks wait while it blocks.
-pub fn runs_on_executor() -> bool {
-    BORROWED.with_borrow(Option::is_some)
-}
-
 /// Called on every epoch tick of a guest call, on the call's thread: a job run on an executor
 /// thread ([`GuestPool::try_run_here`]) that has run past the slow-call threshold gives its
-/// place in the pool back and hands the thread's executor work to another thread (see the
-/// module docs). Does nothing on any other thread, or before the threshold.
+/// place in the pool back, as the watchdog does for the pool's own threads (it is not woken
+/// for such jobs). Does nothing on any other thread, or before the threshold.
 pub fn on_tick() {
     let due = BORROWED.with_borrow(|borrowed| {
         borrowed.as_ref().filter(|b| b.started.elapsed() >= b.shared.slow_call).map(|b| (b.shared.clone(), b.id))
     });
     let Some((shared, id)) = due else { return };
-    {
-        let mut state = shared.state.lock();
-        if let Some(me) = state.workers.iter_mut().find(|w| w.id == id && !w.retired) {
-            me.retired = true;
-            state.retired_calls += 1;
-        }
-    }
-    // tokio's `block_in_place` gives this thread's executor core to a blocking-pool thread;
-    // the wait lets that thread take it before `block_in_place` would take it back, so the
-    // call goes on here outside the executor. On a thread that no longer holds a core (an
-    // earlier tick handed it over) this only waits.
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi_thread {
-        tokio::task::block_in_place(|| std::thread::sleep(HANDOFF_WAIT));
+    let mut state = shared.state.lock();
+    if let Some(me) = state.workers.iter_mut().find(|w| w.id == id && !w.retired) {
+        me.retired = true;
+        state.retired_calls += 1;
     }
 }
 
@@ -285,8 +263,7 @@ impl GuestPool {
 
     /// Runs `job` on this thread, as one of the pool's jobs, if this is a worker thread of a
     /// multi-threaded tokio runtime and no job runs or waits in the pool (see the module docs);
-    /// otherwise gives `job` back. A job that runs past the slow-call threshold hands the
-    /// executor's other tasks to another thread ([`on_tick`]).
+    /// otherwise gives `job` back. The executor's other tasks move to another thread first.
     pub fn try_run_here<T, F>(&self, job: F) -> Result<Result<T, GuestPoolError>, F>
     where
         F: FnOnce() -> T,
@@ -323,7 +300,9 @@ impl GuestPool {
         };
         let borrowed = Borrowed { shared: self.shared.clone(), id, started };
         BORROWED.set(Some(borrowed));
-        let result = std::panic::catch_unwind(AssertUnwindSafe(job));
+        // The executor's other tasks go on on another thread meanwhile (a blocking-pool thread
+        // takes this one's core; this thread does not wait for it).
+        let result = tokio::task::block_in_place(|| std::panic::catch_unwind(AssertUnwindSafe(job)));
         BORROWED.set(None);
         self.shared.state.lock().workers.retain(|w| w.id != id);
         Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
@@ -578,11 +557,11 @@ mod tests {
         assert_eq!(pool.busy(), 0);
     }
 
-    /// A job run on an executor thread wakes no other thread; one that stalls there (its
-    /// guest call's epoch callback still ticking) hands the executor's other tasks to another
-    /// thread once past the slow-call threshold.
+    /// The executor's other tasks go on while a job runs on one of its threads; one that
+    /// stalls there (its guest call's epoch callback still ticking) gives its place in the
+    /// pool back once past the slow-call threshold.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn a_borrowed_job_past_the_threshold_hands_the_executor_to_another_thread() {
+    async fn a_borrowed_job_that_stalls_holds_up_neither_the_executor_nor_the_pool() {
         let pool = GuestPool::with_slow_call(1, Duration::from_millis(10));
         let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
         // Runs on the executor's only worker whenever that worker is free.
@@ -629,7 +608,6 @@ mod tests {
             let pool = pool.clone();
             async move {
                 let job = move || {
-                    assert!(runs_on_executor());
                     let (tx, rx) = std::sync::mpsc::sync_channel(1);
                     // Spawned from the executor's only worker: queued on that worker.
                     handle.spawn(async move { tx.send(7).unwrap() });
@@ -640,7 +618,6 @@ mod tests {
         });
         assert_eq!(asked.await.unwrap(), Ok(7), "the request ran while the job waited");
         assert_eq!(pool.waits(), 1);
-        assert!(!runs_on_executor(), "only while the job runs");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
