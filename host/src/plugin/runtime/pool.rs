@@ -123,13 +123,11 @@ thread_local! {
 /// Outside a guest thread (or on one that already left the pool) it just runs `wait`.
 pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
     if let Some((shared, id)) = BORROWED.with_borrow(|b| b.as_ref().map(|b| (b.shared.clone(), b.id))) {
-        {
-            let mut state = shared.state.lock();
-            if let Some(me) = state.workers.iter_mut().find(|w| w.id == id && !w.retired) {
-                me.retired = true;
-                state.left_to_wait += 1;
-            }
+        let mut state = shared.state.lock();
+        if state.retire_borrowed(id) {
+            state.left_to_wait += 1;
         }
+        drop(state);
         return tokio::task::block_in_place(wait);
     }
     let id = WORKER.with(std::cell::Cell::get);
@@ -159,9 +157,18 @@ pub fn on_tick() {
     });
     let Some((shared, id)) = due else { return };
     let mut state = shared.state.lock();
-    if let Some(me) = state.workers.iter_mut().find(|w| w.id == id && !w.retired) {
-        me.retired = true;
+    if state.retire_borrowed(id) {
         state.retired_calls += 1;
+    }
+}
+
+impl State {
+    /// Gives the place of the borrowed job `id` back to the pool; says whether it held one
+    /// (it had not given it back already). A borrowed job's place never counted in `active`.
+    fn retire_borrowed(&mut self, id: u64) -> bool {
+        let Some(me) = self.workers.iter_mut().find(|w| w.id == id && !w.retired) else { return false };
+        me.retired = true;
+        true
     }
 }
 
