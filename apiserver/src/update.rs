@@ -127,7 +127,7 @@ pub(crate) fn finish(
     if object::deletion_timestamp(&new).is_some() && object::finalizers(&new).is_empty() {
         return Ok(Write::Delete(new));
     }
-    if comparable(&new) == comparable(current) {
+    if unchanged(&new, current) {
         return Ok(Write::Unchanged(current.clone()));
     }
     Ok(Write::Put(new))
@@ -175,33 +175,56 @@ fn copy_top(from: &Value, to: &mut Value, field: &str) {
 }
 
 /// Whether anything outside metadata (and outside status, when status is a subresource)
-/// changed.
+/// changed. Compared in place: the objects may be large, so neither is copied.
 fn spec_changed(def: &ResourceDef, old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(map) = v.as_object_mut() {
-            map.remove("metadata");
-            if def.status_subresource {
-                map.remove("status");
-            }
-        }
-        v
-    };
-    strip(old) != strip(new)
+    let outside = |key: &str| key != "metadata" && !(def.status_subresource && key == "status");
+    match (old.as_object(), new.as_object()) {
+        (Some(old), Some(new)) => !maps_equal(old, new, outside, |_, a, b| a == b),
+        _ => old != new,
+    }
 }
 
-/// An object as compared for "nothing changed": without resourceVersion and managed-field times.
-fn comparable(obj: &Value) -> Value {
-    let mut obj = obj.clone();
-    object::remove_meta(&mut obj, "resourceVersion");
-    if let Some(Value::Array(entries)) = obj.pointer_mut("/metadata/managedFields") {
-        for entry in entries {
-            if let Some(map) = entry.as_object_mut() {
-                map.remove("time");
-            }
-        }
-    }
-    obj
+/// Whether `new` equals `current` for "nothing changed": ignoring resourceVersion and
+/// managed-field times. Compared in place, without copying either object.
+fn unchanged(new: &Value, current: &Value) -> bool {
+    let (Some(new), Some(current)) = (new.as_object(), current.as_object()) else { return new == current };
+    maps_equal(
+        new,
+        current,
+        |_| true,
+        |key, a, b| match (key, a, b) {
+            ("metadata", Value::Object(a), Value::Object(b)) => maps_equal(
+                a,
+                b,
+                |k| k != "resourceVersion",
+                |k, a, b| match (k, a, b) {
+                    ("managedFields", Value::Array(a), Value::Array(b)) => {
+                        a.len() == b.len()
+                            && a.iter().zip(b).all(|(a, b)| match (a, b) {
+                                (Value::Object(a), Value::Object(b)) => {
+                                    maps_equal(a, b, |k| k != "time", |_, a, b| a == b)
+                                }
+                                _ => a == b,
+                            })
+                    }
+                    _ => a == b,
+                },
+            ),
+            _ => a == b,
+        },
+    )
+}
+
+/// Whether maps `a` and `b` hold the same keys among those `kept`, with values equal by
+/// `equal` (given the key). Independent of key order.
+fn maps_equal(
+    a: &serde_json::Map<String, Value>,
+    b: &serde_json::Map<String, Value>,
+    kept: impl Fn(&str) -> bool,
+    equal: impl Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    let count = |m: &serde_json::Map<String, Value>| m.keys().filter(|k| kept(k)).count();
+    count(a) == count(b) && a.iter().filter(|(k, _)| kept(k)).all(|(k, va)| b.get(k).is_some_and(|vb| equal(k, va, vb)))
 }
 
 #[cfg(test)]

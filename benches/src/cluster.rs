@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
+use wink::cluster::EmbeddedCluster;
+use wink::source::{MemorySource, Recorded};
 use wink_tests::apiserver::{ApiServer, ServerOptions};
 
 use crate::workload::{self, PodSize};
@@ -23,6 +25,18 @@ pub struct BenchCluster {
     pods: Vec<Value>,
     seq: u64,
     next: usize,
+    /// The last [`update`](Self::update)'s events, to serve again after a rewind.
+    recording: Option<Recording>,
+}
+
+/// The events one [`BenchCluster::update`] wrote.
+struct Recording {
+    /// The resourceVersion before them.
+    base: u64,
+    events: usize,
+    targets: Targets,
+    /// Set while they are rewound (undone, waiting to be replayed).
+    rewound: Option<Recorded>,
 }
 
 impl std::fmt::Debug for BenchCluster {
@@ -31,8 +45,9 @@ impl std::fmt::Debug for BenchCluster {
     }
 }
 
-fn rv_of(stored: &Value) -> u64 {
-    stored.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
+/// The name in a store key (`namespace/name`).
+fn name_in(key: &str) -> &str {
+    key.rsplit_once('/').map_or(key, |(_, name)| name)
 }
 
 fn name_of(pod: &Value) -> String {
@@ -65,7 +80,7 @@ impl BenchCluster {
                 pods.push(pod);
             }
         }
-        Self { server, size, count, pods, seq: 0, next: 0 }
+        Self { server, size, count, pods, seq: 0, next: 0, recording: None }
     }
 
     /// The Pods' size.
@@ -98,16 +113,48 @@ impl BenchCluster {
 
     /// Every Pod's current resourceVersion, by name.
     pub fn current(&self) -> Targets {
-        Arc::new(self.server.objects("v1", "Pod").iter().map(|o| (name_of(o), rv_of(o))).collect())
+        let versions = self.server.versions("v1", "Pod").into_iter();
+        Arc::new(versions.map(|(key, rv)| (name_in(&key).to_owned(), rv.parse().unwrap_or(0))).collect())
+    }
+
+    /// The Pods' store in the server.
+    fn pods_source(&self) -> MemorySource {
+        self.server.cluster().collection("v1", "Pod").expect("Pods are served").source.clone()
     }
 
     /// Writes `events` status updates, round-robin over the Pods (as kubelets do), and
-    /// returns every Pod's resourceVersion afterwards.
+    /// returns every Pod's resourceVersion afterwards. After a [`rewind`](Self::rewind) and
+    /// for the same number of events, the events written last time are replayed instead:
+    /// the same changes, resourceVersions and objects, recorded again without paying the
+    /// server's write path a second time (consumers see exactly the same list and watch).
     pub fn update(&mut self, events: usize) -> Targets {
-        for _ in 0..events {
-            self.update_one();
+        let source = self.pods_source();
+        if let Some(recording) = &mut self.recording
+            && recording.events == events
+            && let Some(recorded) = recording.rewound.take()
+        {
+            source.replay(&recorded).expect("replaying the recorded events");
+            return recording.targets.clone();
         }
-        self.current()
+        let base = source.resource_version();
+        for _ in 0..events {
+            self.update_one_stamped();
+        }
+        let targets = self.current();
+        self.recording = Some(Recording { base, events, targets: targets.clone(), rewound: None });
+        targets
+    }
+
+    /// Puts the server back to its state before the last [`update`](Self::update)'s events
+    /// (see [`MemorySource::rewind`]); the next `update` of as many events replays them.
+    /// Does nothing when no update was recorded or it is already rewound.
+    pub fn rewind(&mut self) {
+        let source = self.pods_source();
+        if let Some(recording) = &mut self.recording
+            && recording.rewound.is_none()
+        {
+            recording.rewound = Some(source.rewind(recording.base).expect("rewinding the recorded events"));
+        }
     }
 
     /// Writes one status update (the next Pod in round-robin order); returns its name and
@@ -118,15 +165,18 @@ impl BenchCluster {
     }
 
     /// [`update_one`](Self::update_one), also returning the instant the update was committed
-    /// (see [`ApiServer::apply_stamped`](wink_tests::apiserver::ApiServer::apply_stamped)).
+    /// (see [`ApiServer::update_status`](wink_tests::apiserver::ApiServer::update_status)):
+    /// the status alone is written, as a kubelet reports it.
     pub fn update_one_stamped(&mut self) -> (String, u64, Instant) {
         assert!(!self.pods.is_empty(), "a read-only cluster is not updated");
+        // A write of its own makes the recorded events no longer the last ones.
+        self.recording = None;
         let i = self.next;
         self.next = (self.next + 1) % self.pods.len();
         self.seq += 1;
         let pod = &mut self.pods[i];
         workload::touch(pod, self.seq);
-        let (stored, committed) = self.server.apply_stamped(pod.clone()).expect("updating a Pod");
-        (name_of(pod), rv_of(&stored), committed)
+        let (rv, committed) = self.server.update_status(pod).expect("updating a Pod's status");
+        (name_of(pod), rv, committed)
     }
 }

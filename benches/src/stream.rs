@@ -1,7 +1,7 @@
 //! The stream of benchmarks 1 and 2: 10,000 Pods listed, then 50,000 watch events, from the
 //! local API server, through one consumer; timed from start to synced plus from the watch's
 //! release to the last final state handled (the events are written while the watch waits at
-//! the gate, untimed).
+//! the gate, untimed; the first run writes them, later runs rewind the server and replay them).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,6 +88,9 @@ pub async fn run_stream(
     listeners: usize,
     start: impl FnOnce(kube::Client, Arc<Progress>) -> Running,
 ) -> StreamRun {
+    // The previous run's events, undone: this run lists the same Pods and is sent the same
+    // events (replayed, not written again; see `BenchCluster::update`).
+    cluster.rewind();
     let gate = WatchGate::closed();
     let client = gated_client(cluster.kubeconfig(), gate.clone()).await;
     let progress = Progress::new(cluster.len(), listeners);

@@ -59,6 +59,11 @@ impl Revision {
     fn next(&self) -> u64 {
         self.0.fetch_add(1, Ordering::SeqCst) + 1
     }
+
+    /// Moves the revision to `rv` (see [`MemorySource::rewind`]).
+    pub(super) fn set(&self, rv: u64) {
+        self.0.store(rv, Ordering::SeqCst);
+    }
 }
 
 /// One change in the history, with the state before it (to read the past).
@@ -104,7 +109,7 @@ pub(super) struct Inner {
 }
 
 impl Inner {
-    fn record(&mut self, rv: u64, change: Change, history_limit: usize) {
+    pub(super) fn record(&mut self, rv: u64, change: Change, history_limit: usize) {
         let event = change.event();
         self.watchers.retain(|tx| tx.send(Ok(event.clone())).is_ok());
         self.history.push_back((rv, change));
@@ -202,7 +207,13 @@ impl std::fmt::Debug for MemorySource {
 
 /// Sets `metadata.resourceVersion` in an object's JSON and decodes it. Objects nested deeper
 /// than [`MAX_DEPTH`] are refused, so that every stored object reads back.
-fn stamp(mut value: serde_json::Value, rv: u64) -> Result<Object, ObjectError> {
+fn stamp(value: serde_json::Value, rv: u64) -> Result<Object, ObjectError> {
+    stamp_sized(value, rv, 0)
+}
+
+/// [`stamp`], its text written into a buffer of `size_hint` bytes (the stored version's
+/// size, when the object is replacing one) rather than grown from small.
+fn stamp_sized(mut value: serde_json::Value, rv: u64, size_hint: usize) -> Result<Object, ObjectError> {
     if value_depth(&value) > MAX_DEPTH {
         return Err(ObjectError::TooDeep);
     }
@@ -212,7 +223,10 @@ fn stamp(mut value: serde_json::Value, rv: u64) -> Result<Object, ObjectError> {
         .and_then(|m| m.as_object_mut())
         .ok_or(ObjectError::Missing("metadata"))?;
     meta.insert("resourceVersion".into(), serde_json::Value::String(rv.to_string()));
-    Object::from_string(value.to_string())
+    let mut text = Vec::with_capacity(size_hint + size_hint / 8);
+    let written = serde_json::to_writer(&mut text, &value).map_err(|e| e.to_string());
+    let text = written.and_then(|()| String::from_utf8(text).map_err(|e| e.to_string()));
+    Object::from_string(text.map_err(|message| ObjectError::Malformed { path: ".".into(), message })?)
 }
 
 impl MemorySource {
@@ -251,11 +265,12 @@ impl MemorySource {
     ) -> Result<Object, E> {
         let mut inner = self.inner.lock();
         let current = inner.objects.get(key);
+        let size_hint = current.map_or(0, |c| c.json().len());
         match decide(current)? {
             Write::Unchanged(obj) => Ok(obj),
             Write::Put(value) => {
                 let rv = self.options.revision.next();
-                let obj = stamp(value, rv)?;
+                let obj = stamp_sized(value, rv, size_hint)?;
                 if obj.key() != key {
                     return Err(ObjectError::Malformed {
                         path: ".metadata".into(),

@@ -300,15 +300,59 @@ impl ApiServer {
         };
         let mut committed = std::time::Instant::now();
         if collection.status_subresource && object.get("status").is_some() {
-            let mut with_status = object.clone();
-            with_status["metadata"]["resourceVersion"] = stored.object.resource_version().into();
-            let mut request = self.request(Write::Update, &api_version, &kind, &key, with_status.to_string());
-            request.subresource = Some(Subresource::Status);
-            stored = client.execute_now(request).map_err(invalid)?;
+            stored = self
+                .write_status(&api_version, &kind, &key, &object, stored.object.resource_version())
+                .map_err(invalid)?;
             committed = std::time::Instant::now();
         }
         let stored = stored.object.to_value().map_err(|e| ApiServerError::Invalid(e.to_string()))?;
         Ok((stored, committed))
+    }
+
+    /// Updates only the status of a stored object, as a kubelet or a controller reports
+    /// one: an update of its `/status` subresource at the stored version (again when a
+    /// concurrent write got in between). Returns the new resourceVersion and the instant the
+    /// write was committed (as [`apply_stamped`](Self::apply_stamped)).
+    pub fn update_status(&self, object: &Value) -> Result<(u64, std::time::Instant), ApiServerError> {
+        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let collection = self
+            .shared
+            .cluster
+            .collection(api_version, kind)
+            .ok_or_else(|| ApiServerError::UnknownKind(format!("{api_version} {kind}")))?;
+        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
+        let key = object_key(if collection.info.namespaced { namespace } else { None }, name);
+        loop {
+            let current =
+                collection.source.get(&key).ok_or_else(|| ApiServerError::Invalid(format!("{key} is not stored")))?;
+            match self.write_status(api_version, kind, &key, object, current.resource_version()) {
+                Err(RequestError::Conflict(_)) => continue,
+                Err(e) => return Err(invalid(e)),
+                Ok(stored) => {
+                    let committed = std::time::Instant::now();
+                    let rv = stored.object.resource_version().parse().unwrap_or_default();
+                    return Ok((rv, committed));
+                }
+            }
+        }
+    }
+
+    /// One update of `/status` with `object`'s status, conditional on `version`.
+    fn write_status(
+        &self,
+        api_version: &str,
+        kind: &str,
+        key: &str,
+        object: &Value,
+        version: &str,
+    ) -> Result<wink::cluster::Outcome, RequestError> {
+        let mut with_status = object.clone();
+        with_status["metadata"]["resourceVersion"] = version.into();
+        let mut request = self.request(Write::Update, api_version, kind, key, with_status.to_string());
+        request.subresource = Some(Subresource::Status);
+        self.shared.client.execute_now(request)
     }
 
     /// Deletes the object with this key (`namespace/name`, or `name` when cluster-scoped);
