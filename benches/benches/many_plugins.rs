@@ -9,7 +9,9 @@
 //! - start time (folder scan, manifests, compile or load from the cache, pre-link,
 //!   instantiate + `init` of every plugin, listener registration) with a cold (empty) and a
 //!   warm compiled-component cache, and the RSS then — each start in a fresh process (this
-//!   binary re-runs itself), so RSS figures do not mix;
+//!   binary re-runs itself), so RSS figures do not mix; the 10,000 Rust plugins also started
+//!   on their first event (`--start-plugins on-first-event`: deployed and listening, no
+//!   instance until an event comes);
 //! - instantiation time (instance + `init`) of one plugin per language (criterion);
 //! - the cost of one event: an update of a Pod in a namespace one plugin watches, until that
 //!   plugin's guest was called, with 10, 100, 1,000 and 10,000 plugins deployed — all the
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, SamplingMode};
 use serde::{Deserialize, Serialize};
 use wink::informer::{InformerFactory, ListerWatcher, ResourceKey, SourceError};
-use wink::plugin::{GuestPool, MetricsRegistry, PluginEngine, PluginRegistry};
+use wink::plugin::{GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart};
 use wink::source::{MemorySource, MemorySourceOptions};
 use wink_benches::mem::{human_bytes, rss, rss_shared};
 use wink_benches::plugins::{self, Language, PluginSettings};
@@ -98,14 +100,15 @@ fn host(source: &MemorySource, instances: u32, cache: &Path) -> (PluginEngine, A
     (engine, factory, registry)
 }
 
-/// In a child process: start every plugin of `folder` and report.
-fn child_start(folder: &Path, cache: &Path) {
+/// In a child process: start every plugin of `folder` (as `start` says) and report.
+fn child_start(folder: &Path, cache: &Path, start: PluginStart) {
     let rt = wink_benches::runtime();
     let report = rt.block_on(async {
         let source = MemorySource::new(MemorySourceOptions::default());
         let count = std::fs::read_dir(folder).map(|d| d.count()).unwrap_or(0);
         let rss_before = rss();
         let (engine, factory, registry) = host(&source, (count as u32 + 16).max(64), cache);
+        let registry = registry.with_start(start);
         let started = Instant::now();
         let failed = registry.sync_dir(folder).await.expect("reading the plugins folder");
         let start = started.elapsed();
@@ -131,10 +134,11 @@ fn child_start(folder: &Path, cache: &Path) {
 }
 
 /// Runs `child_start` in a fresh process of this binary.
-fn start_in_child(folder: &Path, cache: &Path) -> StartReport {
+fn start_in_child(folder: &Path, cache: &Path, start: PluginStart) -> StartReport {
     let out = Command::new(std::env::current_exe().expect("this binary"))
         .env("WINK_BENCH_CHILD_FOLDER", folder)
         .env("WINK_BENCH_CHILD_CACHE", cache)
+        .env("WINK_BENCH_CHILD_START", start.to_string())
         .output()
         .expect("running the child");
     for line in String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("many_plugins:")) {
@@ -158,7 +162,8 @@ fn main() {
     if let (Some(folder), Some(cache)) =
         (std::env::var_os("WINK_BENCH_CHILD_FOLDER"), std::env::var_os("WINK_BENCH_CHILD_CACHE"))
     {
-        child_start(Path::new(&folder), Path::new(&cache));
+        let start = std::env::var("WINK_BENCH_CHILD_START").ok().and_then(|s| s.parse().ok()).unwrap_or_default();
+        child_start(Path::new(&folder), Path::new(&cache), start);
         return;
     }
     let work = tempfile::tempdir().expect("a temporary folder");
@@ -171,8 +176,12 @@ fn main() {
     let mut starts: Vec<(String, &str, StartReport)> = Vec::new();
     for (label, folder) in [("10,000 Rust plugins", &rust), ("20 Python + 20 JavaScript plugins", &polyglot)] {
         let cache = work.path().join(format!("cache-{}", folder.file_name().unwrap_or_default().to_string_lossy()));
-        starts.push((label.into(), "cold", start_in_child(folder, &cache)));
-        starts.push((label.into(), "warm", start_in_child(folder, &cache)));
+        starts.push((label.into(), "cold", start_in_child(folder, &cache, PluginStart::OnDeploy)));
+        starts.push((label.into(), "warm", start_in_child(folder, &cache, PluginStart::OnDeploy)));
+        if folder == &rust {
+            let lazy = start_in_child(folder, &cache, PluginStart::OnFirstEvent);
+            starts.push((format!("{label}, started on first event"), "warm", lazy));
+        }
     }
 
     let rt = wink_benches::runtime();
@@ -268,8 +277,8 @@ fn main() {
         "5. Many plugins",
         "Plugins deployed from a folder by `PluginRegistry::sync_dir`, as `wink run` does, over an in-memory \
          source; the engine's instance pool sized to the plugin count. Start = scan, manifests, compile (cold: \
-         empty cache) or load the compiled component (warm), pre-link, instantiate + `init` every plugin, \
-         register its listener; each start in a fresh process, RSS read there. Per-event cost: an update of \
+         empty cache) or load the compiled component (warm), pre-link, instantiate + `init` every plugin \
+         (started on first event: none, no event comes), register its listener; each start in a fresh process, RSS read there. Per-event cost: an update of \
          a Pod in `tenant-00000` (watched by one plugin) until that plugin's guest was called, medians.",
     );
     let mut table = Table::new(
@@ -321,9 +330,9 @@ fn main() {
             report.notes.push(format!("{} plugins: {count} copies of `{stem}`", language.name()));
         }
     }
-    if let Some((_, _, warm)) = starts.iter().find(|(l, c, _)| l.starts_with("10,000") && *c == "warm") {
+    for (label, _, warm) in starts.iter().filter(|(l, c, _)| l.starts_with("10,000") && *c == "warm") {
         report.notes.push(format!(
-            "10,000 Rust plugins: RSS {} (target < 256 MiB: {}), warm start {} (target < 1 s: {})",
+            "{label}: RSS {} (target < 256 MiB: {}), warm start {} (target < 1 s: {})",
             human_bytes(warm.rss_after as f64),
             verdict(warm.rss_after < 256 << 20 && warm.failed == 0),
             human_duration(warm.start),

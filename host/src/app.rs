@@ -22,6 +22,7 @@ use crate::plugin::deploy::known_kinds;
 use crate::plugin::deploy::loader::{load_manifest, load_plugin_manifest};
 use crate::plugin::deploy::manifest::format_bytes;
 use crate::plugin::deploy::permissions::{Policy, PolicyError};
+use crate::plugin::deploy::start::PluginStart;
 use crate::plugin::imports::ClusterContext;
 use crate::plugin::imports::cache::NoCache;
 use crate::plugin::runtime::engine::DEFAULT_CACHE_MAX_SIZE;
@@ -149,6 +150,8 @@ pub struct RunOptions {
     pub cache_dir: Option<PathBuf>,
     /// Watch the plugins folder and deploy, replace and remove plugins as it changes.
     pub watch_plugins: bool,
+    /// When plugins start: as they deploy, or on their first event.
+    pub start_plugins: PluginStart,
     /// Log every plugin's metrics this often (`None`: only at shutdown).
     pub metrics_interval: Option<std::time::Duration>,
     /// Memory and disk bounds.
@@ -295,6 +298,7 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
     let registry = PluginRegistry::new(engine, factory.clone(), metrics, GuestPool::per_core())
         .with_memory_budget(budget)
         .with_load_limits(options.bounds.load)
+        .with_start(options.start_plugins)
         .with_cluster(cluster);
     let (registry, group) = match (&options.shard, &kube_client) {
         (Some(lease), Some(client)) => {

@@ -13,8 +13,8 @@ use wink::app::{self, Bounds, RunOptions, SourceSpec};
 use wink::crd::ControllerOptions;
 use wink::logging::LogFormat;
 use wink::oci::{OciOptions, RefreshOptions};
-use wink::plugin::LoadLimits;
 use wink::plugin::parse_byte_size;
+use wink::plugin::{LoadLimits, PluginStart};
 use wink::replay::{RecordOptions, ReplayOptions};
 use wink::shard::LeaseOptions;
 
@@ -87,6 +87,11 @@ enum Command {
         /// Load the plugins once instead of watching the folder for changes.
         #[arg(long)]
         no_watch: bool,
+        /// When plugins start (instantiate and `init`): `on-deploy` (a plugin that cannot start
+        /// is not deployed) or `on-first-event` (idle plugins hold no instance; `init`'s errors
+        /// surface with the first event, under the failure policy).
+        #[arg(long, value_name = "WHEN", default_value_t = PluginStart::OnDeploy)]
+        start_plugins: PluginStart,
         /// Log every plugin's metrics this often, e.g. `30s` (`0`: only at shutdown).
         #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
         metrics_interval: std::time::Duration,
@@ -302,6 +307,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
             cache_dir: dir,
             no_cache,
             no_watch,
+            start_plugins,
             metrics_interval,
             bounds,
             plugin_refs,
@@ -338,6 +344,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 listen,
                 cache_dir: cache_dir(dir, no_cache),
                 watch_plugins: !no_watch,
+                start_plugins,
                 metrics_interval: Some(metrics_interval),
                 bounds,
                 policy,

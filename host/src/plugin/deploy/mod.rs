@@ -7,7 +7,8 @@
 //!   operator's [`permissions::Policy`] that caps them, and request budgets.
 //! - [`loader`]: manifest + component → [`loader::LoadedPlugin`] (what `wink check` runs).
 //! - [`registry`]: the deployed plugins: deploy, replace, remove, folder rescans, with
-//!   [`fingerprint`] (plugin file digests remembered by size and modification time).
+//!   [`fingerprint`] (plugin file digests remembered by size and modification time);
+//!   [`start`]: whether a plugin starts as it deploys or on its first event.
 
 pub mod fingerprint;
 pub mod known_kinds;
@@ -17,3 +18,4 @@ pub mod permissions;
 pub mod registry;
 pub(crate) mod schema;
 pub mod selector;
+pub mod start;

@@ -7,7 +7,9 @@
 //!
 //! - **Deploy**: load (manifest, compile through the cache, check the world), start the
 //!   instance (`init`), then register the listeners; the plugin receives the current objects
-//!   as initial-list adds, then live events.
+//!   as initial-list adds, then live events. With [`PluginStart::OnFirstEvent`] the instance
+//!   starts before the first event instead (so a new version that cannot start replaces the
+//!   old one, and fails under the failure policy, rather than being refused).
 //! - **Replace** (the component or the manifest changed): the new version is loaded and
 //!   started first — if that fails, the old version keeps running, untouched. Then the new
 //!   version is registered as a new handler, as client-go's `AddEventHandler` registers one:
@@ -44,6 +46,7 @@ use std::time::Duration;
 use super::fingerprint::FileDigests;
 use super::loader::{LoadError, LoadLimits, LoadedPlugin, load_manifest, load_plugin_manifest};
 use super::manifest::WatchedResource;
+use super::start::PluginStart;
 use crate::informer::crash::panic_message;
 use crate::informer::{
     InformerError, InformerFactory, InformerLease, ListenerOptions, Object, Registration, ResourceKey, SourceError,
@@ -229,6 +232,7 @@ pub struct PluginRegistry {
     ownership: Option<Arc<dyn Ownership>>,
     /// Plugins found but run by another member.
     parked: parking_lot::Mutex<BTreeMap<String, shard::Parked>>,
+    start: PluginStart,
 }
 
 impl std::fmt::Debug for PluginRegistry {
@@ -276,7 +280,14 @@ impl PluginRegistry {
             cluster: None,
             ownership: None,
             parked: parking_lot::Mutex::default(),
+            start: PluginStart::default(),
         }
+    }
+
+    /// Starts plugins as `start` says (default: as they deploy).
+    pub fn with_start(mut self, start: PluginStart) -> Self {
+        self.start = start;
+        self
     }
 
     /// Sends plugins' `cluster` requests through `cluster` (without it, every request is
@@ -360,7 +371,11 @@ impl PluginRegistry {
         let metrics = self.metrics.plugin(&name);
         let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
             .with_start_gate(self.caches_synced(&loaded));
-        match handler.warm_up().await {
+        let outcome = match self.start {
+            PluginStart::OnDeploy => handler.warm_up().await,
+            PluginStart::OnFirstEvent => CallOutcome::Ok,
+        };
+        match outcome {
             CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
             outcome => Err(RegistryError::Start { name, outcome }),
         }

@@ -318,3 +318,33 @@ async fn a_folder_scan_leaves_plugins_deployed_from_elsewhere() {
     assert_eq!(names, ["outside"], "the scan removed its own plugin only");
     registry.factory().shutdown().await;
 }
+
+/// Started on its first event, a plugin deploys and listens without an instance; the event
+/// starts it (`init`, then the call). One whose `init` refuses is deployed all the same, and
+/// its refusal comes with its first event, under the failure policy — where started as it
+/// deploys, it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_started_on_its_first_event_holds_no_instance_until_then() {
+    let pods = MemorySource::default();
+    let root = tempfile::tempdir().unwrap();
+    let idle = write_plugin(root.path(), "idle", Guest::default());
+    let picky = write_plugin(root.path(), "picky", Guest { init: Behaviour::Reject, ..Guest::default() });
+    let registry = registry_over(&pods).with_start(PluginStart::OnFirstEvent);
+    registry.deploy(&idle).await.unwrap();
+    registry.deploy(&picky).await.unwrap();
+    wait_until("the shared watch", || pods.open_watches() == 1).await;
+    let (idle_metrics, picky_metrics) = (registry.metrics().plugin("idle"), registry.metrics().plugin("picky"));
+    assert_eq!((idle_metrics.calls(), picky_metrics.calls()), (0, 0), "no init, no call: nothing came");
+    assert_eq!(registry.status().await.len(), 2);
+
+    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "a"}})).unwrap();
+    wait_until("init and the add", || idle_metrics.calls() == 2).await;
+    wait_until("the refusal", || picky_metrics.traps_of("init_rejected") >= 1).await;
+    assert_eq!(registry.status().await.len(), 2, "a refusal after deploy does not remove the plugin");
+    registry.factory().shutdown().await;
+
+    let eager = registry_over(&MemorySource::default());
+    let err = eager.deploy(&picky).await.unwrap_err();
+    assert!(matches!(err, RegistryError::Start { .. }), "{err}");
+    eager.factory().shutdown().await;
+}
