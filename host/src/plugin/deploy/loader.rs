@@ -306,7 +306,19 @@ pub fn prepare_component(
     check_header(bytes, path)?;
     let compiled =
         engine.compile_read(bytes, identity).map_err(|source| LoadError::Compile { path: path_buf(), source })?;
-    let component_type = compiled.component.component_type();
+    if let Some(pre) = compiled.linked.get() {
+        return Ok((compiled.clone(), pre.clone()));
+    }
+    let pre = link(&compiled.component, engine, path)?;
+    // Another plugin of the same component may have linked it meanwhile: either result serves.
+    let _ = compiled.linked.set(pre.clone());
+    Ok((compiled, pre))
+}
+
+/// Checks a compiled component's exports and imports against the contract and pre-links it.
+fn link(component: &Component, engine: &PluginEngine, path: &Path) -> Result<PluginPre, LoadError> {
+    let path_buf = || path.to_owned();
+    let component_type = component.component_type();
     let exports: Vec<String> = component_type.exports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
     let Some(version) = WitVersion::of_exports(exports.iter().map(String::as_str)) else {
         return Err(LoadError::MissingExport { path: path_buf(), exports });
@@ -319,12 +331,11 @@ pub fn prepare_component(
     }
     let link_error = |source| LoadError::Link { path: path_buf(), source };
     let mut linker = linker(engine).map_err(link_error)?;
-    let refused = wasi::link(&mut linker, &compiled.component).map_err(link_error)?;
-    let pre = linker
-        .instantiate_pre(&compiled.component)
+    let refused = wasi::link(&mut linker, component).map_err(link_error)?;
+    linker
+        .instantiate_pre(component)
         .and_then(|pre| check_exports(&pre, version).map(|()| PluginPre::new(pre, version, refused)))
-        .map_err(link_error)?;
-    Ok((compiled, pre))
+        .map_err(link_error)
 }
 
 #[cfg(test)]

@@ -46,6 +46,22 @@ fn loads_a_plugin_folder_and_hits_the_cache_the_second_time() {
     assert_eq!(instance.on_add(&pod, true), CallOutcome::Ok);
 }
 
+/// Plugins of one component (many tenants' copies) link it once: the engine keeps the
+/// pre-linked form beside the compiled code, and a later plugin takes it from there.
+#[test]
+fn plugins_of_one_component_share_its_link() {
+    let bytes = Guest::default().component();
+    let (a, b) = (plugin_dir(&bytes), plugin_dir(&bytes));
+    let engine = engine(None);
+    assert!(engine.compile(&bytes).unwrap().linked.get().is_none(), "compiled, not linked yet");
+    load_plugin(&a.0, &engine).unwrap();
+    assert!(engine.compile(&bytes).unwrap().linked.get().is_some(), "the first plugin's link is kept");
+    let second = load_plugin(&b.0, &engine).unwrap();
+    let mut instance = second.sandbox(&engine, Arc::new(NoCache), None).instantiate().unwrap();
+    let pod = crate::informer::Object::from_str(r#"{"kind":"Pod","metadata":{"name":"p"}}"#).unwrap();
+    assert_eq!(instance.on_add(&pod, true), CallOutcome::Ok, "the shared link runs the second plugin");
+}
+
 #[test]
 fn a_file_that_is_not_wasm() {
     let (err, text) = load_error(b"#!/bin/sh\necho not wasm\n");

@@ -431,12 +431,19 @@ impl Manifest {
     /// Parses and validates manifest text; `path` is the file it came from (errors name it
     /// and the component path is resolved against its folder).
     pub fn parse(text: &str, path: &Path) -> Result<Self, ManifestError> {
-        let de = serde_norway::Deserializer::from_str(text);
-        let mut manifest: Manifest = serde_path_to_error::deserialize(de).map_err(|e| ManifestError::Parse {
-            path: path.to_owned(),
-            field: e.path().to_string(),
-            source: e.into_inner(),
-        })?;
+        // Parsed plainly first; the field path of an error (which tracking every field costs
+        // a good share of a parse to find) only when there is one.
+        let mut manifest: Manifest = match serde_norway::from_str(text) {
+            Ok(manifest) => manifest,
+            Err(_) => {
+                let de = serde_norway::Deserializer::from_str(text);
+                serde_path_to_error::deserialize(de).map_err(|e| ManifestError::Parse {
+                    path: path.to_owned(),
+                    field: e.path().to_string(),
+                    source: e.into_inner(),
+                })?
+            }
+        };
         manifest.path = path.to_owned();
         manifest.base_dir = path.parent().map(Path::to_owned).unwrap_or_default();
         manifest.validate()?;

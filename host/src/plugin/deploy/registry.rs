@@ -53,7 +53,7 @@ use crate::informer::{
     Store,
 };
 use crate::plugin::PluginEngine;
-use crate::plugin::delivery::metrics::MetricsRegistry;
+use crate::plugin::delivery::metrics::{MetricsRegistry, PluginMetrics};
 use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
 use crate::plugin::imports::{CacheResolver, ClusterContext};
 use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
@@ -241,6 +241,19 @@ impl std::fmt::Debug for PluginRegistry {
     }
 }
 
+/// A plugin's files being read on a blocking thread (see [`PluginRegistry::read_plugin`]).
+pub(super) type Reading = tokio::task::JoinHandle<Result<Read, RegistryError>>;
+
+/// A plugin's files as read.
+pub(super) struct Read {
+    /// Its manifest and component.
+    loaded: LoadedPlugin,
+    /// Its memory, reserved.
+    memory: MemoryReservation,
+    /// Its metric series.
+    metrics: PluginMetrics,
+}
+
 /// A shardable plugin's slice: the assignment it delivers under, and how it splits.
 type Slice = (crate::shard::Assignment, super::manifest::ShardBy);
 
@@ -332,22 +345,36 @@ impl PluginRegistry {
         &self.factory
     }
 
-    async fn load(&self, dir: &Path) -> Result<Started, RegistryError> {
+    /// Starts reading `dir`'s plugin on a blocking thread — manifest, memory reservation,
+    /// component (compiling a large one takes seconds: kept off the async threads; the
+    /// memory is reserved before the component is read) — for [`load`](Self::load).
+    pub(super) fn read_plugin(&self, dir: &Path) -> Reading {
         self.scans.count_attempt();
         let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
-        let path = dir.to_owned();
-        // Compiling a large component takes seconds: keep it off the async threads. The
-        // memory is reserved before the component is read.
-        let (loaded, memory) = tokio::task::spawn_blocking(move || {
+        let (path, metrics) = (dir.to_owned(), self.metrics.clone());
+        tokio::task::spawn_blocking(move || {
             let manifest = load_plugin_manifest(&path).map_err(LoadError::from)?;
             let memory = budget.reserve(&manifest)?;
-            Ok::<_, RegistryError>((load_manifest(manifest, &engine, &limits)?, memory))
+            let loaded = load_manifest(manifest, &engine, &limits)?;
+            // Creating a plugin's metric series (at zero) takes a few microseconds: here,
+            // beside the rest of the reading, rather than on the registering thread.
+            let metrics = metrics.plugin(loaded.name());
+            Ok::<_, RegistryError>(Read { loaded, memory, metrics })
         })
-        .await
-        .map_err(|join| RegistryError::LoadPanicked {
+    }
+
+    /// What [`read_plugin`](Self::read_plugin) read from `dir`.
+    pub(super) async fn finish_read(dir: &Path, reading: Reading) -> Result<Read, RegistryError> {
+        reading.await.map_err(|join| RegistryError::LoadPanicked {
             dir: dir.to_owned(),
             message: join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p)),
-        })??;
+        })?
+    }
+
+    /// Loads the plugin read from its folder, and starts it (unless plugins start on their
+    /// first event).
+    async fn load(&self, read: Result<Read, RegistryError>) -> Result<Started, RegistryError> {
+        let Read { loaded, memory, metrics } = read?;
         let name = loaded.name().to_owned();
         let mut grants = Vec::new();
         for grant in &loaded.manifest.cache {
@@ -363,12 +390,11 @@ impl PluginRegistry {
         let cluster = match &self.cluster {
             Some(context) => Some(
                 context
-                    .link(&loaded.manifest, self.metrics.plugin(loaded.manifest.name.as_str()))
+                    .link(&loaded.manifest, metrics.clone())
                     .map_err(|reason| RegistryError::Refused { name: name.clone(), reason })?,
             ),
             None => None,
         };
-        let metrics = self.metrics.plugin(&name);
         let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
             .with_start_gate(self.caches_synced(&loaded));
         let outcome = match self.start {
@@ -463,6 +489,17 @@ impl PluginRegistry {
 
     /// Deploys the plugin in `dir` whose files had `fingerprint` before they were loaded.
     async fn deploy_version(&self, dir: &Path, fingerprint: Option<String>) -> Result<String, RegistryError> {
+        self.deploy_read(dir, fingerprint, None).await
+    }
+
+    /// [`deploy_version`](Self::deploy_version) with the plugin's files perhaps already read
+    /// (`read`, from [`read_plugin`](Self::read_plugin)).
+    pub(super) async fn deploy_read(
+        &self,
+        dir: &Path,
+        fingerprint: Option<String>,
+        read: Option<Result<Read, RegistryError>>,
+    ) -> Result<String, RegistryError> {
         let shard = match self.placement(dir) {
             shard::Placement::Here(shard) => shard,
             shard::Placement::Elsewhere(name) => {
@@ -473,7 +510,11 @@ impl PluginRegistry {
                 return Ok(name);
             }
         };
-        let Started { loaded, handler, grants, memory } = self.load(dir).await?;
+        let read = match read {
+            Some(read) => read,
+            None => Self::finish_read(dir, self.read_plugin(dir)).await,
+        };
+        let Started { loaded, handler, grants, memory } = self.load(read).await?;
         let name = loaded.name().to_owned();
         let mut plugins = self.plugins.lock().await;
         if let Some(existing) = plugins.get(&name)

@@ -150,17 +150,29 @@ impl PluginRegistry {
             dirs.iter().map(|dir| digests.fingerprint(dir)).collect()
         };
         self.digests.lock().end_pass();
-        let mut errors = Vec::new();
+        let mut due = Vec::new();
         for (dir, fingerprint) in dirs.into_iter().zip(fingerprints) {
             let current = deployed.iter().find(|(_, d, _)| *d == dir).map(|(_, _, f)| f.clone());
             if current.is_some() && current.as_ref() == Some(&fingerprint) {
                 self.scans.succeeded(&dir);
                 continue;
             }
-            if self.scans.backing_off(&dir, &fingerprint) {
-                continue;
+            if !self.scans.backing_off(&dir, &fingerprint) {
+                due.push((dir, fingerprint));
             }
-            match self.deploy_version(&dir, fingerprint.clone()).await {
+        }
+        let mut errors = Vec::new();
+        let mut reading = due.first().map(|(dir, _)| self.read_plugin(dir));
+        for (i, (dir, fingerprint)) in due.iter().enumerate() {
+            let read = match reading.take() {
+                Some(reading) => Some(Self::finish_read(dir, reading).await),
+                None => None,
+            };
+            // The next plugin's files are read (on a blocking thread) while this one
+            // registers: reads stay one at a time and in order, as memory is reserved.
+            reading = due.get(i + 1).map(|(dir, _)| self.read_plugin(dir));
+            let (dir, fingerprint) = (dir.clone(), fingerprint.clone());
+            match self.deploy_read(&dir, fingerprint.clone(), read).await {
                 Ok(_) => self.scans.succeeded(&dir),
                 Err(err) => {
                     let retry_in = self.scans.failed(&dir, fingerprint);

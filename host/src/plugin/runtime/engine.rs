@@ -29,7 +29,8 @@
 //!   memory ([`MEMORY_CACHE_SIZE`] of them, by digest), so plugins that use the same
 //!   component — many tenants' copies of one plugin — share one copy of its code and metadata
 //!   instead of each mapping the cache file again: a copy loads in microseconds and costs no
-//!   memory beyond its own instances. Pruning forgets the ones no deployed plugin uses.
+//!   memory beyond its own instances; each is linked once ([`Compiled::linked`]). Pruning
+//!   forgets the ones no deployed plugin uses.
 //!
 //! The cache directory must be writable only by the host's user: a `.cwasm` is native code
 //! that wasmtime maps and runs without verifying it.
@@ -46,6 +47,7 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::cache_prune::{PruneReport, prune};
 use super::file_identity::{FileIdentity, KnownDigests};
+use super::instance::PluginPre;
 
 /// Bumped when the cache's file layout changes, so old files are never read.
 const CACHE_FORMAT: &str = "wink-cwasm-1";
@@ -208,11 +210,17 @@ pub enum CacheOutcome {
     Disabled,
 }
 
+/// A compiled component's pre-linked form, set by the first plugin that links it and shared
+/// by every plugin using the same component (linking resolves the same imports each time).
+pub type Linked = Arc<std::sync::OnceLock<PluginPre>>;
+
 /// A compiled component and where it came from.
 #[derive(Clone)]
 pub struct Compiled {
     /// The component, ready to link.
     pub component: Component,
+    /// Its pre-linked form, once linked (shared while the engine keeps the component).
+    pub linked: Linked,
     /// Whether it came from the cache.
     pub outcome: CacheOutcome,
     /// The sha256 of the component's bytes, in hex.
@@ -228,7 +236,7 @@ struct Inner {
     cache_hits: AtomicU64,
     temp_counter: AtomicU64,
     /// Recently used components by digest, most recent first.
-    in_memory: parking_lot::Mutex<std::collections::VecDeque<(String, Component)>>,
+    in_memory: parking_lot::Mutex<std::collections::VecDeque<(String, Component, Linked)>>,
     /// Held for its `Drop`, which stops the ticker thread.
     _ticker: Ticker,
     guests: Arc<GuestCalls>,
@@ -408,7 +416,7 @@ impl PluginEngine {
     /// [`EngineConfig::cache_max_size`] (see `super::cache_prune`). Returns what it did to
     /// the folder, `None` without one. Blocking (reads the folder).
     pub fn prune_cache(&self, in_use: &std::collections::HashSet<String>) -> Option<PruneReport> {
-        self.0.in_memory.lock().retain(|(digest, _)| in_use.contains(digest));
+        self.0.in_memory.lock().retain(|(digest, ..)| in_use.contains(digest));
         let dir = self.0.config.cache_dir.as_ref()?;
         match prune(dir, &self.0.engine_hash, in_use, self.0.config.cache_max_size) {
             Ok(report) => {
@@ -461,41 +469,41 @@ impl PluginEngine {
                 digest
             }
         };
-        if let Some(component) = self.remembered(&digest) {
+        if let Some((component, linked)) = self.remembered(&digest) {
             self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Compiled { component, outcome: CacheOutcome::Hit, digest });
+            return Ok(Compiled { component, linked, outcome: CacheOutcome::Hit, digest });
         }
         let compiled = self.compile_or_load(bytes, digest)?;
-        self.remember(&compiled.digest, &compiled.component);
+        self.remember(&compiled);
         Ok(compiled)
     }
 
-    fn remembered(&self, digest: &str) -> Option<Component> {
+    fn remembered(&self, digest: &str) -> Option<(Component, Linked)> {
         let mut in_memory = self.0.in_memory.lock();
-        let at = in_memory.iter().position(|(d, _)| d == digest)?;
+        let at = in_memory.iter().position(|(d, ..)| d == digest)?;
         let entry = in_memory.remove(at)?;
-        let component = entry.1.clone();
+        let found = (entry.1.clone(), entry.2.clone());
         in_memory.push_front(entry);
-        Some(component)
+        Some(found)
     }
 
-    fn remember(&self, digest: &str, component: &Component) {
+    fn remember(&self, compiled: &Compiled) {
         let mut in_memory = self.0.in_memory.lock();
-        in_memory.retain(|(d, _)| d != digest);
-        in_memory.push_front((digest.to_owned(), component.clone()));
+        in_memory.retain(|(d, ..)| *d != compiled.digest);
+        in_memory.push_front((compiled.digest.clone(), compiled.component.clone(), compiled.linked.clone()));
         in_memory.truncate(MEMORY_CACHE_SIZE);
     }
 
     fn compile_or_load(&self, bytes: &[u8], digest: String) -> Result<Compiled, EngineError> {
         let Some(path) = self.cache_path(&digest) else {
             let component = self.compile_now(bytes)?;
-            return Ok(Compiled { component, outcome: CacheOutcome::Disabled, digest });
+            return Ok(Compiled { component, linked: Linked::default(), outcome: CacheOutcome::Disabled, digest });
         };
         if path.exists() {
             match self.load_cached(&path) {
                 Ok(component) => {
                     self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Compiled { component, outcome: CacheOutcome::Hit, digest });
+                    return Ok(Compiled { component, linked: Linked::default(), outcome: CacheOutcome::Hit, digest });
                 }
                 Err(e) => tracing::warn!(path = %path.display(), error = %e, "corrupt compile cache file; recompiling"),
             }
@@ -509,7 +517,7 @@ impl PluginEngine {
             }
             Err(e) => tracing::warn!(error = %e, "cannot serialize a compiled component for the cache"),
         }
-        Ok(Compiled { component, outcome: CacheOutcome::Miss, digest })
+        Ok(Compiled { component, linked: Linked::default(), outcome: CacheOutcome::Miss, digest })
     }
 
     fn compile_now(&self, bytes: &[u8]) -> Result<Component, EngineError> {
