@@ -158,19 +158,20 @@ impl PluginRegistry {
                 continue;
             }
             if !self.scans.backing_off(&dir, &fingerprint) {
-                due.push((dir, fingerprint));
+                due.push((dir, fingerprint, current.is_some()));
             }
         }
         let mut errors = Vec::new();
-        let mut reading = due.first().map(|(dir, _)| self.read_plugin(dir));
-        for (i, (dir, fingerprint)) in due.iter().enumerate() {
+        let mut reading = due.first().map(|(dir, ..)| self.read_plugin(dir));
+        for (i, (dir, fingerprint, replacing)) in due.iter().enumerate() {
             let read = match reading.take() {
                 Some(reading) => Some(Self::finish_read(dir, reading).await),
                 None => None,
             };
             // The next plugin's files are read (on a blocking thread) while this one
-            // registers: reads stay one at a time and in order, as memory is reserved.
-            reading = due.get(i + 1).map(|(dir, _)| self.read_plugin(dir));
+            // registers: reads stay one at a time and in order, as memory is reserved. Not
+            // beside a replacement, whose old version gives its memory back as it goes.
+            reading = due.get(i + 1).filter(|_| !replacing).map(|(dir, ..)| self.read_plugin(dir));
             let (dir, fingerprint) = (dir.clone(), fingerprint.clone());
             match self.deploy_read(&dir, fingerprint.clone(), read).await {
                 Ok(_) => self.scans.succeeded(&dir),
