@@ -5,8 +5,8 @@
 //! period and its namespace and label filters applied before anything is queued. All of a
 //! version's listeners call that version's [`PluginHandler`].
 //!
-//! - **Deploy**: load (manifest, compile through the cache, check the world), start the
-//!   instance (`init`), then register the listeners; the plugin receives the current objects
+//! - **Deploy**: load (manifest, compile through the cache, check the world: the `load`
+//!   module), start the instance (`init`), then register the listeners; the plugin receives the current objects
 //!   as initial-list adds, then live events. With [`PluginStart::OnFirstEvent`] the instance
 //!   starts before the first event instead (so a new version that cannot start replaces the
 //!   old one, and fails under the failure policy, rather than being refused).
@@ -44,26 +44,28 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::fingerprint::FileDigests;
-use super::loader::{LoadError, LoadLimits, LoadedPlugin, load_manifest, load_plugin_manifest};
+use super::loader::{LoadError, LoadLimits};
 use super::manifest::WatchedResource;
 use super::start::PluginStart;
-use crate::informer::crash::panic_message;
 use crate::informer::{
     InformerError, InformerFactory, InformerLease, ListenerOptions, Object, Registration, ResourceKey, SourceError,
     Store,
 };
 use crate::plugin::PluginEngine;
-use crate::plugin::delivery::metrics::{MetricsRegistry, PluginMetrics};
+use crate::plugin::delivery::metrics::MetricsRegistry;
 use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
 use crate::plugin::imports::{CacheResolver, ClusterContext};
 use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 use crate::plugin::runtime::outcome::CallOutcome;
 
+#[path = "registry_load.rs"]
+mod load;
 #[path = "registry_scan.rs"]
 mod scan;
 #[path = "registry_shard.rs"]
 mod shard;
 
+use load::{Read, Started};
 pub use shard::Ownership;
 
 pub use scan::{DEPLOY_RETRY, ScanStats};
@@ -191,14 +193,6 @@ struct Deployed {
     _memory: MemoryReservation,
 }
 
-/// A loaded and started plugin, not yet listening.
-struct Started {
-    loaded: LoadedPlugin,
-    handler: Arc<PluginHandler>,
-    grants: Vec<InformerLease>,
-    memory: MemoryReservation,
-}
-
 /// A summary of one deployed plugin.
 #[derive(Clone, Debug)]
 pub struct PluginStatus {
@@ -239,19 +233,6 @@ impl std::fmt::Debug for PluginRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginRegistry").finish_non_exhaustive()
     }
-}
-
-/// A plugin's files being read on a blocking thread (see [`PluginRegistry::read_plugin`]).
-pub(super) type Reading = tokio::task::JoinHandle<Result<Read, RegistryError>>;
-
-/// A plugin's files as read.
-pub(super) struct Read {
-    /// Its manifest and component.
-    loaded: LoadedPlugin,
-    /// Its memory, reserved.
-    memory: MemoryReservation,
-    /// Its metric series.
-    metrics: PluginMetrics,
 }
 
 /// A shardable plugin's slice: the assignment it delivers under, and how it splits.
@@ -345,78 +326,6 @@ impl PluginRegistry {
         &self.factory
     }
 
-    /// Starts reading `dir`'s plugin on a blocking thread — manifest, memory reservation,
-    /// component (compiling a large one takes seconds: kept off the async threads; the
-    /// memory is reserved before the component is read) — for [`load`](Self::load).
-    pub(super) fn read_plugin(&self, dir: &Path) -> Reading {
-        self.scans.count_attempt();
-        let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
-        let (path, metrics) = (dir.to_owned(), self.metrics.clone());
-        tokio::task::spawn_blocking(move || {
-            let manifest = load_plugin_manifest(&path).map_err(LoadError::from)?;
-            let memory = budget.reserve(&manifest)?;
-            let loaded = load_manifest(manifest, &engine, &limits)?;
-            // Creating a plugin's metric series (at zero) takes a few microseconds: here,
-            // beside the rest of the reading, rather than on the registering thread.
-            let metrics = metrics.plugin(loaded.name());
-            Ok::<_, RegistryError>(Read { loaded, memory, metrics })
-        })
-    }
-
-    /// What [`read_plugin`](Self::read_plugin) read from `dir`.
-    pub(super) async fn finish_read(dir: &Path, reading: Reading) -> Result<Read, RegistryError> {
-        reading.await.map_err(|join| RegistryError::LoadPanicked {
-            dir: dir.to_owned(),
-            message: join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p)),
-        })?
-    }
-
-    /// Loads the plugin read from its folder, and starts it (unless plugins start on their
-    /// first event).
-    async fn load(&self, read: Result<Read, RegistryError>) -> Result<Started, RegistryError> {
-        let Read { loaded, memory, metrics } = read?;
-        let name = loaded.name().to_owned();
-        let mut grants = Vec::new();
-        for grant in &loaded.manifest.cache {
-            // Granted reads need a cache: keep the resource's informer while the plugin lives.
-            let key = ResourceKey::new(&grant.api_version, &grant.kind);
-            grants.push(self.factory.acquire(&key).map_err(|source| RegistryError::Source {
-                name: name.clone(),
-                resource: key.to_string(),
-                source,
-            })?);
-        }
-        let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
-        let cluster = match &self.cluster {
-            Some(context) => Some(
-                context
-                    .link(&loaded.manifest, metrics.clone())
-                    .map_err(|reason| RegistryError::Refused { name: name.clone(), reason })?,
-            ),
-            None => None,
-        };
-        let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
-            .with_start_gate(self.caches_synced(&loaded));
-        let outcome = match self.start {
-            PluginStart::OnDeploy => handler.warm_up().await,
-            PluginStart::OnFirstEvent => CallOutcome::Ok,
-        };
-        match outcome {
-            CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
-            outcome => Err(RegistryError::Start { name, outcome }),
-        }
-    }
-
-    /// Whether every informer `plugin` watches or reads has synced (its start gate).
-    fn caches_synced(&self, plugin: &LoadedPlugin) -> crate::plugin::delivery::runner::StartGate {
-        let m = &plugin.manifest;
-        let watched = m.resources.iter().map(|r| ResourceKey::new(&r.api_version, &r.kind));
-        let keys: Vec<ResourceKey> =
-            watched.chain(m.cache.iter().map(|g| ResourceKey::new(&g.api_version, &g.kind))).collect();
-        let factory = self.factory.clone();
-        Arc::new(move || keys.iter().all(|key| factory.existing(key).is_some_and(|informer| informer.has_synced())))
-    }
-
     /// The lease on the informer of `spec`'s resource (created on first use).
     fn lease(&self, name: &str, spec: &WatchedResource) -> Result<InformerLease, RegistryError> {
         let key = ResourceKey::new(&spec.api_version, &spec.kind);
@@ -494,7 +403,7 @@ impl PluginRegistry {
 
     /// [`deploy_version`](Self::deploy_version) with the plugin's files perhaps already read
     /// (`read`, from [`read_plugin`](Self::read_plugin)).
-    pub(super) async fn deploy_read(
+    async fn deploy_read(
         &self,
         dir: &Path,
         fingerprint: Option<String>,

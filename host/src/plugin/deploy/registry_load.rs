@@ -1,0 +1,112 @@
+//! Loading a plugin for the registry: its files read on a blocking thread (manifest, memory
+//! reservation, component, metric series), then its cache grants, cluster link and handler,
+//! and its start (`init`) unless plugins start on their first event.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{FactoryCache, PluginRegistry, RegistryError};
+use crate::informer::crash::panic_message;
+use crate::informer::{InformerLease, ResourceKey};
+use crate::plugin::delivery::metrics::PluginMetrics;
+use crate::plugin::delivery::runner::PluginHandler;
+use crate::plugin::deploy::loader::{LoadError, LoadedPlugin, load_manifest, load_plugin_manifest};
+use crate::plugin::deploy::start::PluginStart;
+use crate::plugin::imports::CacheResolver;
+use crate::plugin::runtime::budget::MemoryReservation;
+use crate::plugin::runtime::outcome::CallOutcome;
+
+/// A loaded and started plugin, not yet listening.
+pub(super) struct Started {
+    pub(super) loaded: LoadedPlugin,
+    pub(super) handler: Arc<PluginHandler>,
+    pub(super) grants: Vec<InformerLease>,
+    pub(super) memory: MemoryReservation,
+}
+
+/// A plugin's files being read on a blocking thread (see [`PluginRegistry::read_plugin`]).
+pub(super) type Reading = tokio::task::JoinHandle<Result<Read, RegistryError>>;
+
+/// A plugin's files as read.
+pub(super) struct Read {
+    /// Its manifest and component.
+    pub(super) loaded: LoadedPlugin,
+    /// Its memory, reserved.
+    pub(super) memory: MemoryReservation,
+    /// Its metric series.
+    pub(super) metrics: PluginMetrics,
+}
+
+impl PluginRegistry {
+    /// Starts reading `dir`'s plugin on a blocking thread — manifest, memory reservation,
+    /// component (compiling a large one takes seconds: kept off the async threads; the
+    /// memory is reserved before the component is read) — for [`load`](Self::load).
+    pub(super) fn read_plugin(&self, dir: &Path) -> Reading {
+        self.scans.count_attempt();
+        let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
+        let (path, metrics) = (dir.to_owned(), self.metrics.clone());
+        tokio::task::spawn_blocking(move || {
+            let manifest = load_plugin_manifest(&path).map_err(LoadError::from)?;
+            let memory = budget.reserve(&manifest)?;
+            let loaded = load_manifest(manifest, &engine, &limits)?;
+            // Creating a plugin's metric series (at zero) takes a few microseconds: here,
+            // beside the rest of the reading, rather than on the registering thread.
+            let metrics = metrics.plugin(loaded.name());
+            Ok::<_, RegistryError>(Read { loaded, memory, metrics })
+        })
+    }
+
+    /// What [`read_plugin`](Self::read_plugin) read from `dir`.
+    pub(super) async fn finish_read(dir: &Path, reading: Reading) -> Result<Read, RegistryError> {
+        reading.await.map_err(|join| RegistryError::LoadPanicked {
+            dir: dir.to_owned(),
+            message: join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p)),
+        })?
+    }
+
+    /// Loads the plugin read from its folder, and starts it (unless plugins start on their
+    /// first event).
+    pub(super) async fn load(&self, read: Result<Read, RegistryError>) -> Result<Started, RegistryError> {
+        let Read { loaded, memory, metrics } = read?;
+        let name = loaded.name().to_owned();
+        let mut grants = Vec::new();
+        for grant in &loaded.manifest.cache {
+            // Granted reads need a cache: keep the resource's informer while the plugin lives.
+            let key = ResourceKey::new(&grant.api_version, &grant.kind);
+            grants.push(self.factory.acquire(&key).map_err(|source| RegistryError::Source {
+                name: name.clone(),
+                resource: key.to_string(),
+                source,
+            })?);
+        }
+        let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
+        let cluster = match &self.cluster {
+            Some(context) => Some(
+                context
+                    .link(&loaded.manifest, metrics.clone())
+                    .map_err(|reason| RegistryError::Refused { name: name.clone(), reason })?,
+            ),
+            None => None,
+        };
+        let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
+            .with_start_gate(self.caches_synced(&loaded));
+        let outcome = match self.start {
+            PluginStart::OnDeploy => handler.warm_up().await,
+            PluginStart::OnFirstEvent => CallOutcome::Ok,
+        };
+        match outcome {
+            CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
+            outcome => Err(RegistryError::Start { name, outcome }),
+        }
+    }
+
+    /// Whether every informer `plugin` watches or reads has synced (its start gate).
+    fn caches_synced(&self, plugin: &LoadedPlugin) -> crate::plugin::delivery::runner::StartGate {
+        let m = &plugin.manifest;
+        let watched = m.resources.iter().map(|r| ResourceKey::new(&r.api_version, &r.kind));
+        let keys: Vec<ResourceKey> =
+            watched.chain(m.cache.iter().map(|g| ResourceKey::new(&g.api_version, &g.kind))).collect();
+        let factory = self.factory.clone();
+        Arc::new(move || keys.iter().all(|key| factory.existing(key).is_some_and(|informer| informer.has_synced())))
+    }
+}
