@@ -54,7 +54,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use wink::apiserver::{ApiOptions, router};
 use wink::cluster::{
-    DeleteOptions, EmbeddedClient, EmbeddedCluster, Request, RequestError, Subresource, Verb as Write,
+    Collection, DeleteOptions, EmbeddedClient, EmbeddedCluster, Request, RequestError, Subresource, Verb as Write,
 };
 use wink::informer::{Status, object_key};
 use wink::source::{MemoryCluster, MemorySourceOptions};
@@ -173,6 +173,14 @@ impl std::fmt::Debug for ApiServer {
     }
 }
 
+/// Where an object given whole is stored (see [`ApiServer::target`]).
+struct Target {
+    api_version: String,
+    kind: String,
+    collection: Collection,
+    key: String,
+}
+
 fn invalid(e: RequestError) -> ApiServerError {
     ApiServerError::Invalid(e.to_string())
 }
@@ -265,22 +273,10 @@ impl ApiServer {
     /// watch event queued for every watcher): what a latency measured from the commit starts
     /// from (the returned object is converted after that instant).
     pub fn apply_stamped(&self, mut object: Value) -> Result<(Value, std::time::Instant), ApiServerError> {
-        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let collection = self
-            .shared
-            .cluster
-            .collection(&api_version, &kind)
-            .ok_or_else(|| ApiServerError::UnknownKind(format!("{api_version} {kind}")))?;
-        let meta = object.get_mut("metadata").and_then(Value::as_object_mut);
-        let meta = meta.ok_or_else(|| ApiServerError::Invalid("no metadata".into()))?;
-        meta.remove("resourceVersion");
-        let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let namespace = meta.get("namespace").and_then(Value::as_str).map(str::to_owned);
-        if collection.info.namespaced && namespace.is_none() {
-            return Err(ApiServerError::Invalid(format!("{kind} {name} needs a namespace")));
+        let Target { api_version, kind, collection, key } = self.target(&object)?;
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
         }
-        let key = object_key(if collection.info.namespaced { namespace.as_deref() } else { None }, &name);
         let client = &self.shared.client;
         // Get, then create or update at the version read (custom resources allow no
         // unconditional update), again when a concurrent write got in between.
@@ -314,20 +310,11 @@ impl ApiServer {
     /// concurrent write got in between). Returns the new resourceVersion and the instant the
     /// write was committed (as [`apply_stamped`](Self::apply_stamped)).
     pub fn update_status(&self, object: &Value) -> Result<(u64, std::time::Instant), ApiServerError> {
-        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let collection = self
-            .shared
-            .cluster
-            .collection(api_version, kind)
-            .ok_or_else(|| ApiServerError::UnknownKind(format!("{api_version} {kind}")))?;
-        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
-        let key = object_key(if collection.info.namespaced { namespace } else { None }, name);
+        let Target { api_version, kind, collection, key } = self.target(object)?;
         loop {
             let current =
                 collection.source.get(&key).ok_or_else(|| ApiServerError::Invalid(format!("{key} is not stored")))?;
-            match self.write_status(api_version, kind, &key, object, current.resource_version()) {
+            match self.write_status(&api_version, &kind, &key, object, current.resource_version()) {
                 Err(RequestError::Conflict(_)) => continue,
                 Err(e) => return Err(invalid(e)),
                 Ok(stored) => {
@@ -337,6 +324,27 @@ impl ApiServer {
                 }
             }
         }
+    }
+
+    /// Where `object` is stored: its kind's collection and its key (a namespaced kind's
+    /// object must name its namespace).
+    fn target(&self, object: &Value) -> Result<Target, ApiServerError> {
+        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let collection = self
+            .shared
+            .cluster
+            .collection(&api_version, &kind)
+            .ok_or_else(|| ApiServerError::UnknownKind(format!("{api_version} {kind}")))?;
+        let meta = object.get("metadata").and_then(Value::as_object);
+        let meta = meta.ok_or_else(|| ApiServerError::Invalid("no metadata".into()))?;
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
+        let namespace = meta.get("namespace").and_then(Value::as_str);
+        if collection.info.namespaced && namespace.is_none() {
+            return Err(ApiServerError::Invalid(format!("{kind} {name} needs a namespace")));
+        }
+        let key = object_key(if collection.info.namespaced { namespace } else { None }, name);
+        Ok(Target { api_version, kind, collection, key })
     }
 
     /// One update of `/status` with `object`'s status, conditional on `version`.

@@ -162,17 +162,17 @@ impl PluginRegistry {
             }
         }
         let mut errors = Vec::new();
-        let mut reading = due.first().map(|(dir, ..)| self.read_plugin(dir));
-        for (i, (dir, fingerprint, replacing)) in due.iter().enumerate() {
+        let mut due = due.into_iter().peekable();
+        let mut reading = due.peek().map(|(dir, ..)| self.read_plugin(dir));
+        while let Some((dir, fingerprint, replacing)) = due.next() {
             let read = match reading.take() {
-                Some(reading) => Some(Self::finish_read(dir, reading).await),
+                Some(reading) => Some(Self::finish_read(&dir, reading).await),
                 None => None,
             };
             // The next plugin's files are read (on a blocking thread) while this one
             // registers: reads stay one at a time and in order, as memory is reserved. Not
             // beside a replacement, whose old version gives its memory back as it goes.
-            reading = due.get(i + 1).filter(|_| !replacing).map(|(dir, ..)| self.read_plugin(dir));
-            let (dir, fingerprint) = (dir.clone(), fingerprint.clone());
+            reading = due.peek().filter(|_| !replacing).map(|(dir, ..)| self.read_plugin(dir));
             match self.deploy_read(&dir, fingerprint.clone(), read).await {
                 Ok(_) => self.scans.succeeded(&dir),
                 Err(err) => {

@@ -118,8 +118,9 @@ thread_local! {
 /// handing this guest thread's place in its pool to a fresh thread, as tokio's
 /// `block_in_place` does: the job in progress goes on on this thread once `wait` returns,
 /// and the pool's other jobs do not wait for it meanwhile. A job run on an executor thread
-/// ([`GuestPool::try_run_here`]) gives its place back and waits in tokio's `block_in_place`:
-/// the executor's other tasks — the request itself among them — go on on another thread.
+/// ([`GuestPool::try_run_here`]) gives its place back and waits: its thread handed the
+/// executor's other tasks — the request itself among them — to another thread as the job
+/// began.
 /// Outside a guest thread (or on one that already left the pool) it just runs `wait`.
 pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
     if let Some((shared, id)) = BORROWED.with_borrow(|b| b.as_ref().map(|b| (b.shared.clone(), b.id))) {
@@ -128,7 +129,7 @@ pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
             state.left_to_wait += 1;
         }
         drop(state);
-        return tokio::task::block_in_place(wait);
+        return wait();
     }
     let id = WORKER.with(std::cell::Cell::get);
     let shared = POOL.with(|pool| pool.borrow().clone());
