@@ -36,6 +36,7 @@ use super::crash::panic_message;
 use super::handler::{Action, EntryResults, EventHandler, HandlerError, Notification};
 use super::object::Object;
 use super::pending_queue::{Pending, PendingQueue};
+use super::waiting::WaitingMark;
 
 /// The most keys a listener hands its handler in one [`EventHandler::deliver_batch`].
 pub const MAX_BATCH: usize = 256;
@@ -140,6 +141,9 @@ pub struct Listener {
     stats: ListenerStats,
     /// Removed from its informer, or the informer stopped: nothing more is delivered.
     stopped: AtomicBool,
+    /// Set while notifications are queued that the task has not taken
+    /// ([`listeners_waiting`](super::waiting::listeners_waiting)).
+    waiting: WaitingMark,
 }
 
 impl std::fmt::Debug for Listener {
@@ -169,6 +173,7 @@ impl Listener {
             upstream_synced,
             stats: ListenerStats::default(),
             stopped: AtomicBool::new(false),
+            waiting: WaitingMark::default(),
         }
     }
 
@@ -219,6 +224,7 @@ impl Listener {
         let mut queue = self.queue.lock();
         let coalesced = queue.push(n);
         let gone = retried.filter(|key| !queue.contains(key));
+        self.waiting.set();
         drop(queue);
         if coalesced {
             self.stats.coalesced.fetch_add(1, Ordering::Relaxed);
@@ -308,6 +314,7 @@ impl Listener {
                     let arrived = queue.take_arrival(&key);
                     batch.push((key, pending, arrived));
                 }
+                self.waiting.clear();
                 (batch, queue.next_retry())
             };
             if batch.is_empty() {

@@ -6,18 +6,9 @@
 //! serial: its instance sits behind an async mutex, so a second listener of the same plugin
 //! waits without holding a guest thread.
 //!
-//! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
-//! each computed for under [`FAST_CALL`], and while no job runs in the pool, a delivery of a
-//! single event (not a batch, which pays the hop once for all its events) runs on the
-//! delivering executor thread ([`GuestPool::try_run_here`]: that thread's other tasks move to
-//! another thread first), so a lone event waits for no thread wake-up — on a virtual machine
-//! one costs several times the call. A slow call resets the streak. What a call computed is
-//! its thread's CPU time where measured (from the call's first epoch tick on,
-//! [`thread_cpu`]: a virtual CPU preempted meanwhile is not the plugin's doing), its time on
-//! the clock otherwise. A call that computed past the pool's slow-call threshold on a
-//! delivering thread sends the plugin back to the guest threads for good, where a stalled
-//! call is moved to the lowest priority — a delivering thread keeps its priority, so such a
-//! call competes at normal priority once, paused between ticks, for at most its deadline.
+//! **A fast plugin's lone event runs where it is**: on the delivering executor thread,
+//! without a hop, once its calls have stayed fast ([`placement`](super::placement) says
+//! when, and what that thread's other tasks do meanwhile).
 //!
 //! The hop to a guest thread and back costs several times a small guest call, so a
 //! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop
@@ -56,6 +47,7 @@ use crate::informer::{
     Action, BackoffConfig, EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object,
 };
 use crate::plugin::delivery::metrics::PluginMetrics;
+use crate::plugin::delivery::placement::{Placement, Took};
 use crate::plugin::deploy::loader::LoadedPlugin;
 use crate::plugin::deploy::manifest::{FailurePolicy, OnError};
 use crate::plugin::imports::{CacheResolver, ClusterLink};
@@ -63,7 +55,7 @@ use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
 use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 pub use crate::plugin::runtime::pool::GuestPool;
-use crate::plugin::runtime::pool::GuestPoolError;
+use crate::plugin::runtime::pool::{self, GuestPoolError};
 use crate::plugin::runtime::thread_cpu;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
@@ -99,21 +91,9 @@ struct Shared {
     start_gate: Option<StartGate>,
     /// The gate was seen open (it never closes again).
     started: AtomicBool,
-    /// Calls in a row that computed for less than [`FAST_CALL`]: a plugin's calls run on the
-    /// thread that delivers them once [`FAST_STREAK`] did.
-    fast_streak: AtomicU32,
-    /// A call run on a delivering thread went past the pool's slow-call threshold: this
-    /// plugin's calls always go to the guest threads from then on.
-    stays_on_pool: AtomicBool,
+    /// Where its calls run: the record of how they went.
+    placement: Placement,
 }
-
-/// A call that computed for less than this (thread CPU time) counts towards [`FAST_STREAK`].
-const FAST_CALL: Duration = Duration::from_millis(1);
-
-/// Fast calls in a row before a plugin's calls may run on the thread that delivers them
-/// ([`GuestPool::try_run_here`]): a plugin that stalls on its first calls, or whose calls are
-/// slow, keeps to the guest threads, where a stalled call is moved to the lowest priority.
-const FAST_STREAK: u32 = 8;
 
 /// Says whether a plugin may be called: every informer it watches or reads has synced.
 pub type StartGate = Arc<dyn Fn() -> bool + Send + Sync>;
@@ -160,8 +140,7 @@ impl PluginHandler {
             batch_budget: BATCH_BUDGET,
             start_gate: None,
             started: AtomicBool::new(false),
-            fast_streak: AtomicU32::new(0),
-            stays_on_pool: AtomicBool::new(false),
+            placement: Placement::default(),
         };
         Self { shared: Arc::new(shared), slot: Arc::default(), pool }
     }
@@ -323,9 +302,18 @@ impl PluginHandler {
                 let _entered = span.enter();
                 job(&shared, &mut slot)
             });
-            (value, Took { wall: started.elapsed(), cpu: thread_cpu::take_samples() })
+            let took = Took {
+                wall: started.elapsed(),
+                cpu: thread_cpu::take_samples(),
+                stalled_executor: pool::stalled_executor(),
+            };
+            (value, took)
         };
-        let here = if lone && self.may_run_here() { self.pool.try_run_here(timed) } else { Err(timed) };
+        let here = if lone && self.shared.placement.may_run_here() {
+            self.pool.try_run_here(self.shared.placement.hand_over(), timed)
+        } else {
+            Err(timed)
+        };
         let (done, ran_here) = match here {
             Ok(done) => (done, true),
             Err(timed) => (self.pool.run(timed).await, false),
@@ -356,42 +344,10 @@ impl PluginHandler {
         tokio::time::timeout(within, self.slot.lock()).await.is_ok()
     }
 
-    /// Whether this plugin's next call may run on the delivering thread.
-    fn may_run_here(&self) -> bool {
-        !self.shared.stays_on_pool.load(Ordering::Relaxed)
-            && self.shared.fast_streak.load(Ordering::Relaxed) >= FAST_STREAK
-    }
-
-    /// Keeps the record [`may_run_here`](Self::may_run_here) decides by.
+    /// Keeps the record where this plugin's next calls run by.
     fn count_call(&self, took: Took, ran_here: bool) {
-        // What the call computed: its thread's CPU time where measured (from a call's first
-        // epoch tick on), its wall time otherwise. A virtual CPU preempted meanwhile is not
-        // the plugin's doing, neither for the streak nor for sending it back.
-        let computed = took.cpu.unwrap_or(took.wall);
-        if computed < FAST_CALL {
-            let _ = self.shared.fast_streak.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
-        } else {
-            self.shared.fast_streak.store(0, Ordering::Relaxed);
-        }
-        if ran_here && computed >= self.pool.slow_call() {
-            self.shared.stays_on_pool.store(true, Ordering::Relaxed);
-            tracing::info!(
-                plugin = %self.shared.name,
-                took_ms = took.wall.as_millis() as u64,
-                cpu_ms = computed.as_millis() as u64,
-                "a plugin call ran long on a delivering thread; this plugin's calls keep to the guest threads from now on"
-            );
-        }
+        self.shared.placement.count(&self.shared.name, took, ran_here, self.pool.slow_call());
     }
-}
-
-/// How long a job took: on the clock, and in its thread's CPU time from its guest calls'
-/// first epoch tick on (`None` when no call saw a tick: they were short on the clock, or
-/// the platform keeps no thread CPU clock; see [`thread_cpu::sample`]).
-#[derive(Clone, Copy, Debug)]
-struct Took {
-    wall: Duration,
-    cpu: Option<Duration>,
 }
 
 /// Why a job given to [`PluginHandler::on_guest_thread`] gave no result.

@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use super::*;
+use crate::plugin::delivery::placement::FAST_STREAK;
 use crate::plugin::runtime::engine::{EngineConfig, PluginEngine, PoolLimits};
+use crate::plugin::runtime::pool::HandOver;
 use crate::plugin::test_guests::{Behaviour, Guest, MESSAGE, engine, pod, sandbox_with};
 
 const TIMEOUT: Duration = Duration::from_millis(50);
@@ -317,7 +319,7 @@ async fn a_plugin_whose_call_ran_long_on_the_delivering_thread_keeps_to_the_gues
     // The streak of fast calls (how it is earned is the test above's business; calls timed on
     // a loaded machine would make this one's premise flaky).
     for _ in 0..FAST_STREAK {
-        h.count_call(Took { wall: Duration::from_micros(50), cpu: None }, false);
+        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
     }
     assert_eq!(h.on_add(&pod("b"), false).await, crate::informer::DONE, "skipped after the deadline");
     assert_eq!(pool.borrowed_runs(), 1, "the looping call ran on the delivering thread");
@@ -337,16 +339,25 @@ async fn a_plugin_whose_call_ran_long_on_the_delivering_thread_keeps_to_the_gues
 async fn a_call_descheduled_on_the_delivering_thread_does_not_send_the_plugin_back() {
     let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
     let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool);
-    let stays = |h: &PluginHandler| h.shared.stays_on_pool.load(Ordering::Relaxed);
-    h.count_call(Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_micros(100)) }, true);
+    let stays = |h: &PluginHandler| h.shared.placement.stays_on_pool.load(Ordering::Relaxed);
+    h.count_call(
+        Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_micros(100)), stalled_executor: false },
+        true,
+    );
     assert!(!stays(&h), "50 ms on the clock but 0.1 ms of CPU: descheduled, not computing");
-    h.count_call(Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)) }, false);
+    h.count_call(
+        Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)), stalled_executor: false },
+        false,
+    );
     assert!(!stays(&h), "a long call on a guest thread is the watchdog's business");
-    h.count_call(Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)) }, true);
+    h.count_call(
+        Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)), stalled_executor: false },
+        true,
+    );
     assert!(stays(&h), "20 ms of CPU on the delivering thread");
     let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
     let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool);
-    h.count_call(Took { wall: Duration::from_millis(50), cpu: None }, true);
+    h.count_call(Took { wall: Duration::from_millis(50), cpu: None, stalled_executor: false }, true);
     assert!(stays(&h), "without a thread CPU clock, the clock decides");
 }
 
@@ -356,18 +367,53 @@ async fn a_call_descheduled_on_the_delivering_thread_does_not_send_the_plugin_ba
 async fn a_preempted_short_call_keeps_the_fast_streak() {
     let pool = GuestPool::new(2);
     let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool);
-    let preempted = Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)) };
+    let preempted =
+        Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)), stalled_executor: false };
     for _ in 0..FAST_STREAK {
-        assert!(!h.may_run_here());
+        assert!(!h.shared.placement.may_run_here());
         h.count_call(preempted, false);
     }
-    assert!(h.may_run_here(), "short calls in CPU time, however long on the clock");
-    h.count_call(Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_millis(2)) }, false);
-    assert!(!h.may_run_here(), "a call that computed for 2 ms resets the streak");
+    assert!(h.shared.placement.may_run_here(), "short calls in CPU time, however long on the clock");
+    h.count_call(
+        Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_millis(2)), stalled_executor: false },
+        false,
+    );
+    assert!(!h.shared.placement.may_run_here(), "a call that computed for 2 ms resets the streak");
     for _ in 0..FAST_STREAK {
-        h.count_call(Took { wall: Duration::from_micros(100), cpu: None }, false);
+        h.count_call(Took { wall: Duration::from_micros(100), cpu: None, stalled_executor: false }, false);
     }
-    assert!(h.may_run_here(), "calls that saw no epoch tick: the clock decides");
-    h.count_call(Took { wall: Duration::from_millis(2), cpu: None }, false);
-    assert!(!h.may_run_here(), "2 ms on the clock, no CPU measured: slow");
+    assert!(h.shared.placement.may_run_here(), "calls that saw no epoch tick: the clock decides");
+    h.count_call(Took { wall: Duration::from_millis(2), cpu: None, stalled_executor: false }, false);
+    assert!(!h.shared.placement.may_run_here(), "2 ms on the clock, no CPU measured: slow");
+}
+
+/// A call that held its delivering thread's other tasks up (it ran past the hand-over
+/// bound before handing them over) makes this plugin's next calls hand them over first: 64
+/// after the first such call, twice as many after each later one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_held_up_the_executor_makes_later_calls_hand_it_over_first() {
+    let pool = GuestPool::new(2);
+    let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool);
+    let short = Took { wall: Duration::from_micros(100), cpu: None, stalled_executor: false };
+    let stalled =
+        Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)), stalled_executor: true };
+    let first_calls =
+        |h: &PluginHandler| (0..10_000).take_while(|_| h.shared.placement.takes_a_call_after_a_stall()).count();
+    h.count_call(stalled, false);
+    h.count_call(short, true);
+    assert_eq!(
+        h.shared.placement.hand_over_first.load(Ordering::Relaxed),
+        0,
+        "on a guest thread, or short: nothing held up"
+    );
+    h.count_call(stalled, true);
+    assert_eq!(
+        h.shared.placement.hand_over(),
+        HandOver::First,
+        "held the executor up past the bound, if only preempted"
+    );
+    assert_eq!(first_calls(&h), 63);
+    h.count_call(stalled, true);
+    assert_eq!(first_calls(&h), 128, "a second time: twice as long");
+    assert!(!h.shared.placement.stays_on_pool.load(Ordering::Relaxed), "its calls still run where they are delivered");
 }

@@ -22,15 +22,23 @@
 //! microseconds on a virtual machine, ten times a plugin's call — which a busy pool amortizes
 //! over batches but a lone event pays in full. [`GuestPool::try_run_here`] runs a job on the
 //! calling thread instead, when that is a worker of a multi-threaded tokio runtime and no pool
-//! thread is busy: tokio's `block_in_place` first hands that thread's executor work to
-//! another thread (a blocking-pool thread, which this one does not wait for), so a guest call
-//! there holds up no task — under load that keeps the executor's other work going while the
-//! call runs. Such a job counts against the pool's size; it wakes neither a guest thread nor
-//! the watchdog: it watches itself from its guest call's epoch callback ([`on_tick`]) and
-//! gives its place back once past the slow-call threshold, but keeps its thread's priority
-//! (that thread returns to the executor, whose priority a process cannot raise again once
-//! lowered). Callers use it only for plugins whose calls have stayed fast (see
-//! `PluginHandler`).
+//! thread is busy. What happens to that thread's other tasks meanwhile is the caller's
+//! choice ([`HandOver`]):
+//! - [`HandOver::First`]: tokio's `block_in_place` hands them to another thread (a
+//!   blocking-pool thread, which this one does not wait for) before the job starts, so the
+//!   job holds up no task — under load that keeps the executor's other work going while the
+//!   call runs, for a thread wake-up per job;
+//! - [`HandOver::IfItStalls`], for a job expected to be short on an executor with nothing
+//!   else waiting: the job runs at once and wakes no thread; should it still run
+//!   [`HAND_OVER_AFTER`] in, its next epoch tick ([`on_tick`]) hands the tasks over then, so
+//!   they wait at most that and a tick. Likewise a wait outside the guest ([`block_in_place`]).
+//!   The runtime's global queue holding tasks makes it [`HandOver::First`].
+//!
+//! Such a job counts against the pool's size; it wakes neither a guest thread nor the
+//! watchdog: it watches itself from its guest call's epoch callback ([`on_tick`]) and gives
+//! its place back once past the slow-call threshold, but keeps its thread's priority (that
+//! thread returns to the executor, whose priority a process cannot raise again once lowered).
+//! Callers use it only for plugins whose calls have stayed fast (see `PluginHandler`).
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -43,6 +51,25 @@ use crate::informer::crash::panic_message;
 
 /// The default slow-call threshold.
 pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);
+
+/// How long a job run on an executor thread with [`HandOver::IfItStalls`] runs before its
+/// next epoch tick hands the thread's other tasks over.
+pub const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
+
+/// How long a job that stalls on an executor thread waits, as it hands the thread's tasks
+/// over, for another thread to take them (tokio's `block_in_place` takes them back if none
+/// did by its return).
+const HAND_OVER_WAIT: Duration = Duration::from_millis(1);
+
+/// What a job run on an executor thread ([`GuestPool::try_run_here`]) does with that
+/// thread's other tasks (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandOver {
+    /// Hands them to another thread before the job starts.
+    First,
+    /// Keeps them unless the job runs past [`HAND_OVER_AFTER`].
+    IfItStalls,
+}
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -83,6 +110,8 @@ struct State {
     left_to_wait: u64,
     /// Jobs run on the threads that asked for them, so far.
     borrowed_runs: u64,
+    /// Of those, jobs that held their executor thread's other tasks past [`HAND_OVER_AFTER`].
+    stalled_hand_overs: u64,
     /// The watchdog sleeps with no deadline (no job was running): a job start must wake it.
     watchdog_idle: bool,
     shutdown: bool,
@@ -103,6 +132,11 @@ struct Borrowed {
     shared: Arc<Shared>,
     id: u64,
     started: Instant,
+    /// The thread still holds its executor's other tasks ([`HandOver::IfItStalls`], not
+    /// handed over yet).
+    holds_executor: bool,
+    /// It held them past [`HAND_OVER_AFTER`] and handed them over then.
+    stalled: bool,
 }
 
 thread_local! {
@@ -118,18 +152,19 @@ thread_local! {
 /// handing this guest thread's place in its pool to a fresh thread, as tokio's
 /// `block_in_place` does: the job in progress goes on on this thread once `wait` returns,
 /// and the pool's other jobs do not wait for it meanwhile. A job run on an executor thread
-/// ([`GuestPool::try_run_here`]) gives its place back and waits: its thread handed the
-/// executor's other tasks — the request itself among them — to another thread as the job
-/// began.
+/// ([`GuestPool::try_run_here`]) gives its place back and waits — in tokio's `block_in_place`
+/// if the thread still holds the executor's other tasks, the request itself perhaps among
+/// them, so they go on on another thread.
 /// Outside a guest thread (or on one that already left the pool) it just runs `wait`.
 pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
-    if let Some((shared, id)) = BORROWED.with_borrow(|b| b.as_ref().map(|b| (b.shared.clone(), b.id))) {
+    let borrowed = BORROWED.with_borrow(|b| b.as_ref().map(|b| (b.shared.clone(), b.id, b.holds_executor)));
+    if let Some((shared, id, holds_executor)) = borrowed {
         let mut state = shared.state.lock();
         if state.retire_borrowed(id) {
             state.left_to_wait += 1;
         }
         drop(state);
-        return wait();
+        return if holds_executor { tokio::task::block_in_place(wait) } else { wait() };
     }
     let id = WORKER.with(std::cell::Cell::get);
     let shared = POOL.with(|pool| pool.borrow().clone());
@@ -148,19 +183,44 @@ pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
     wait()
 }
 
-/// Called on every epoch tick of a guest call, on the call's thread: a job run on an executor
-/// thread ([`GuestPool::try_run_here`]) that has run past the slow-call threshold gives its
-/// place in the pool back, as the watchdog does for the pool's own threads (it is not woken
-/// for such jobs). Does nothing on any other thread, or before the threshold.
+/// Called on every epoch tick of a guest call, on the call's thread. For a job run on an
+/// executor thread ([`GuestPool::try_run_here`]): one that still holds the executor's other
+/// tasks past [`HAND_OVER_AFTER`] hands them to another thread; one past the slow-call
+/// threshold gives its place in the pool back, as the watchdog does for the pool's own
+/// threads (it is not woken for such jobs). Does nothing on any other thread, or before.
 pub fn on_tick() {
-    let due = BORROWED.with_borrow(|borrowed| {
-        borrowed.as_ref().filter(|b| b.started.elapsed() >= b.shared.slow_call).map(|b| (b.shared.clone(), b.id))
+    let due = BORROWED.with_borrow_mut(|borrowed| {
+        let b = borrowed.as_mut()?;
+        let elapsed = b.started.elapsed();
+        let hand_over = b.holds_executor && elapsed >= HAND_OVER_AFTER;
+        if hand_over {
+            b.holds_executor = false;
+            b.stalled = true;
+        }
+        let retire = elapsed >= b.shared.slow_call;
+        (hand_over || retire).then(|| (b.shared.clone(), b.id, hand_over, retire))
     });
-    let Some((shared, id)) = due else { return };
-    let mut state = shared.state.lock();
-    if state.retire_borrowed(id) {
-        state.retired_calls += 1;
+    let Some((shared, id, hand_over, retire)) = due else { return };
+    if retire {
+        let mut state = shared.state.lock();
+        if state.retire_borrowed(id) {
+            state.retired_calls += 1;
+        }
     }
+    if hand_over {
+        shared.state.lock().stalled_hand_overs += 1;
+        // tokio's `block_in_place` gives this thread's executor core to a blocking-pool
+        // thread; the wait lets that thread take it before `block_in_place` would take it
+        // back, so the call goes on here outside the executor.
+        tokio::task::block_in_place(|| std::thread::sleep(HAND_OVER_WAIT));
+    }
+}
+
+/// Whether the job run on this executor thread ([`GuestPool::try_run_here`]) held the
+/// executor's other tasks past [`HAND_OVER_AFTER`] (and handed them over then). A job asks
+/// it as it ends.
+pub fn stalled_executor() -> bool {
+    BORROWED.with_borrow(|b| b.as_ref().is_some_and(|b| b.stalled))
 }
 
 impl State {
@@ -269,16 +329,24 @@ impl GuestPool {
         self.shared.state.lock().borrowed_runs
     }
 
+    /// Jobs run on an executor thread that held its other tasks past [`HAND_OVER_AFTER`].
+    pub fn stalled_hand_overs(&self) -> u64 {
+        self.shared.state.lock().stalled_hand_overs
+    }
+
     /// Runs `job` on this thread, as one of the pool's jobs, if this is a worker thread of a
     /// multi-threaded tokio runtime and no job runs or waits in the pool (see the module docs);
-    /// otherwise gives `job` back. The executor's other tasks move to another thread first.
-    pub fn try_run_here<T, F>(&self, job: F) -> Result<Result<T, GuestPoolError>, F>
+    /// otherwise gives `job` back. The executor's other tasks move to another thread first,
+    /// or, with [`HandOver::IfItStalls`] and nothing in the runtime's global queue, only if
+    /// the job runs past [`HAND_OVER_AFTER`].
+    pub fn try_run_here<T, F>(&self, hand_over: HandOver, job: F) -> Result<Result<T, GuestPoolError>, F>
     where
         F: FnOnce() -> T,
     {
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        if !multi_thread || WORKER.with(std::cell::Cell::get).is_some() {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return Err(job) };
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread
+            || WORKER.with(std::cell::Cell::get).is_some()
+        {
             return Err(job);
         }
         let started = Instant::now();
@@ -306,11 +374,14 @@ impl GuestPool {
             });
             id
         };
-        let borrowed = Borrowed { shared: self.shared.clone(), id, started };
+        // Tasks woken from outside the runtime wait in its global queue: someone is waiting.
+        let first = hand_over == HandOver::First || runtime.metrics().global_queue_depth() > 0;
+        let borrowed = Borrowed { shared: self.shared.clone(), id, started, holds_executor: !first, stalled: false };
         BORROWED.set(Some(borrowed));
-        // The executor's other tasks go on on another thread meanwhile (a blocking-pool thread
-        // takes this one's core; this thread does not wait for it).
-        let result = tokio::task::block_in_place(|| std::panic::catch_unwind(AssertUnwindSafe(job)));
+        let run = || std::panic::catch_unwind(AssertUnwindSafe(job));
+        // First: the executor's other tasks go on on another thread meanwhile (a blocking-pool
+        // thread takes this one's core; this thread does not wait for it).
+        let result = if first { tokio::task::block_in_place(run) } else { run() };
         BORROWED.set(None);
         self.shared.state.lock().workers.retain(|w| w.id != id);
         Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
@@ -508,157 +579,5 @@ fn lower_priority(tid: i32) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_slow_job_leaves_the_pool_and_runs_at_the_lowest_priority() {
-        let pool = GuestPool::with_slow_call(1, Duration::from_millis(5));
-        let watched = pool.clone();
-        let slow = pool.run(move || {
-            // Busy, as a guest spinning until its deadline, until the watchdog moves it out.
-            let started = Instant::now();
-            while watched.slow_calls() == 0 && started.elapsed() < Duration::from_secs(10) {
-                std::hint::spin_loop();
-            }
-            (watched.slow_calls(), lowest_priority())
-        });
-        let (slow_calls, lowest) = slow.await.unwrap();
-        assert_eq!(slow_calls, 1, "the watchdog moved the slow job out of the pool");
-        if cfg!(target_os = "linux") {
-            assert!(lowest, "the thread of a slow job runs at the lowest priority");
-        }
-        assert_eq!(pool.busy(), 0);
-        assert_eq!(pool.run(|| 7).await.unwrap(), 7, "a fresh thread serves the next job");
-    }
-
-    #[tokio::test]
-    async fn a_job_waiting_outside_the_guest_hands_its_place_to_a_fresh_thread() {
-        let pool = GuestPool::new(1);
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        let runner = pool.clone();
-        let waiting = tokio::spawn(async move { runner.run(move || block_in_place(|| released.recv().is_ok())).await });
-        let entered = tokio::time::timeout(Duration::from_secs(10), async {
-            while pool.waits() == 0 {
-                tokio::task::yield_now().await;
-            }
-        });
-        entered.await.expect("the first job started waiting");
-        // The only guest thread is blocked in `block_in_place`: another job still runs.
-        let other = tokio::time::timeout(Duration::from_secs(10), pool.run(|| 7)).await;
-        assert_eq!(other.expect("a fresh thread took the waiting job's place").unwrap(), 7);
-        assert_eq!(pool.waits(), 1);
-        assert_eq!(pool.slow_calls(), 0, "waiting is not a slow call");
-        release.send(()).unwrap();
-        assert!(waiting.await.unwrap().unwrap(), "the waiting job finished on its own thread");
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_idle_pools_job_runs_on_the_calling_executor_thread() {
-        let pool = GuestPool::new(1);
-        let caller = std::thread::current().id();
-        let ran_on = pool.try_run_here(|| std::thread::current().id()).ok().expect("run here").unwrap();
-        assert_eq!(ran_on, caller);
-        assert_eq!(pool.borrowed_runs(), 1);
-        assert_eq!(pool.busy(), 0, "its place is given back");
-        assert!(pool.try_run_here(|| panic!("boom")).ok().expect("run here").is_err(), "a panic is an error");
-        assert_eq!(pool.busy(), 0);
-    }
-
-    /// The executor's other tasks go on while a job runs on one of its threads; one that
-    /// stalls there (its guest call's epoch callback still ticking) gives its place in the
-    /// pool back once past the slow-call threshold.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn a_borrowed_job_that_stalls_holds_up_neither_the_executor_nor_the_pool() {
-        let pool = GuestPool::with_slow_call(1, Duration::from_millis(10));
-        let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        // Runs on the executor's only worker whenever that worker is free.
-        let counter = tokio::spawn({
-            let progress = progress.clone();
-            async move {
-                loop {
-                    progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            }
-        });
-        let stalled = tokio::spawn({
-            let (pool, progress) = (pool.clone(), progress.clone());
-            async move {
-                let job = move || {
-                    let before = progress.load(std::sync::atomic::Ordering::Relaxed);
-                    // A guest call stalling for 100 ms, its epoch callback ticking every 5 ms.
-                    let started = Instant::now();
-                    while started.elapsed() < Duration::from_millis(100) {
-                        std::thread::sleep(Duration::from_millis(5));
-                        on_tick();
-                    }
-                    progress.load(std::sync::atomic::Ordering::Relaxed) - before
-                };
-                pool.try_run_here(job).ok().expect("run here").unwrap()
-            }
-        });
-        let advanced = stalled.await.unwrap();
-        assert!(advanced >= 3, "the executor's other task ran while the call stalled ({advanced} steps)");
-        assert_eq!(pool.borrowed_runs(), 1);
-        assert_eq!(pool.slow_calls(), 1, "its place in the pool was given back");
-        assert_eq!(pool.busy(), 0);
-        counter.abort();
-    }
-
-    /// A job run on an executor thread that waits on a task of that executor (a request to
-    /// the cluster) hands the thread's tasks over first: the task runs, the wait ends.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn a_borrowed_job_waiting_on_the_executor_lets_it_run() {
-        let pool = GuestPool::new(1);
-        let handle = tokio::runtime::Handle::current();
-        let asked = tokio::spawn({
-            let pool = pool.clone();
-            async move {
-                let job = move || {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-                    // Spawned from the executor's only worker: queued on that worker.
-                    handle.spawn(async move { tx.send(7).unwrap() });
-                    block_in_place(|| rx.recv_timeout(Duration::from_secs(20)))
-                };
-                pool.try_run_here(job).ok().expect("run here").unwrap()
-            }
-        });
-        assert_eq!(asked.await.unwrap(), Ok(7), "the request ran while the job waited");
-        assert_eq!(pool.waits(), 1);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_busy_pools_jobs_queue_for_its_threads() {
-        let pool = GuestPool::new(1);
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        let runner = pool.clone();
-        let running = tokio::spawn(async move { runner.run(move || released.recv().is_ok()).await });
-        while pool.busy() == 0 {
-            tokio::task::yield_now().await;
-        }
-        assert!(pool.try_run_here(|| 7).is_err(), "a job runs in the pool: this one waits its turn");
-        release.send(()).unwrap();
-        assert!(running.await.unwrap().unwrap());
-        assert_eq!(pool.borrowed_runs(), 0);
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_single_threaded_executor_never_runs_guest_jobs() {
-        let pool = GuestPool::new(1);
-        assert!(pool.try_run_here(|| 7).is_err(), "its only thread would be blocked");
-        assert_eq!(pool.run(|| 7).await.unwrap(), 7);
-    }
-
-    /// Whether this thread runs in `SCHED_IDLE` or at nice 19.
-    fn lowest_priority() -> bool {
-        #[cfg(target_os = "linux")]
-        #[allow(unsafe_code, reason = "sched_getscheduler(2) and getpriority(2) of this thread")]
-        // SAFETY: both calls only read their integer arguments.
-        unsafe {
-            libc::sched_getscheduler(0) == libc::SCHED_IDLE || libc::getpriority(libc::PRIO_PROCESS, 0) == 19
-        }
-        #[cfg(not(target_os = "linux"))]
-        false
-    }
-}
+#[path = "pool_tests.rs"]
+mod tests;

@@ -1,0 +1,130 @@
+//! [`Placement`]: where a plugin's lone event runs, kept from how its calls went.
+//!
+//! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
+//! each computed for under [`FAST_CALL`], and while no job runs in the pool, a delivery of a
+//! single event (not a batch, which pays the hop once for all its events) runs on the
+//! delivering executor thread ([`GuestPool::try_run_here`]), so a lone event waits for no
+//! thread wake-up — on a virtual machine one costs several times the call. A slow call resets
+//! the streak. What a call computed is its thread's CPU time where measured (from the call's
+//! first epoch tick on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU
+//! preempted meanwhile is not the plugin's doing), its time on the clock otherwise. A call
+//! that computed past the pool's slow-call threshold on a delivering thread sends the plugin
+//! back to the guest threads for good, where a stalled call is moved to the lowest priority —
+//! a delivering thread keeps its priority, so such a call competes at normal priority once,
+//! paused between ticks, for at most its deadline.
+//!
+//! **What that thread's other tasks do meanwhile** ([`HandOver`]). While other listeners wait
+//! to deliver ([`listeners_waiting`]), they move to another thread first (one wake-up, so
+//! they do not queue behind the call). With nothing waiting, the call runs at once and hands
+//! them over only if it runs past [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::HAND_OVER_AFTER); the plugin's next
+//! [`HAND_OVER_FIRST_CALLS`] calls then hand them over first, twice as many after each later
+//! such call.
+//!
+//! [`GuestPool::try_run_here`]: crate::plugin::runtime::pool::GuestPool::try_run_here
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use crate::informer::listeners_waiting;
+use crate::plugin::runtime::pool::HandOver;
+
+/// A call that computed for less than this (thread CPU time) counts towards [`FAST_STREAK`].
+pub(super) const FAST_CALL: Duration = Duration::from_millis(1);
+
+/// Fast calls in a row before a plugin's calls may run on the thread that delivers them: a
+/// plugin that stalls on its first calls, or whose calls are slow, keeps to the guest
+/// threads, where a stalled call is moved to the lowest priority.
+pub(super) const FAST_STREAK: u32 = 8;
+
+/// The calls that hand the delivering thread's tasks over first after a plugin's first call
+/// that held them up; each later such call doubles it. A stall on the clock may be a virtual
+/// CPU preempted during a short call (a preempted thread holds its tasks up all the same),
+/// so it is not held against a plugin for good; a plugin that stalls on purpose gets to do
+/// so ever more rarely (after 20 stalls, once per 64 million calls at most).
+pub(super) const HAND_OVER_FIRST_CALLS: u32 = 64;
+
+/// How long a job took: on the clock, and in its thread's CPU time from its guest calls'
+/// first epoch tick on (`None` when no call saw a tick: they were short on the clock, or
+/// the platform keeps no thread CPU clock; see `thread_cpu::sample`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Took {
+    pub(super) wall: Duration,
+    pub(super) cpu: Option<Duration>,
+    /// It ran on an executor thread and held that thread's other tasks past
+    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::HAND_OVER_AFTER) (`pool::stalled_executor`).
+    pub(super) stalled_executor: bool,
+}
+
+/// One plugin's record of its calls, which decides where its next lone event runs.
+#[derive(Debug, Default)]
+pub(super) struct Placement {
+    /// Calls in a row that computed for less than [`FAST_CALL`].
+    pub(super) fast_streak: AtomicU32,
+    /// A call run on a delivering thread went past the pool's slow-call threshold: this
+    /// plugin's calls always go to the guest threads from then on.
+    pub(super) stays_on_pool: AtomicBool,
+    /// Calls run on a delivering thread that held that thread's other tasks past
+    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::HAND_OVER_AFTER), so far.
+    stalls: AtomicU32,
+    /// How many of this plugin's next calls hand the delivering thread's tasks over first.
+    pub(super) hand_over_first: AtomicU32,
+}
+
+impl Placement {
+    /// Whether the plugin's next call may run on the delivering thread.
+    pub(super) fn may_run_here(&self) -> bool {
+        !self.stays_on_pool.load(Ordering::Relaxed) && self.fast_streak.load(Ordering::Relaxed) >= FAST_STREAK
+    }
+
+    /// What a call run on the delivering thread does with that thread's other tasks (see the
+    /// module docs).
+    pub(super) fn hand_over(&self) -> HandOver {
+        if self.takes_a_call_after_a_stall() || listeners_waiting() > 0 {
+            HandOver::First
+        } else {
+            HandOver::IfItStalls
+        }
+    }
+
+    /// Whether this call is one of those that hand over first after a stall (counted down).
+    pub(super) fn takes_a_call_after_a_stall(&self) -> bool {
+        let left = &self.hand_over_first;
+        left.load(Ordering::Relaxed) > 0
+            && left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok()
+    }
+
+    /// Records a call of `plugin`: how long it `took`, whether it `ran_here` (on the
+    /// delivering thread), against the pool's `slow_call` threshold.
+    pub(super) fn count(&self, plugin: &str, took: Took, ran_here: bool, slow_call: Duration) {
+        // What the call computed: its thread's CPU time where measured (from a call's first
+        // epoch tick on), its wall time otherwise. A virtual CPU preempted meanwhile is not
+        // the plugin's doing, neither for the streak nor for sending it back.
+        let computed = took.cpu.unwrap_or(took.wall);
+        if computed < FAST_CALL {
+            let _ = self.fast_streak.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
+        } else {
+            self.fast_streak.store(0, Ordering::Relaxed);
+        }
+        if ran_here && took.stalled_executor {
+            let stalls = self.stalls.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+            let calls = HAND_OVER_FIRST_CALLS.saturating_mul(1 << (stalls - 1).min(20));
+            self.hand_over_first.store(calls, Ordering::Relaxed);
+            tracing::debug!(
+                plugin,
+                took_ms = took.wall.as_millis() as u64,
+                stalls,
+                calls,
+                "a plugin call held up its delivering thread's other tasks; its next calls hand them over first"
+            );
+        }
+        if ran_here && computed >= slow_call {
+            self.stays_on_pool.store(true, Ordering::Relaxed);
+            tracing::info!(
+                plugin,
+                took_ms = took.wall.as_millis() as u64,
+                cpu_ms = computed.as_millis() as u64,
+                "a plugin call ran long on a delivering thread; this plugin's calls keep to the guest threads from now on"
+            );
+        }
+    }
+}
