@@ -157,6 +157,26 @@ impl BenchCluster {
         }
     }
 
+    /// Writes `events` status updates and undoes them, returning them to be replayed
+    /// ([`replay`](Self::replay), in parts at a pace with [`Recorded::into_parts`]): a writer
+    /// that replays pays the server's write path before the measurement instead of during
+    /// it, on the cores the consumer runs on. Every recorded change must be replayed, in
+    /// order, before the next write.
+    pub fn prerecord(&mut self, events: usize) -> Recorded {
+        let source = self.pods_source();
+        let base = source.resource_version();
+        for _ in 0..events {
+            self.update_one_stamped();
+        }
+        source.rewind(base).expect("rewinding the prerecorded events")
+    }
+
+    /// Records `part` of what [`prerecord`](Self::prerecord) undid again: the same changes,
+    /// resourceVersions and objects reach the store and every open watch.
+    pub fn replay(&self, part: &Recorded) {
+        self.pods_source().replay(part).expect("replaying prerecorded events in order");
+    }
+
     /// Writes one status update (the next Pod in round-robin order); returns its name and
     /// new resourceVersion. Panics on a read-only cluster.
     pub fn update_one(&mut self) -> (String, u64) {

@@ -14,6 +14,7 @@
 //! rewind, as by a restarted server (a client relists).
 
 use super::memory::{Change, MemorySource};
+use crate::informer::Object;
 
 /// Changes undone by [`MemorySource::rewind`], in order, to be recorded again by
 /// [`MemorySource::replay`].
@@ -33,6 +34,30 @@ impl Recorded {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
+    }
+
+    /// Each change's resourceVersion and the object it wrote (or, for a deletion, removed).
+    pub fn objects(&self) -> impl Iterator<Item = (u64, &Object)> {
+        self.changes.iter().map(|(rv, change)| match change {
+            Change::Added(object) | Change::Modified { object, .. } | Change::Deleted { object, .. } => (*rv, object),
+        })
+    }
+
+    /// The changes in parts of at most `size` (at least 1), in order: replaying the parts one
+    /// after another records what replaying the whole would, so a consumer can be served
+    /// the changes at a pace.
+    pub fn into_parts(self, size: usize) -> Vec<Recorded> {
+        let size = size.max(1);
+        let mut parts = Vec::with_capacity(self.changes.len().div_ceil(size));
+        let mut after = self.after;
+        let mut changes = self.changes.into_iter().peekable();
+        while changes.peek().is_some() {
+            let part: Vec<(u64, Change)> = changes.by_ref().take(size).collect();
+            let next = part.last().map_or(after, |(rv, _)| *rv);
+            parts.push(Recorded { after, changes: part });
+            after = next;
+        }
+        parts
     }
 }
 

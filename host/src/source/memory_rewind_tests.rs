@@ -119,3 +119,30 @@ fn a_rewind_past_the_history_is_refused() {
     assert!(matches!(err, RewindError::Compacted { to: 2, .. }), "{err}");
     assert!(src.rewind(3).is_ok(), "the history reaches back to its oldest kept change");
 }
+
+#[tokio::test]
+async fn replaying_the_parts_in_order_serves_what_the_whole_would() {
+    let src = MemorySource::default();
+    src.apply(cm("a", "1")).unwrap();
+    let base = src.resource_version();
+    for value in ["2", "3", "4", "5", "6"] {
+        src.apply(cm("a", value)).unwrap();
+        src.apply(cm(&format!("n{value}"), value)).unwrap();
+    }
+    let (end, written, after) = (src.resource_version(), events_after(&src, base).await, state(&src));
+    let recorded = src.rewind(base).unwrap();
+    let versions: Vec<u64> = recorded.objects().map(|(rv, _)| rv).collect();
+    assert_eq!(versions, (base + 1..=end).collect::<Vec<_>>(), "each change with its version");
+    assert_eq!(recorded.objects().filter(|(_, o)| o.name() == "a").count(), 5);
+
+    let mut parts = recorded.into_parts(4);
+    assert_eq!(parts.iter().map(Recorded::len).collect::<Vec<_>>(), [4, 4, 2]);
+    let err = src.replay(&parts[1]).unwrap_err();
+    assert!(matches!(err, RewindError::Moved { .. }), "a later part waits for the earlier ones: {err}");
+    for part in parts.drain(..) {
+        src.replay(&part).unwrap();
+    }
+    assert_eq!(state(&src), after);
+    assert_eq!(src.resource_version(), end);
+    assert_eq!(events_after(&src, base).await, written);
+}
