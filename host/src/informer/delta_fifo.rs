@@ -29,7 +29,7 @@
 //! The process function runs with the queue's lock held (as in client-go), so `has_synced`
 //! cannot turn true before the last initial item has been fully processed.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -104,7 +104,7 @@ const SHRINK_ABOVE: usize = 1024;
 #[derive(Default)]
 struct State {
     /// Keyed by the objects' own shared key strings (no copy per event).
-    items: HashMap<Arc<str>, Vec<Delta>>,
+    items: foldhash::HashMap<Arc<str>, Vec<Delta>>,
     queue: VecDeque<Arc<str>>,
     populated: bool,
     initial_population_count: usize,

@@ -52,7 +52,7 @@ pub(super) type Key = Arc<str>;
 
 #[derive(Default)]
 pub(super) struct State {
-    pub(super) items: HashMap<Key, Object>,
+    pub(super) items: foldhash::HashMap<Key, Object>,
     pub(super) indexers: HashMap<String, IndexFunc>,
     /// index name → index value → keys.
     pub(super) indices: HashMap<String, HashMap<String, HashSet<Key>>>,

@@ -19,7 +19,7 @@
 //!   would crash the process): the panic is logged with the key, counted in
 //!   [`ListenerStats::panics`], and the key retried like a `Retry`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -134,7 +134,7 @@ pub struct Listener {
     id: u64,
     options: ListenerOptions,
     queue: Mutex<PendingQueue>,
-    attempts: Mutex<HashMap<String, u32>>,
+    attempts: Mutex<foldhash::HashMap<String, u32>>,
     notify: Notify,
     resync: Mutex<Resync>,
     upstream_synced: Arc<dyn Fn() -> bool + Send + Sync>,

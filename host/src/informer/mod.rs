@@ -10,6 +10,11 @@
 //! DeltaFIFO with their options, as client-go exposes them. The modules themselves, and
 //! what they keep to the crate (the processor, the listeners' pending queues, panic
 //! containment), are internal.
+//!
+//! The maps touched on every event — the FIFO's items, the indexer's objects, each
+//! listener's pending queue, the processor's listeners by namespace — hash with foldhash,
+//! seeded at random per map, rather than std's SipHash: every event hashes its key a few
+//! times per listener.
 
 pub(crate) mod backoff;
 pub(crate) mod crash;

@@ -25,7 +25,7 @@
 //! when the time comes and nothing is pending for the key, the last object delivered is
 //! delivered again, as an update from itself to itself.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use hashlink::LinkedHashMap;
@@ -122,16 +122,16 @@ impl Pending {
 #[derive(Debug, Default)]
 pub struct PendingQueue {
     ready: LinkedHashMap<String, Pending>,
-    delayed: HashMap<String, (Pending, Instant, u64)>,
+    delayed: foldhash::HashMap<String, (Pending, Instant, u64)>,
     timers: BTreeSet<(Instant, u64, String)>,
     /// Keys a handler asked to see again ([`Action::RequeueAfter`]): the object last
     /// delivered, and when.
     ///
     /// [`Action::RequeueAfter`]: super::handler::Action::RequeueAfter
-    requeues: HashMap<String, (Object, Instant, u64)>,
+    requeues: foldhash::HashMap<String, (Object, Instant, u64)>,
     requeue_timers: BTreeSet<(Instant, u64, String)>,
     /// When each queued key's oldest undelivered notification arrived (for the delivery lag).
-    arrivals: HashMap<String, Instant>,
+    arrivals: foldhash::HashMap<String, Instant>,
     next_seq: u64,
     initial: usize,
 }

@@ -44,7 +44,7 @@ pub fn determine_resync_period(desired: Duration, check: Duration) -> Duration {
 #[derive(Default)]
 struct State {
     listeners: HashMap<u64, Arc<Listener>>,
-    by_namespace: HashMap<String, Vec<Arc<Listener>>>,
+    by_namespace: foldhash::HashMap<String, Vec<Arc<Listener>>>,
     everywhere: Vec<Arc<Listener>>,
     syncing: HashSet<u64>,
 }
