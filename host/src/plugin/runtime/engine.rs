@@ -7,7 +7,8 @@
 //!   policy), the engine falls back to on-demand allocation and says why ([`Allocation`]).
 //! - **Deadlines.** Epoch interruption is on; one thread ticks `increment_epoch` every
 //!   [`EngineConfig::epoch_tick`] of real time while guest code runs
-//!   ([`PluginEngine::guest_running`]) and a few ticks after ([`LINGER_TICKS`]), is parked
+//!   ([`PluginEngine::guest_running`]) and a few ticks after ([`LINGER_TICKS`](super::ticker::LINGER_TICKS); see
+//!   [`super::ticker`]), is parked
 //!   while none does (an idle host does not wake up 100 times a second), and stops when the
 //!   last handle to the engine is dropped.
 //!   Deadlines are real time, not the async runtime's clock: a runtime whose clock is
@@ -38,7 +39,7 @@
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
@@ -48,6 +49,8 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 use super::cache_prune::{PruneReport, prune};
 use super::file_identity::{FileIdentity, KnownDigests};
 use super::instance::PluginPre;
+use super::ticker::EpochTicker;
+use super::ticker::GuestRunning;
 
 /// Bumped when the cache's file layout changes, so old files are never read.
 const CACHE_FORMAT: &str = "wink-cwasm-1";
@@ -237,51 +240,10 @@ struct Inner {
     temp_counter: AtomicU64,
     /// Recently used components by digest, most recent first.
     in_memory: parking_lot::Mutex<std::collections::VecDeque<(String, Component, Linked)>>,
-    /// Held for its `Drop`, which stops the ticker thread.
-    _ticker: Ticker,
-    guests: Arc<GuestCalls>,
+    /// Ticks while guest code runs; stops with the engine.
+    ticker: EpochTicker,
     /// The digests of component files read, by file identity.
     known_digests: KnownDigests<String>,
-}
-
-/// Guest code running now, which is when the epoch ticker has to tick.
-#[derive(Debug, Default)]
-struct GuestCalls {
-    running: AtomicUsize,
-    ticks: AtomicU64,
-    stop: AtomicBool,
-    /// The ticker thread, unparked by the first guard.
-    ticker: std::sync::OnceLock<std::thread::Thread>,
-}
-
-impl GuestCalls {
-    fn wake(&self) {
-        if let Some(thread) = self.ticker.get() {
-            thread.unpark();
-        }
-    }
-}
-
-/// Held while guest code may run (instantiation, a call): keeps the epoch ticker ticking, so
-/// that the call's epoch deadline can pass.
-#[derive(Debug)]
-#[must_use = "the ticker ticks only while the guard lives"]
-pub struct GuestRunning(Arc<GuestCalls>);
-
-impl Drop for GuestRunning {
-    fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// The ticker thread stops when this is dropped with the engine's last handle.
-struct Ticker(Arc<GuestCalls>);
-
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.0.stop.store(true, Ordering::SeqCst);
-        self.0.wake();
-    }
 }
 
 /// The host's wasmtime engine. Cheap to clone; the epoch ticker stops with the last clone.
@@ -348,8 +310,8 @@ impl PluginEngine {
             hasher.0.update(CACHE_FORMAT.as_bytes());
             hex::encode(&hasher.0.finalize()[..8])
         };
-        let guests = Arc::new(GuestCalls::default());
-        let ticker = start_ticker(engine.clone(), config.epoch_tick.max(Duration::from_millis(1)), guests.clone())?;
+        let ticker = EpochTicker::start(engine.clone(), config.epoch_tick.max(Duration::from_millis(1)))
+            .map_err(|source| EngineError::Ticker { source })?;
         Ok(Self(Arc::new(Inner {
             engine,
             config,
@@ -359,8 +321,7 @@ impl PluginEngine {
             cache_hits: AtomicU64::new(0),
             temp_counter: AtomicU64::new(0),
             in_memory: parking_lot::Mutex::default(),
-            _ticker: ticker,
-            guests,
+            ticker,
             known_digests: KnownDigests::default(),
         })))
     }
@@ -383,12 +344,7 @@ impl PluginEngine {
     /// Marks guest code as running until the guard is dropped: the epoch ticker ticks while
     /// any such guard lives.
     pub fn guest_running(&self) -> GuestRunning {
-        let guests = &self.0.guests;
-        // Only the first guard wakes the ticker; while it ticks, a guard costs one atomic add.
-        if guests.running.fetch_add(1, Ordering::SeqCst) == 0 {
-            guests.wake();
-        }
-        GuestRunning(guests.clone())
+        self.0.ticker.guest_running()
     }
 
     /// The epoch tick: how often a running call's deadline is checked.
@@ -398,7 +354,7 @@ impl PluginEngine {
 
     /// How many times the epoch ticker has ticked.
     pub fn epoch_ticks(&self) -> u64 {
-        self.0.guests.ticks.load(Ordering::Relaxed)
+        self.0.ticker.ticks()
     }
 
     /// The largest linear memory an instance may have, in bytes: the pooling allocator's
@@ -566,44 +522,6 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir)
-}
-
-/// Ticks the ticker goes on ticking after the last guest call ended, before it parks: a
-/// call that starts meanwhile (events a few milliseconds apart) then wakes no thread — waking
-/// the parked ticker is a system call and a thread wake-up, a sizeable part of a lone event's
-/// cost — while an idle host still parks it within a tenth of a second (at the default tick).
-pub const LINGER_TICKS: u32 = 10;
-
-/// Ticks every `tick` of real time while guest code runs, and for [`LINGER_TICKS`] after;
-/// parked while none has run since.
-fn start_ticker(engine: wasmtime::Engine, tick: Duration, guests: Arc<GuestCalls>) -> Result<Ticker, EngineError> {
-    let calls = guests.clone();
-    let thread = std::thread::Builder::new()
-        .name("wink-epoch".into())
-        .spawn(move || {
-            // No guest has run yet: parked from the start.
-            let mut idle = LINGER_TICKS;
-            while !calls.stop.load(Ordering::SeqCst) {
-                if calls.running.load(Ordering::SeqCst) > 0 {
-                    idle = 0;
-                } else if idle < LINGER_TICKS {
-                    idle += 1;
-                } else {
-                    // A guard that came between the check and here left its unpark token:
-                    // park returns at once and no wake-up is lost.
-                    std::thread::park();
-                    idle = 0;
-                    continue;
-                }
-                // A fresh deadline counts whole ticks from the start of the call.
-                std::thread::sleep(tick);
-                engine.increment_epoch();
-                calls.ticks.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-        .map_err(|source| EngineError::Ticker { source })?;
-    let _ = guests.ticker.set(thread.thread().clone());
-    Ok(Ticker(guests))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Tests of engine construction and the compile cache.
 
 use super::*;
+use crate::plugin::runtime::ticker::LINGER_TICKS;
 use crate::plugin::test_guests::TempDir;
 
 fn small(cache_dir: Option<PathBuf>) -> EngineConfig {

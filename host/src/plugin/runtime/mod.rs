@@ -1,6 +1,7 @@
 //! The wasm runtime: the one wasmtime engine and what a plugin's code runs in.
 //!
-//! - [`engine`]: the engine, its epoch ticker and the compiled-component cache;
+//! - [`engine`]: the engine and the compiled-component cache, with [`ticker`], the thread
+//!   that advances its epoch while guest code runs;
 //!   [`cache_prune`]: keeping that cache under a size bound.
 //! - [`bindings`]: the only `bindgen!` of the WIT world, and `Object` conversions.
 //! - [`instance`]: the sandbox ([`instance::Sandbox`]) and a live plugin instance, with
@@ -25,3 +26,4 @@ pub mod limits;
 pub mod outcome;
 pub mod pool;
 pub mod thread_cpu;
+pub mod ticker;
