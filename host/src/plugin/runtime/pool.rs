@@ -29,9 +29,10 @@
 //!   job holds up no task — under load that keeps the executor's other work going while the
 //!   call runs, for a thread wake-up per job;
 //! - [`HandOver::IfItStalls`], for a job expected to be short on an executor with nothing
-//!   else waiting: the job runs at once and wakes no thread; should it still run
-//!   [`HAND_OVER_AFTER`] in, its next epoch tick ([`on_tick`]) hands the tasks over then, so
-//!   they wait at most that and a tick. Likewise a wait outside the guest ([`block_in_place`]).
+//!   else waiting: the job runs at once and wakes no thread; once it has held the thread
+//!   [`HAND_OVER_AFTER`] without a break, its next epoch tick ([`on_tick`]) hands the tasks
+//!   over, so they wait at most that and a tick. A wait outside the guest
+//!   ([`block_in_place`]) hands them over while it lasts, and is no part of that time.
 //!   The runtime's global queue holding tasks makes it [`HandOver::First`].
 //!
 //! Such a job counts against the pool's size; it wakes neither a guest thread nor the
@@ -52,8 +53,8 @@ use crate::informer::crash::panic_message;
 /// The default slow-call threshold.
 pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);
 
-/// How long a job run on an executor thread with [`HandOver::IfItStalls`] runs before its
-/// next epoch tick hands the thread's other tasks over.
+/// How long a job run on an executor thread with [`HandOver::IfItStalls`] holds the thread's
+/// other tasks without a break before its next epoch tick hands them over.
 pub const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
 
 /// How long a job that stalls on an executor thread waits, as it hands the thread's tasks
@@ -135,6 +136,9 @@ struct Borrowed {
     /// The thread still holds its executor's other tasks ([`HandOver::IfItStalls`], not
     /// handed over yet).
     holds_executor: bool,
+    /// Since when it has held them without a break: the job's start, or the end of its last
+    /// wait outside the guest (which hands them over meanwhile).
+    holding_since: Instant,
     /// It held them past [`HAND_OVER_AFTER`] and handed them over then.
     stalled: bool,
 }
@@ -164,7 +168,17 @@ pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
             state.left_to_wait += 1;
         }
         drop(state);
-        return if holds_executor { tokio::task::block_in_place(wait) } else { wait() };
+        if !holds_executor {
+            return wait();
+        }
+        let waited = tokio::task::block_in_place(wait);
+        // The executor's tasks went on meanwhile; holding them starts again from here.
+        BORROWED.with_borrow_mut(|b| {
+            if let Some(b) = b {
+                b.holding_since = Instant::now();
+            }
+        });
+        return waited;
     }
     let id = WORKER.with(std::cell::Cell::get);
     let shared = POOL.with(|pool| pool.borrow().clone());
@@ -192,7 +206,7 @@ pub fn on_tick() {
     let due = BORROWED.with_borrow_mut(|borrowed| {
         let b = borrowed.as_mut()?;
         let elapsed = b.started.elapsed();
-        let hand_over = b.holds_executor && elapsed >= HAND_OVER_AFTER;
+        let hand_over = b.holds_executor && b.holding_since.elapsed() >= HAND_OVER_AFTER;
         if hand_over {
             b.holds_executor = false;
             b.stalled = true;
@@ -376,7 +390,14 @@ impl GuestPool {
         };
         // Tasks woken from outside the runtime wait in its global queue: someone is waiting.
         let first = hand_over == HandOver::First || runtime.metrics().global_queue_depth() > 0;
-        let borrowed = Borrowed { shared: self.shared.clone(), id, started, holds_executor: !first, stalled: false };
+        let borrowed = Borrowed {
+            shared: self.shared.clone(),
+            id,
+            started,
+            holds_executor: !first,
+            holding_since: started,
+            stalled: false,
+        };
         BORROWED.set(Some(borrowed));
         let run = || std::panic::catch_unwind(AssertUnwindSafe(job));
         // First: the executor's other tasks go on on another thread meanwhile (a blocking-pool

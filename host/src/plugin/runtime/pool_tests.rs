@@ -170,6 +170,28 @@ async fn a_borrowed_job_waiting_on_the_executor_lets_it_run() {
     }
 }
 
+/// A job that keeps its executor thread's tasks hands them over while it waits outside the
+/// guest; that wait does not count as holding them up: a tick just after it hands nothing
+/// over and marks no stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_wait_outside_the_guest_is_not_a_stall() {
+    let pool = GuestPool::new(1);
+    let waited = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            let job = || {
+                block_in_place(|| std::thread::sleep(HAND_OVER_AFTER * 5));
+                on_tick();
+                stalled_executor()
+            };
+            pool.try_run_here(HandOver::IfItStalls, job).ok().expect("run here").unwrap()
+        }
+    });
+    assert!(!waited.await.unwrap(), "the wait was not the job holding the executor");
+    assert_eq!(pool.stalled_hand_overs(), 0);
+    assert_eq!(pool.waits(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_pools_jobs_queue_for_its_threads() {
     let pool = GuestPool::new(1);
