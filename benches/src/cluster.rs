@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use wink::cluster::EmbeddedCluster;
+use wink::informer::split_key;
 use wink::source::{MemorySource, Recorded};
 use wink_tests::apiserver::{ApiServer, ServerOptions};
 
@@ -43,11 +44,6 @@ impl std::fmt::Debug for BenchCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BenchCluster").field("size", &self.size).field("pods", &self.pods.len()).finish()
     }
-}
-
-/// The name in a store key (`namespace/name`).
-fn name_in(key: &str) -> &str {
-    key.rsplit_once('/').map_or(key, |(_, name)| name)
 }
 
 fn name_of(pod: &Value) -> String {
@@ -114,7 +110,7 @@ impl BenchCluster {
     /// Every Pod's current resourceVersion, by name.
     pub fn current(&self) -> Targets {
         let versions = self.server.versions("v1", "Pod").into_iter();
-        Arc::new(versions.map(|(key, rv)| (name_in(&key).to_owned(), rv.parse().unwrap_or(0))).collect())
+        Arc::new(versions.map(|(key, rv)| (split_key(&key).1.to_owned(), rv.parse().unwrap_or(0))).collect())
     }
 
     /// The Pods' store in the server.

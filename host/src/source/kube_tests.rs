@@ -30,11 +30,13 @@ fn api_versions_split_into_group_and_version() {
     }
 }
 
+/// An error that wraps an I/O error as its source, as hyper and kube wrap theirs.
+#[derive(Debug, thiserror::Error)]
+#[error("outer")]
+struct Outer(#[source] std::io::Error);
+
 #[test]
 fn probable_eof_is_recognised_through_the_error_chain() {
-    #[derive(Debug, thiserror::Error)]
-    #[error("outer")]
-    struct Outer(#[source] std::io::Error);
     let eof = Outer(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early eof"));
     assert!(is_probable_eof(&eof));
     let other = Outer(std::io::Error::other("disk on fire"));
@@ -46,9 +48,6 @@ fn probable_eof_is_recognised_through_the_error_chain() {
 /// [`SourceError::ConnectionRefused`], which the reflector re-watches after.
 #[test]
 fn connection_refused_is_recognised_through_the_error_chain() {
-    #[derive(Debug, thiserror::Error)]
-    #[error("outer")]
-    struct Outer(#[source] std::io::Error);
     let refused = Outer(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connect"));
     assert!(is_connection_refused(&refused));
     assert!(!is_connection_refused(&Outer(std::io::Error::other("reset"))));
