@@ -23,16 +23,17 @@ use std::collections::BTreeSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::FutureExt;
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::BackoffConfig;
 use super::crash::panic_message;
+use super::doorbell::Doorbell;
 use super::handler::{Action, EntryResults, EventHandler, HandlerError, Notification};
 use super::object::Object;
 use super::pending_queue::{Pending, PendingQueue};
@@ -135,7 +136,8 @@ pub struct Listener {
     options: ListenerOptions,
     queue: Mutex<PendingQueue>,
     attempts: Mutex<foldhash::HashMap<String, u32>>,
-    notify: Notify,
+    /// Wakes the task (see [`Doorbell`]).
+    doorbell: Doorbell,
     resync: Mutex<Resync>,
     upstream_synced: Arc<dyn Fn() -> bool + Send + Sync>,
     stats: ListenerStats,
@@ -168,7 +170,7 @@ impl Listener {
             options,
             queue: Mutex::default(),
             attempts: Mutex::default(),
-            notify: Notify::new(),
+            doorbell: Doorbell::default(),
             resync: Mutex::new(resync),
             upstream_synced,
             stats: ListenerStats::default(),
@@ -235,7 +237,7 @@ impl Listener {
         if let Some(key) = gone {
             self.attempts.lock().remove(&key);
         }
-        self.notify.notify_one();
+        self.doorbell.ring();
     }
 
     /// Keys with a retry count (bounded by the keys pending or in delivery).
@@ -301,13 +303,21 @@ impl Listener {
     /// Delivers notifications to `handler` until `cancel` fires. The batch in progress when
     /// cancelled completes; what is still queued is dropped with the listener.
     pub async fn run(self: Arc<Self>, handler: Arc<dyn EventHandler>, cancel: CancellationToken) {
+        // Registered once: an idle wait polls it, rather than registering and dropping a
+        // waiter on the token each time (a lock round trip apiece).
+        let mut cancelled = std::pin::pin!(cancel.cancelled());
+        // Whether a batch was delivered since the token was last looked at.
+        let mut delivered = true;
         loop {
-            if cancel.is_cancelled() {
-                return;
-            }
             let (batch, retry_at) = {
                 let mut queue = self.queue.lock();
-                queue.promote(Instant::now());
+                queue.promote_due();
+                // After a batch, the token is looked at before the next one (the batch in
+                // progress when it fired completed; what is queued stays undelivered).
+                // Before a wait there is no need: the wait looks.
+                if std::mem::take(&mut delivered) && queue.has_ready() && cancel.is_cancelled() {
+                    return;
+                }
                 let mut batch = Vec::new();
                 while batch.len() < MAX_BATCH {
                     let Some((key, pending)) = queue.pop() else { break };
@@ -318,19 +328,26 @@ impl Listener {
                 (batch, queue.next_retry())
             };
             if batch.is_empty() {
-                let sleep = async {
-                    match retry_at {
-                        Some(at) => tokio::time::sleep_until(at).await,
-                        None => std::future::pending().await,
+                let mut sleep = std::pin::pin!(retry_at.map(tokio::time::sleep_until));
+                let stop = std::future::poll_fn(|cx| {
+                    if self.doorbell.poll_rung(cx).is_ready() {
+                        return Poll::Ready(false);
                     }
-                };
-                tokio::select! {
-                    () = self.notify.notified() => {}
-                    () = sleep => {}
-                    () = cancel.cancelled() => return,
+                    if cancelled.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(true);
+                    }
+                    match sleep.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
+                        Some(Poll::Ready(())) => Poll::Ready(false),
+                        _ => Poll::Pending,
+                    }
+                })
+                .await;
+                if stop {
+                    return;
                 }
                 continue;
             }
+            delivered = true;
             let entries: Vec<Vec<Notification>> =
                 batch.iter().map(|(_, pending, _)| pending.clone().into_notifications()).collect();
             // A batch that panics as a whole (a handler's own `deliver_batch`): its first

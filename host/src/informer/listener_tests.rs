@@ -230,3 +230,33 @@ async fn a_listener_is_marked_waiting_from_queueing_until_its_task_takes_the_bat
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// Cancels its listener's token while it handles its first batch, after queueing one more
+/// notification.
+struct CancelDuring {
+    listener: Arc<Listener>,
+    cancel: CancellationToken,
+}
+
+#[async_trait]
+impl EventHandler for CancelDuring {
+    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        self.listener.add(Notification::Add { obj: pod("ns", "late", 1), initial: false });
+        self.cancel.cancel();
+        batch.iter().map(|e| e.iter().map(|_| crate::informer::DONE).collect()).collect()
+    }
+}
+
+/// As client-go's `processorListener` stops: the batch in progress when the listener is
+/// cancelled completes; what is still queued is not delivered.
+#[tokio::test]
+async fn a_cancelled_listener_completes_its_batch_and_delivers_nothing_more() {
+    let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+    listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: false });
+    let cancel = CancellationToken::new();
+    let handler = Arc::new(CancelDuring { listener: listener.clone(), cancel: cancel.clone() });
+    let run = listener.clone().run(handler, cancel.clone());
+    tokio::time::timeout(Duration::from_secs(10), run).await.expect("the listener stopped");
+    assert_eq!(listener.stats().delivered.load(Ordering::Relaxed), 1, "the batch in progress completed");
+    assert_eq!(listener.queue_len(), 1, "the notification queued meanwhile stays undelivered");
+}

@@ -19,6 +19,7 @@
 pub(crate) mod backoff;
 pub(crate) mod crash;
 pub(crate) mod delta_fifo;
+pub(crate) mod doorbell;
 pub(crate) mod factory;
 pub(crate) mod handler;
 pub(crate) mod indexer;

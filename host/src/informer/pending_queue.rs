@@ -146,7 +146,8 @@ impl PendingQueue {
     /// whether it was folded (coalesced) into one.
     pub fn push(&mut self, n: Notification) -> bool {
         let key = n.key().to_owned();
-        if let Some((pending, at, seq)) = self.delayed.remove(&key) {
+        // Looked up only when not empty (a lookup hashes the key even in an empty map).
+        if let Some((pending, at, seq)) = (!self.delayed.is_empty()).then(|| self.delayed.remove(&key)).flatten() {
             let merged = pending.clone().coalesce(n);
             self.account(Some(&pending), merged.as_ref());
             match merged {
@@ -224,6 +225,9 @@ impl PendingQueue {
     /// Records that a notification was delivered: a waiting requeue of its key will carry
     /// this newer state, or is cancelled when the object was deleted.
     pub fn delivered(&mut self, n: &Notification) {
+        if self.requeues.is_empty() {
+            return;
+        }
         let Some((obj, at, seq)) = self.requeues.remove(n.key()) else { return };
         match n {
             Notification::Delete { .. } => {
@@ -239,6 +243,14 @@ impl PendingQueue {
     #[cfg(test)]
     pub fn requeues_len(&self) -> usize {
         self.requeues.len()
+    }
+
+    /// [`promote`](Self::promote) as of now; reads the clock only if a retry or requeue
+    /// waits.
+    pub fn promote_due(&mut self) {
+        if !self.timers.is_empty() || !self.requeue_timers.is_empty() {
+            self.promote(Instant::now());
+        }
     }
 
     /// Moves entries whose retry time has come into the ready queue, and delivers due
@@ -266,6 +278,11 @@ impl PendingQueue {
                 self.ready.insert(key, pending);
             }
         }
+    }
+
+    /// Whether an entry is ready to be taken.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     /// Takes the oldest ready entry. It still counts towards [`initial_outstanding`]

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::Instrument;
 
 use crate::informer::{
@@ -217,13 +217,17 @@ impl PluginHandler {
     /// plugin that cannot start is reported at load time. Applies the failure policy like
     /// any call.
     pub async fn warm_up(&self) -> CallOutcome {
-        let start = |shared: &Shared, slot: &mut Slot| {
-            let outcome = call_guest(shared, slot, None);
+        let start = |shared: &Shared, slot: &mut Slot, started| {
+            let (outcome, ended) = call_guest(shared, slot, None, started);
             // The outcome says it all; the policy still counts it, backs off and quarantines.
             let _ = apply_policy(shared, slot, &outcome);
-            outcome
+            (outcome, ended)
         };
-        match self.on_guest_thread(tracing::Span::current(), false, start).await {
+        let done = match self.take_slot().await {
+            Ok(slot) => self.on_guest_thread(tracing::Span::current(), slot, start).await,
+            Err(skipped) => Err(skipped),
+        };
+        match done {
             Ok(outcome) => outcome,
             Err(Skipped::Quarantined) => CallOutcome::Ok,
             Err(Skipped::Failed(e)) => match &e {
@@ -245,11 +249,40 @@ impl PluginHandler {
     /// Delivers a listener's batch in one guest-thread job (see the module docs).
     pub async fn deliver_many(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         self.wait_for_start().await;
-        let owned = batch.to_vec();
         let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
         // A lone event may run on this thread; a batch amortizes the hop to a guest thread.
         let lone = matches!(batch, [entry] if entry.len() == 1);
-        match self.on_guest_thread(span, lone, move |shared, slot| run_batch(shared, slot, &owned)).await {
+        let done = match self.take_slot().await {
+            Err(skipped) => Err(skipped),
+            Ok(mut slot) => {
+                let here = if lone && self.shared.placement.may_run_here() {
+                    // In this task's span and tracing subscriber already: nothing to carry
+                    // over, and the batch is borrowed, not copied.
+                    let job = || {
+                        let _entered = span.enter();
+                        timed(|started| run_batch(&self.shared, &mut slot, batch, started))
+                    };
+                    self.pool.try_run_here(self.shared.placement.hand_over(), job).ok()
+                } else {
+                    None
+                };
+                match here {
+                    Some(done) => {
+                        if matches!(done, Err(GuestPoolError::Panicked(_))) {
+                            slot.instance = None;
+                        }
+                        self.finish(done, true)
+                    }
+                    None => {
+                        let owned = batch.to_vec();
+                        let job =
+                            move |shared: &Shared, slot: &mut Slot, started| run_batch(shared, slot, &owned, started);
+                        self.on_guest_thread(span, slot, job).await
+                    }
+                }
+            }
+        };
+        match done {
             Ok(results) => results,
             Err(Skipped::Quarantined) => batch
                 .iter()
@@ -270,21 +303,16 @@ impl PluginHandler {
         }
     }
 
-    /// Runs `job` with the plugin's slot on a guest thread, inside `span` and the caller's
-    /// tracing subscriber: unless the plugin is quarantined (checked before and after waiting
-    /// for the slot), after the restart backoff of a failed instance. A `lone` call (one
-    /// event) of a plugin whose calls stayed fast runs on this thread instead, if the pool
-    /// is idle (see the module docs).
-    async fn on_guest_thread<T: Send + 'static>(
-        &self,
-        span: tracing::Span,
-        lone: bool,
-        job: impl FnOnce(&Shared, &mut Slot) -> T + Send + 'static,
-    ) -> Result<T, Skipped> {
+    /// The plugin's instance slot, once free: unless the plugin is quarantined (checked
+    /// before and after waiting for the slot), after the restart backoff of a failed instance.
+    async fn take_slot(&self) -> Result<OwnedMutexGuard<Slot>, Skipped> {
         if self.is_quarantined() {
             return Err(Skipped::Quarantined);
         }
-        let mut slot = self.slot.clone().lock_owned().await;
+        let mut slot = match self.slot.clone().try_lock_owned() {
+            Ok(slot) => slot,
+            Err(_) => self.slot.clone().lock_owned().await,
+        };
         if self.is_quarantined() {
             return Err(Skipped::Quarantined);
         }
@@ -293,47 +321,68 @@ impl PluginHandler {
         {
             tokio::time::sleep_until(at).await;
         }
+        Ok(slot)
+    }
+
+    /// Runs `job` with the plugin's slot on a guest thread, inside `span` and the caller's
+    /// tracing subscriber. The job is given the instant it started and returns its last
+    /// clock reading with its value (see [`timed`]).
+    async fn on_guest_thread<T: Send + 'static>(
+        &self,
+        span: tracing::Span,
+        mut slot: OwnedMutexGuard<Slot>,
+        job: impl FnOnce(&Shared, &mut Slot, Instant) -> (T, Instant) + Send + 'static,
+    ) -> Result<T, Skipped> {
         let shared = self.shared.clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let timed = move || {
-            let started = Instant::now();
-            thread_cpu::begin_sampling();
-            let value = tracing::dispatcher::with_default(&dispatch, || {
-                let _entered = span.enter();
-                job(&shared, &mut slot)
-            });
-            let took = Took {
-                wall: started.elapsed(),
-                cpu: thread_cpu::take_samples(),
-                stalled_executor: pool::stalled_executor(),
-            };
-            (value, took)
-        };
-        let here = if lone && self.shared.placement.may_run_here() {
-            self.pool.try_run_here(self.shared.placement.hand_over(), timed)
-        } else {
-            Err(timed)
-        };
-        let (done, ran_here) = match here {
-            Ok(done) => (done, true),
-            Err(timed) => (self.pool.run(timed).await, false),
-        };
-        let done = done.map(|(value, took)| {
-            self.count_call(took, ran_here);
-            value
-        });
+        let done = self
+            .pool
+            .run(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    let _entered = span.enter();
+                    timed(|started| job(&shared, &mut slot, started))
+                })
+            })
+            .await;
+        if matches!(done, Err(GuestPoolError::Panicked(_))) {
+            // The slot guard was dropped while unwinding; the instance in it may be
+            // inconsistent.
+            self.slot.lock().await.instance = None;
+        }
+        self.finish(done, false)
+    }
+
+    /// A job's result: its record counted where the plugin's next calls run by (`ran_here`:
+    /// on the delivering thread), or why there is none.
+    fn finish<T>(&self, done: Result<(T, Took), GuestPoolError>, ran_here: bool) -> Result<T, Skipped> {
         match done {
-            Ok(value) => Ok(value),
+            Ok((value, took)) => {
+                self.count_call(took, ran_here);
+                Ok(value)
+            }
             Err(e @ GuestPoolError::Closed) => Err(Skipped::Failed(e)),
             Err(e) => {
-                // A panic in host code (the guest cannot panic the host). The slot guard was
-                // dropped while unwinding; the instance in it may be inconsistent.
+                // A panic in host code (the guest cannot panic the host).
                 tracing::error!(plugin = %self.shared.name, error = %e, "plugin call panicked in the host");
-                self.slot.lock().await.instance = None;
                 Err(Skipped::Failed(e))
             }
         }
     }
+}
+
+/// Runs a job from the instant its pool stamped ([`pool::job_started`]), which `job` returns
+/// with its last clock reading (its calls chain their readings, each call's end the next one's
+/// start: one clock reading per call), and says how it went.
+fn timed<T>(job: impl FnOnce(Instant) -> (T, Instant)) -> (T, Took) {
+    let started = pool::job_started().unwrap_or_else(Instant::now);
+    thread_cpu::begin_sampling();
+    let (value, ended) = job(started);
+    let took = Took {
+        wall: ended.saturating_duration_since(started),
+        cpu: thread_cpu::take_samples(),
+        stalled_executor: pool::stalled_executor(),
+    };
+    (value, took)
 }
 
 impl PluginHandler {
@@ -368,43 +417,53 @@ impl GuestPoolError {
     }
 }
 
-/// Runs in the blocking pool: starts an instance if needed and makes the call.
-fn call_guest(shared: &Shared, slot: &mut Slot, notification: Option<&Notification>) -> CallOutcome {
+/// Runs in the blocking pool: starts an instance if needed and makes the call, from
+/// `started` (a clock reading just taken); returns the outcome and the reading at its end.
+fn call_guest(
+    shared: &Shared,
+    slot: &mut Slot,
+    notification: Option<&Notification>,
+    mut started: Instant,
+) -> (CallOutcome, Instant) {
     if slot.instance.is_none() {
-        let started = Instant::now();
-        match shared.sandbox.instantiate() {
+        let outcome = shared.sandbox.instantiate();
+        let ended = Instant::now();
+        shared.metrics.call(ended.saturating_duration_since(started));
+        started = ended;
+        match outcome {
             Ok(instance) => {
                 if slot.started_once {
                     shared.metrics.restart();
                 }
                 slot.started_once = true;
                 slot.instance = Some(instance);
-                shared.metrics.call(started.elapsed());
             }
-            Err(outcome) => {
-                shared.metrics.call(started.elapsed());
-                return outcome;
-            }
+            Err(outcome) => return (outcome, ended),
         }
     }
-    let Some(notification) = notification else { return CallOutcome::Ok };
+    let Some(notification) = notification else { return (CallOutcome::Ok, started) };
     let instance = slot.instance.as_mut().expect("instance started above");
-    let started = Instant::now();
-    let outcome = instance.deliver(notification);
-    shared.metrics.call(started.elapsed());
-    outcome
+    let outcome = instance.deliver_from(notification, started);
+    let ended = Instant::now();
+    shared.metrics.call(ended.saturating_duration_since(started));
+    (outcome, ended)
 }
 
-/// Runs in the blocking pool: delivers a batch, entry by entry, each entry's notifications
-/// in order; stops an entry at its first `Retry`, and the whole batch after a failure
-/// (trap, refused `init`) or once the handler's batch budget is spent. Entries not started get no
-/// results (the listener puts them back in front).
-fn run_batch(shared: &Shared, slot: &mut Slot, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
-    // The clock is read only for a batch of several entries (a lone event's budget is moot).
-    let started = (batch.len() > 1).then(Instant::now);
+/// Runs in the blocking pool: delivers a batch from `started`, entry by entry, each entry's
+/// notifications in order; stops an entry at its first `Retry`, and the whole batch after a
+/// failure (trap, refused `init`) or once the handler's batch budget is spent. Entries not
+/// started get no results (the listener puts them back in front). Returns the results and
+/// the last clock reading.
+fn run_batch(
+    shared: &Shared,
+    slot: &mut Slot,
+    batch: &[Vec<Notification>],
+    started: Instant,
+) -> (Vec<EntryResults>, Instant) {
+    let mut now = started;
     let mut out = Vec::with_capacity(batch.len());
     for entry in batch {
-        if !out.is_empty() && started.is_some_and(|at| at.elapsed() >= shared.batch_budget) {
+        if !out.is_empty() && now.saturating_duration_since(started) >= shared.batch_budget {
             break;
         }
         let mut results = Vec::with_capacity(entry.len());
@@ -415,7 +474,8 @@ fn run_batch(shared: &Shared, slot: &mut Slot, batch: &[Vec<Notification>]) -> V
                 results.push(Ok(Action::AwaitChange));
                 continue;
             }
-            let outcome = call_guest(shared, slot, Some(notification));
+            let (outcome, ended) = call_guest(shared, slot, Some(notification), now);
+            now = ended;
             let result = apply_policy(shared, slot, &outcome);
             failed = !matches!(outcome, CallOutcome::Ok | CallOutcome::Requeue(_) | CallOutcome::HandlerError(_));
             let retry = matches!(result, Err(HandlerError::Retry(_)));
@@ -429,7 +489,7 @@ fn run_batch(shared: &Shared, slot: &mut Slot, batch: &[Vec<Notification>]) -> V
             break;
         }
     }
-    out
+    (out, now)
 }
 
 /// Runs in the blocking pool after each call: counters, logs, restart backoff, quarantine,

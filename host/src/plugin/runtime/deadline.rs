@@ -72,7 +72,13 @@ impl CallDeadline {
     /// Starts a call's clock; `throttled`: whether the call is paused once it runs long
     /// (event calls), or not (`init`).
     pub fn begin(&mut self, throttled: bool) {
-        self.started = Instant::now();
+        self.begin_at(throttled, Instant::now());
+    }
+
+    /// Starts a call's clock from `started`, a reading taken just before (see
+    /// [`begin`](Self::begin)).
+    pub fn begin_at(&mut self, throttled: bool, started: Instant) {
+        self.started = started;
         self.waited = Duration::ZERO;
         self.throttled = throttled;
         self.paused = 0;

@@ -20,7 +20,7 @@
 //! After a call that traps, the instance is poisoned: drop it and start a new one.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{Instance, InstancePre, Linker, Resource, TypedFunc};
 use wasmtime::{Store, StoreContextMut};
@@ -214,7 +214,7 @@ impl Sandbox {
         let engine = self.engine.clone();
         let mut instance = PluginInstance { store, handlers, poisoned: false, calls: 0, engine };
         let init: TypedFunc<(&str,), InitResult> = instance.handlers.init;
-        match instance.call(false, |s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
+        match instance.call(false, Instant::now(), |s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
             Ok(Ok(())) => Ok(instance),
             Ok(Err(reason)) => Err(CallOutcome::InitRejected(reason)),
             Err(outcome) => Err(outcome),
@@ -348,11 +348,12 @@ enum EventCall<'a> {
 }
 
 impl PluginInstance {
-    /// Runs one export call with a fresh deadline (`throttled`: paused once it runs long, see
-    /// [`CallDeadline`]); a trap poisons the instance.
+    /// Runs one export call with a fresh deadline counted from `started` (`throttled`: paused
+    /// once it runs long, see [`CallDeadline`]); a trap poisons the instance.
     fn call<R>(
         &mut self,
         throttled: bool,
+        started: Instant,
         f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallOutcome> {
         if self.poisoned {
@@ -364,7 +365,7 @@ impl PluginInstance {
         let state = self.store.data_mut();
         state.log.begin_call();
         state.cluster.begin_call();
-        state.deadline.begin(throttled);
+        state.deadline.begin_at(throttled, started);
         let result = f(&mut self.store);
         let state = self.store.data_mut();
         state.log.end_call();
@@ -375,12 +376,12 @@ impl PluginInstance {
         })
     }
 
-    fn event<R>(&mut self, funcs: EventFuncs<R>, call: EventCall<'_>) -> CallOutcome
+    fn event<R>(&mut self, funcs: EventFuncs<R>, call: EventCall<'_>, started: Instant) -> CallOutcome
     where
         R: Into<Action> + wasmtime::component::ComponentType + wasmtime::component::Lift + Send + Sync + 'static,
     {
         let EventFuncs { on_add, on_update, on_delete } = funcs;
-        outcome(self.call(true, |s| match call {
+        outcome(self.call(true, started, |s| match call {
             EventCall::Add(obj, initial) => {
                 let func: TypedFunc<(ObjectRef<'_>, bool), (Result<R, GuestHandlerError>,)> = on_add;
                 func.call(s, (object_ref(obj), initial)).map(|(r,)| r)
@@ -397,8 +398,13 @@ impl PluginInstance {
     }
 
     /// A 0.3.0 event call: the objects are lent for the call, then taken back.
-    fn lent_event(&mut self, funcs: EventFuncs<GuestAction, Lent>, call: EventCall<'_>) -> CallOutcome {
-        outcome(self.call(true, |s| {
+    fn lent_event(
+        &mut self,
+        funcs: EventFuncs<GuestAction, Lent>,
+        call: EventCall<'_>,
+        started: Instant,
+    ) -> CallOutcome {
+        outcome(self.call(true, started, |s| {
             let result = match call {
                 EventCall::Add(obj, initial) => {
                     let obj = s.data_mut().lent.lend(0, obj);
@@ -419,36 +425,44 @@ impl PluginInstance {
         }))
     }
 
-    fn dispatch(&mut self, call: EventCall<'_>) -> CallOutcome {
+    fn dispatch(&mut self, call: EventCall<'_>, started: Instant) -> CallOutcome {
         match self.handlers.events {
-            Events::V0_1(funcs) => self.event(funcs, call),
-            Events::V0_2(funcs) => self.event(funcs, call),
-            Events::V0_3(funcs) => self.lent_event(funcs, call),
+            Events::V0_1(funcs) => self.event(funcs, call, started),
+            Events::V0_2(funcs) => self.event(funcs, call, started),
+            Events::V0_3(funcs) => self.lent_event(funcs, call, started),
         }
     }
 
     /// Calls `on-add`.
     pub fn on_add(&mut self, obj: &Object, initial_list: bool) -> CallOutcome {
-        self.dispatch(EventCall::Add(obj, initial_list))
+        self.dispatch(EventCall::Add(obj, initial_list), Instant::now())
     }
 
     /// Calls `on-update`.
     pub fn on_update(&mut self, old: &Object, new: &Object) -> CallOutcome {
-        self.dispatch(EventCall::Update(old, new))
+        self.dispatch(EventCall::Update(old, new), Instant::now())
     }
 
     /// Calls `on-delete`.
     pub fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) -> CallOutcome {
-        self.dispatch(EventCall::Delete(obj, final_state_unknown))
+        self.dispatch(EventCall::Delete(obj, final_state_unknown), Instant::now())
     }
 
     /// Delivers a notification through the matching export.
     pub fn deliver(&mut self, notification: &Notification) -> CallOutcome {
-        match notification {
-            Notification::Add { obj, initial } => self.on_add(obj, *initial),
-            Notification::Update { old, new } => self.on_update(old, new),
-            Notification::Delete { obj, final_state_unknown } => self.on_delete(obj, *final_state_unknown),
-        }
+        self.deliver_from(notification, Instant::now())
+    }
+
+    /// Delivers a notification through the matching export, its deadline counted from
+    /// `started` (a clock reading the caller took anyway: reading the clock is a sizeable
+    /// part of a short call).
+    pub fn deliver_from(&mut self, notification: &Notification, started: Instant) -> CallOutcome {
+        let call = match notification {
+            Notification::Add { obj, initial } => EventCall::Add(obj, *initial),
+            Notification::Update { old, new } => EventCall::Update(old, new),
+            Notification::Delete { obj, final_state_unknown } => EventCall::Delete(obj, *final_state_unknown),
+        };
+        self.dispatch(call, started)
     }
 
     /// Whether a call trapped: the instance can no longer be used.

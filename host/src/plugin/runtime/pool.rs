@@ -150,6 +150,15 @@ thread_local! {
     static WORKER: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     /// The pool of the worker running on this thread, if it is a guest thread.
     static POOL: std::cell::RefCell<Option<Arc<Shared>>> = const { std::cell::RefCell::new(None) };
+    /// When the job running on this thread started, as the pool stamped it.
+    static JOB_STARTED: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// When the pool's job running on this thread started ([`GuestPool::run`] or
+/// [`GuestPool::try_run_here`]; `None` outside a job): the pool reads the clock to watch its
+/// jobs anyway, and a job that times itself from the same reading saves reading it again.
+pub fn job_started() -> Option<Instant> {
+    JOB_STARTED.get()
 }
 
 /// Runs `wait`, which blocks on something outside the guest (a request to the cluster), after
@@ -399,11 +408,13 @@ impl GuestPool {
             stalled: false,
         };
         BORROWED.set(Some(borrowed));
+        JOB_STARTED.set(Some(started));
         let run = || std::panic::catch_unwind(AssertUnwindSafe(job));
         // First: the executor's other tasks go on on another thread meanwhile (a blocking-pool
         // thread takes this one's core; this thread does not wait for it).
         let result = if first { tokio::task::block_in_place(run) } else { run() };
         BORROWED.set(None);
+        JOB_STARTED.set(None);
         self.shared.state.lock().workers.retain(|w| w.id != id);
         Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
     }
@@ -492,8 +503,9 @@ fn worker_loop(shared: &Shared, id: u64) {
             state.idle -= 1;
             continue;
         };
+        let started = Instant::now();
         if let Some(me) = state.workers.iter_mut().find(|w| w.id == id) {
-            me.busy_since = Some(Instant::now());
+            me.busy_since = Some(started);
         }
         // A watchdog waiting for a deadline will see this job then; only an idle one needs
         // waking (so a busy pool does not wake it once per job).
@@ -502,7 +514,9 @@ fn worker_loop(shared: &Shared, id: u64) {
         if wake_watchdog {
             shared.watch.notify_one();
         }
+        JOB_STARTED.set(Some(started));
         job();
+        JOB_STARTED.set(None);
         state = shared.state.lock();
         let Some(me) = state.workers.iter_mut().find(|w| w.id == id) else { break };
         me.busy_since = None;
