@@ -260,7 +260,7 @@ impl PluginHandler {
                     // over, and the batch is borrowed, not copied.
                     let job = || {
                         let _entered = span.enter();
-                        timed(|started| run_batch(&self.shared, &mut slot, batch, started))
+                        timed(|started| run_batch(&self.shared, &mut slot, batch.iter().map(Vec::as_slice), started))
                     };
                     self.pool.try_run_here(self.shared.placement.hand_over(), job).ok()
                 } else {
@@ -274,9 +274,19 @@ impl PluginHandler {
                         self.finish(done, true)
                     }
                     None => {
-                        let owned = batch.to_vec();
-                        let job =
-                            move |shared: &Shared, slot: &mut Slot, started| run_batch(shared, slot, &owned, started);
+                        // The guest thread needs its own copy: one vector of notifications
+                        // and one of entry lengths, not one vector per entry.
+                        let owned: Vec<Notification> = batch.iter().flatten().cloned().collect();
+                        let lens: Vec<usize> = batch.iter().map(Vec::len).collect();
+                        let job = move |shared: &Shared, slot: &mut Slot, started| {
+                            let mut rest = &owned[..];
+                            let entries = lens.iter().map(|&len| {
+                                let (entry, after) = rest.split_at(len);
+                                rest = after;
+                                entry
+                            });
+                            run_batch(shared, slot, entries, started)
+                        };
                         self.on_guest_thread(span, slot, job).await
                     }
                 }
@@ -454,10 +464,10 @@ fn call_guest(
 /// failure (trap, refused `init`) or once the handler's batch budget is spent. Entries not
 /// started get no results (the listener puts them back in front). Returns the results and
 /// the last clock reading.
-fn run_batch(
+fn run_batch<'a>(
     shared: &Shared,
     slot: &mut Slot,
-    batch: &[Vec<Notification>],
+    batch: impl ExactSizeIterator<Item = &'a [Notification]>,
     started: Instant,
 ) -> (Vec<EntryResults>, Instant) {
     let mut now = started;
@@ -498,7 +508,10 @@ fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> Hand
     let name = &*shared.name;
     let kind = match outcome {
         CallOutcome::Ok => {
-            shared.consecutive_failures.store(0, Ordering::Release);
+            // Written only when it changes: every call of the plugin would dirty the line.
+            if shared.consecutive_failures.load(Ordering::Relaxed) != 0 {
+                shared.consecutive_failures.store(0, Ordering::Release);
+            }
             return Ok(Action::AwaitChange);
         }
         CallOutcome::Requeue(delay) => {

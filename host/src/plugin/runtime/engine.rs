@@ -343,7 +343,7 @@ impl PluginEngine {
 
     /// Marks guest code as running until the guard is dropped: the epoch ticker ticks while
     /// any such guard lives.
-    pub fn guest_running(&self) -> GuestRunning {
+    pub fn guest_running(&self) -> GuestRunning<'_> {
         self.0.ticker.guest_running()
     }
 

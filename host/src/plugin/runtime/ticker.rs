@@ -36,11 +36,13 @@ impl GuestCalls {
 
 /// Held while guest code may run (instantiation, a call): keeps the epoch ticker ticking, so
 /// that the call's epoch deadline can pass.
+/// Borrowed from the engine, not counted in its `Arc`: every call of every plugin takes one,
+/// and a shared reference count would move between cores on each.
 #[derive(Debug)]
 #[must_use = "the ticker ticks only while the guard lives"]
-pub struct GuestRunning(Arc<GuestCalls>);
+pub struct GuestRunning<'a>(&'a GuestCalls);
 
-impl Drop for GuestRunning {
+impl Drop for GuestRunning<'_> {
     fn drop(&mut self) {
         self.0.running.fetch_sub(1, Ordering::SeqCst);
     }
@@ -89,12 +91,12 @@ impl EpochTicker {
     }
 
     /// Marks guest code as running until the guard is dropped.
-    pub(super) fn guest_running(&self) -> GuestRunning {
+    pub(super) fn guest_running(&self) -> GuestRunning<'_> {
         // Only the first guard wakes the ticker; while it ticks, a guard costs one atomic add.
         if self.0.running.fetch_add(1, Ordering::SeqCst) == 0 {
             self.0.wake();
         }
-        GuestRunning(self.0.clone())
+        GuestRunning(&self.0)
     }
 
     /// How many times it has ticked.
