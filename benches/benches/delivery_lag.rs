@@ -245,9 +245,11 @@ fn produce(cluster: &mut BenchCluster, prerecorded: &mut VecDeque<Recorded>, eve
 /// and how long the writer took (the rate it reached).
 fn run(setup: &mut Setup, events: u64) -> (Vec<Duration>, u64, Duration) {
     setup.lags.lock().clear();
+    let profiled = wink_benches::profile::Section::start();
     let writing = Instant::now();
     let touched = produce(&mut setup.cluster, &mut setup.prerecorded, events);
     let written_in = writing.elapsed();
+    drop(profiled);
     // Done when every neighbour was handed every Pod this run touched at its final version.
     let caught_up = || {
         setup.last.iter().all(|seen| {

@@ -176,6 +176,11 @@ impl Sandbox {
         }
     }
 
+    /// The engine its instances run on.
+    pub fn engine(&self) -> &PluginEngine {
+        &self.engine
+    }
+
     /// The plugin's name.
     pub fn name(&self) -> &Arc<str> {
         &self.name

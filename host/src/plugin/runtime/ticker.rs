@@ -36,15 +36,50 @@ impl GuestCalls {
 
 /// Held while guest code may run (instantiation, a call): keeps the epoch ticker ticking, so
 /// that the call's epoch deadline can pass.
-/// Borrowed from the engine, not counted in its `Arc`: every call of every plugin takes one,
-/// and a shared reference count would move between cores on each.
+///
+/// Borrowed from the engine, not counted in its `Arc`; and a guard taken on a thread that
+/// already holds one of the same engine (each call of a batch, inside the batch's guard)
+/// touches only that thread's count: every call of every plugin takes one, and a count
+/// shared by all would move between cores on each.
 #[derive(Debug)]
 #[must_use = "the ticker ticks only while the guard lives"]
-pub struct GuestRunning<'a>(&'a GuestCalls);
+pub struct GuestRunning<'a> {
+    calls: &'a GuestCalls,
+    kind: Guard,
+    /// Dropped on the thread that took it (its count is that thread's).
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+/// Where a [`GuestRunning`] guard is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Guard {
+    /// The thread's first: counted in the engine's `running`, and the thread's record.
+    Outermost,
+    /// Inside the thread's guard of the same engine: counted in the thread's record only.
+    Nested,
+    /// Inside a guard of another engine: counted in this engine's `running` only.
+    Foreign,
+}
+
+thread_local! {
+    /// The engine whose guards this thread holds, and how many (nested).
+    static HELD: std::cell::Cell<(usize, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 impl Drop for GuestRunning<'_> {
     fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::SeqCst);
+        match self.kind {
+            Guard::Outermost => HELD.set((0, 0)),
+            Guard::Nested => {
+                let (engine, depth) = HELD.get();
+                if engine == std::ptr::from_ref(self.calls) as usize {
+                    HELD.set((engine, depth.saturating_sub(1)));
+                }
+                return;
+            }
+            Guard::Foreign => {}
+        }
+        self.calls.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -92,15 +127,72 @@ impl EpochTicker {
 
     /// Marks guest code as running until the guard is dropped.
     pub(super) fn guest_running(&self) -> GuestRunning<'_> {
+        let me = std::ptr::from_ref::<GuestCalls>(&self.0) as usize;
+        let (engine, depth) = HELD.get();
+        let guard = |kind| GuestRunning { calls: &self.0, kind, _thread: std::marker::PhantomData };
+        if engine == me && depth > 0 {
+            HELD.set((engine, depth + 1));
+            return guard(Guard::Nested);
+        }
         // Only the first guard wakes the ticker; while it ticks, a guard costs one atomic add.
         if self.0.running.fetch_add(1, Ordering::SeqCst) == 0 {
             self.0.wake();
         }
-        GuestRunning(&self.0)
+        if depth > 0 {
+            // Another engine's guard is held on this thread: that record stays its own.
+            return guard(Guard::Foreign);
+        }
+        HELD.set((me, 1));
+        guard(Guard::Outermost)
     }
 
     /// How many times it has ticked.
     pub(super) fn ticks(&self) -> u64 {
         self.0.ticks.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticker() -> EpochTicker {
+        EpochTicker::start(wasmtime::Engine::default(), Duration::from_millis(1)).expect("a ticker thread")
+    }
+
+    fn running(ticker: &EpochTicker) -> usize {
+        ticker.0.running.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_thread_counts_once_per_engine_however_many_guards_it_nests() {
+        let (a, b) = (ticker(), ticker());
+        let batch = a.guest_running();
+        let call = a.guest_running();
+        assert_eq!(running(&a), 1, "a call inside its batch's guard is not counted again");
+        let foreign = b.guest_running();
+        assert_eq!(running(&b), 1, "another engine's guard counts in its own engine");
+        drop(foreign);
+        assert_eq!(running(&b), 0);
+        let elsewhere = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _guard = a.guest_running();
+                running(&a)
+            })
+            .join()
+            .expect("the other thread")
+        });
+        assert_eq!(elsewhere, 2, "another thread's guard counts");
+        drop(call);
+        assert_eq!(running(&a), 1, "the batch's guard still holds");
+        let next_call = a.guest_running();
+        assert_eq!(running(&a), 1);
+        drop(next_call);
+        drop(batch);
+        assert_eq!(running(&a), 0, "none held");
+        let after = a.guest_running();
+        assert_eq!(running(&a), 1, "a guard after the batch counts again");
+        drop(after);
+        assert_eq!(running(&a), 0);
     }
 }
