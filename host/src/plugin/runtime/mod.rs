@@ -26,4 +26,6 @@ pub mod limits;
 pub mod outcome;
 pub mod pool;
 pub mod thread_cpu;
+#[cfg(target_os = "linux")]
+mod thread_priority;
 pub mod ticker;
