@@ -309,13 +309,14 @@ impl Listener {
         // Whether a batch was delivered since the token was last looked at.
         let mut delivered = true;
         loop {
+            // After a batch, the token is looked at before anything more is delivered (the
+            // batch in progress when it fired completed; what is queued stays undelivered):
+            // here if an entry is ready, or else first thing in the wait.
+            let after_batch = std::mem::take(&mut delivered);
             let (batch, retry_at) = {
                 let mut queue = self.queue.lock();
                 queue.promote_due();
-                // After a batch, the token is looked at before the next one (the batch in
-                // progress when it fired completed; what is queued stays undelivered).
-                // Before a wait there is no need: the wait looks.
-                if std::mem::take(&mut delivered) && queue.has_ready() && cancel.is_cancelled() {
+                if after_batch && queue.has_ready() && cancel.is_cancelled() {
                     return;
                 }
                 let mut batch = Vec::new();
@@ -329,12 +330,20 @@ impl Listener {
             };
             if batch.is_empty() {
                 let mut sleep = std::pin::pin!(retry_at.map(tokio::time::sleep_until));
+                let mut token_first = after_batch;
                 let stop = std::future::poll_fn(|cx| {
-                    if self.doorbell.poll_rung(cx).is_ready() {
+                    // Straight after a batch the token comes first (nothing queued since may
+                    // be delivered past a cancellation); later, a wake-up being a ring far
+                    // more often than not, the ring does.
+                    let token_first = std::mem::take(&mut token_first);
+                    if !token_first && self.doorbell.poll_rung(cx).is_ready() {
                         return Poll::Ready(false);
                     }
                     if cancelled.as_mut().poll(cx).is_ready() {
                         return Poll::Ready(true);
+                    }
+                    if token_first && self.doorbell.poll_rung(cx).is_ready() {
+                        return Poll::Ready(false);
                     }
                     match sleep.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
                         Some(Poll::Ready(())) => Poll::Ready(false),
