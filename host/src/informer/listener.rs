@@ -306,13 +306,12 @@ impl Listener {
         // Registered once: an idle wait polls it, rather than registering and dropping a
         // waiter on the token each time (a lock round trip apiece).
         let mut cancelled = std::pin::pin!(cancel.cancelled());
-        // Whether a batch was delivered since the token was last looked at.
-        let mut delivered = true;
+        // Whether a batch (or nothing yet) came last, rather than a wait. After a batch the
+        // token is looked at before anything more is delivered (the batch in progress when
+        // it fired completed; what is queued stays undelivered): here if an entry is ready,
+        // or else first thing in the wait.
+        let mut after_batch = true;
         loop {
-            // After a batch, the token is looked at before anything more is delivered (the
-            // batch in progress when it fired completed; what is queued stays undelivered):
-            // here if an entry is ready, or else first thing in the wait.
-            let after_batch = std::mem::take(&mut delivered);
             let (batch, retry_at) = {
                 let mut queue = self.queue.lock();
                 queue.promote_due();
@@ -354,9 +353,10 @@ impl Listener {
                 if stop {
                     return;
                 }
+                after_batch = false;
                 continue;
             }
-            delivered = true;
+            after_batch = true;
             let entries: Vec<Vec<Notification>> =
                 batch.iter().map(|(_, pending, _)| pending.clone().into_notifications()).collect();
             // A batch that panics as a whole (a handler's own `deliver_batch`): its first

@@ -147,7 +147,9 @@ impl PendingQueue {
     pub fn push(&mut self, n: Notification) -> bool {
         let key = n.key().to_owned();
         // Looked up only when not empty (a lookup hashes the key even in an empty map).
-        if let Some((pending, at, seq)) = (!self.delayed.is_empty()).then(|| self.delayed.remove(&key)).flatten() {
+        if !self.delayed.is_empty()
+            && let Some((pending, at, seq)) = self.delayed.remove(&key)
+        {
             let merged = pending.clone().coalesce(n);
             self.account(Some(&pending), merged.as_ref());
             match merged {

@@ -250,47 +250,27 @@ impl PluginHandler {
     pub async fn deliver_many(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         self.wait_for_start().await;
         let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
-        // A lone event may run on this thread; a batch amortizes the hop to a guest thread.
-        let lone = matches!(batch, [entry] if entry.len() == 1);
         let done = match self.take_slot().await {
             Err(skipped) => Err(skipped),
-            Ok(mut slot) => {
-                let here = if lone && self.shared.placement.may_run_here() {
-                    // In this task's span and tracing subscriber already: nothing to carry
-                    // over, and the batch is borrowed, not copied.
-                    let job = || {
-                        let _entered = span.enter();
-                        timed(|started| run_batch(&self.shared, &mut slot, batch.iter().map(Vec::as_slice), started))
+            Ok(mut slot) => match self.run_here(&span, &mut slot, batch) {
+                Some(done) => done,
+                None => {
+                    // The guest thread needs its own copy: one vector of notifications and
+                    // one of entry lengths, not one vector per entry.
+                    let owned: Vec<Notification> = batch.iter().flatten().cloned().collect();
+                    let lens: Vec<usize> = batch.iter().map(Vec::len).collect();
+                    let job = move |shared: &Shared, slot: &mut Slot, started| {
+                        let mut rest = &owned[..];
+                        let entries = lens.iter().map(|&len| {
+                            let (entry, after) = rest.split_at(len);
+                            rest = after;
+                            entry
+                        });
+                        run_batch(shared, slot, entries, started)
                     };
-                    self.pool.try_run_here(self.shared.placement.hand_over(), job).ok()
-                } else {
-                    None
-                };
-                match here {
-                    Some(done) => {
-                        if matches!(done, Err(GuestPoolError::Panicked(_))) {
-                            slot.instance = None;
-                        }
-                        self.finish(done, true)
-                    }
-                    None => {
-                        // The guest thread needs its own copy: one vector of notifications
-                        // and one of entry lengths, not one vector per entry.
-                        let owned: Vec<Notification> = batch.iter().flatten().cloned().collect();
-                        let lens: Vec<usize> = batch.iter().map(Vec::len).collect();
-                        let job = move |shared: &Shared, slot: &mut Slot, started| {
-                            let mut rest = &owned[..];
-                            let entries = lens.iter().map(|&len| {
-                                let (entry, after) = rest.split_at(len);
-                                rest = after;
-                                entry
-                            });
-                            run_batch(shared, slot, entries, started)
-                        };
-                        self.on_guest_thread(span, slot, job).await
-                    }
+                    self.on_guest_thread(span, slot, job).await
                 }
-            }
+            },
         };
         match done {
             Ok(results) => results,
@@ -311,6 +291,32 @@ impl PluginHandler {
                 batch.iter().map(|_| vec![Err(HandlerError::Retry(reason.clone()))]).collect()
             }
         }
+    }
+
+    /// Runs a lone event on this thread, if the plugin's calls stayed fast and the pool lets
+    /// it (see the module docs); `None` when the batch goes to a guest thread instead (a
+    /// batch amortizes that hop). Here it is in this task's span and tracing subscriber
+    /// already, and borrows the batch rather than copying it.
+    fn run_here(
+        &self,
+        span: &tracing::Span,
+        slot: &mut Slot,
+        batch: &[Vec<Notification>],
+    ) -> Option<Result<Vec<EntryResults>, Skipped>> {
+        let lone = matches!(batch, [entry] if entry.len() == 1);
+        if !lone || !self.shared.placement.may_run_here() {
+            return None;
+        }
+        let job = || {
+            let _entered = span.enter();
+            timed(|started| run_batch(&self.shared, slot, batch.iter().map(Vec::as_slice), started))
+        };
+        let done = self.pool.try_run_here(self.shared.placement.hand_over(), job).ok()?;
+        if matches!(done, Err(GuestPoolError::Panicked(_))) {
+            // Host code panicked mid-call: the instance may be inconsistent.
+            slot.instance = None;
+        }
+        Some(self.finish(done, true))
     }
 
     /// The plugin's instance slot, once free: unless the plugin is quarantined (checked

@@ -69,15 +69,9 @@ impl CallDeadline {
         }
     }
 
-    /// Starts a call's clock; `throttled`: whether the call is paused once it runs long
-    /// (event calls), or not (`init`).
-    pub fn begin(&mut self, throttled: bool) {
-        self.begin_at(throttled, Instant::now());
-    }
-
-    /// Starts a call's clock from `started`, a reading taken just before (see
-    /// [`begin`](Self::begin)).
-    pub fn begin_at(&mut self, throttled: bool, started: Instant) {
+    /// Starts a call's clock from `started`, a reading the caller just took; `throttled`:
+    /// whether the call is paused once it runs long (event calls), or not (`init`).
+    pub fn begin(&mut self, throttled: bool, started: Instant) {
         self.started = started;
         self.waited = Duration::ZERO;
         self.throttled = throttled;
@@ -140,8 +134,7 @@ mod tests {
     }
 
     fn running_for(deadline: &mut CallDeadline, throttled: bool, ran: Duration) {
-        deadline.begin(throttled);
-        deadline.started = Instant::now() - ran;
+        deadline.begin(throttled, Instant::now() - ran);
     }
 
     #[test]
@@ -172,10 +165,10 @@ mod tests {
     fn cpu_time_is_sampled_from_a_calls_first_tick() {
         let mut deadline = deadline(Duration::from_millis(1), Duration::from_secs(60));
         thread_cpu::begin_sampling();
-        deadline.begin(true);
+        deadline.begin(true, Instant::now());
         deadline.end();
         assert_eq!(thread_cpu::take_samples(), None, "no tick: nothing measured");
-        deadline.begin(true);
+        deadline.begin(true, Instant::now());
         assert!(deadline.on_tick().is_ok());
         // 5 ms of CPU (however long on the clock), then a sleep.
         let (spun, began) = (ThreadCpu::now(), std::time::Instant::now());

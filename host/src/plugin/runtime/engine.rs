@@ -7,9 +7,9 @@
 //!   policy), the engine falls back to on-demand allocation and says why ([`Allocation`]).
 //! - **Deadlines.** Epoch interruption is on; one thread ticks `increment_epoch` every
 //!   [`EngineConfig::epoch_tick`] of real time while guest code runs
-//!   ([`PluginEngine::guest_running`]) and a few ticks after ([`LINGER_TICKS`](super::ticker::LINGER_TICKS); see
-//!   [`super::ticker`]), is parked
-//!   while none does (an idle host does not wake up 100 times a second), and stops when the
+//!   ([`PluginEngine::guest_running`]) and a few ticks after
+//!   ([`LINGER_TICKS`](super::ticker::LINGER_TICKS); see [`super::ticker`]), is parked while
+//!   none does (an idle host does not wake up 100 times a second), and stops when the
 //!   last handle to the engine is dropped.
 //!   Deadlines are real time, not the async runtime's clock: a runtime whose clock is
 //!   paused or skewed (tokio's test clock auto-advances while the runtime waits on a guest)
@@ -49,8 +49,7 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 use super::cache_prune::{PruneReport, prune};
 use super::file_identity::{FileIdentity, KnownDigests};
 use super::instance::PluginPre;
-use super::ticker::EpochTicker;
-use super::ticker::GuestRunning;
+use super::ticker::{EpochTicker, GuestRunning};
 
 /// Bumped when the cache's file layout changes, so old files are never read.
 const CACHE_FORMAT: &str = "wink-cwasm-1";

@@ -370,7 +370,7 @@ impl PluginInstance {
         let state = self.store.data_mut();
         state.log.begin_call();
         state.cluster.begin_call();
-        state.deadline.begin_at(throttled, started);
+        state.deadline.begin(throttled, started);
         let result = f(&mut self.store);
         let state = self.store.data_mut();
         state.log.end_call();
