@@ -36,7 +36,7 @@ use super::crash::panic_message;
 use super::doorbell::Doorbell;
 use super::handler::{Action, EntryResults, EventHandler, HandlerError, Notification};
 use super::object::Object;
-use super::pending_queue::{Pending, PendingQueue};
+use super::pending_queue::{PendingQueue, Taken};
 use super::waiting::WaitingMark;
 
 /// The most keys a listener hands its handler in one [`EventHandler::deliver_batch`].
@@ -135,7 +135,6 @@ pub struct Listener {
     id: u64,
     options: ListenerOptions,
     queue: Mutex<PendingQueue>,
-    attempts: Mutex<foldhash::HashMap<String, u32>>,
     /// Wakes the task (see [`Doorbell`]).
     doorbell: Doorbell,
     resync: Mutex<Resync>,
@@ -169,7 +168,6 @@ impl Listener {
             id,
             options,
             queue: Mutex::default(),
-            attempts: Mutex::default(),
             doorbell: Doorbell::default(),
             resync: Mutex::new(resync),
             upstream_synced,
@@ -222,10 +220,8 @@ impl Listener {
     /// never outnumber the keys pending or in delivery.
     pub fn add(&self, n: Notification) {
         let Some(n) = self.admit(n) else { return };
-        let retried = (!self.attempts.lock().is_empty()).then(|| n.key().to_owned());
         let mut queue = self.queue.lock();
         let coalesced = queue.push(n);
-        let gone = retried.filter(|key| !queue.contains(key));
         self.waiting.set();
         drop(queue);
         if coalesced {
@@ -234,16 +230,13 @@ impl Listener {
                 observer.coalesced();
             }
         }
-        if let Some(key) = gone {
-            self.attempts.lock().remove(&key);
-        }
         self.doorbell.ring();
     }
 
     /// Keys with a retry count (bounded by the keys pending or in delivery).
     #[cfg(test)]
     pub(crate) fn retry_attempts_len(&self) -> usize {
-        self.attempts.lock().len()
+        self.queue.lock().attempts_len()
     }
 
     /// Whether the informer has synced and every initial-list add queued to this listener
@@ -311,23 +304,25 @@ impl Listener {
         // it fired completed; what is queued stays undelivered): here if an entry is ready,
         // or else first thing in the wait.
         let mut after_batch = true;
+        // A batch's entries and what settles each, kept from batch to batch (emptied by each).
+        let mut taken: Vec<Taken> = Vec::new();
+        let mut entries: Vec<Vec<Notification>> = Vec::new();
         loop {
-            let (batch, retry_at) = {
+            let retry_at = {
                 let mut queue = self.queue.lock();
                 queue.promote_due();
                 if after_batch && queue.has_ready() && cancel.is_cancelled() {
                     return;
                 }
-                let mut batch = Vec::new();
-                while batch.len() < MAX_BATCH {
-                    let Some((key, pending)) = queue.pop() else { break };
-                    let arrived = queue.take_arrival(&key);
-                    batch.push((key, pending, arrived));
+                while taken.len() < MAX_BATCH {
+                    let Some((entry, pending)) = queue.pop() else { break };
+                    taken.push(entry);
+                    entries.push(pending.into_notifications());
                 }
                 self.waiting.clear();
-                (batch, queue.next_retry())
+                queue.next_retry()
             };
-            if batch.is_empty() {
+            if taken.is_empty() {
                 let mut sleep = std::pin::pin!(retry_at.map(tokio::time::sleep_until));
                 let mut token_first = after_batch;
                 let stop = std::future::poll_fn(|cx| {
@@ -357,8 +352,6 @@ impl Listener {
                 continue;
             }
             after_batch = true;
-            let entries: Vec<Vec<Notification>> =
-                batch.iter().map(|(_, pending, _)| pending.clone().into_notifications()).collect();
             // A batch that panics as a whole (a handler's own `deliver_batch`): its first
             // notification is retried with backoff, the rest queued again unstarted.
             let mut results = match AssertUnwindSafe(handler.deliver_batch(&entries)).catch_unwind().await {
@@ -367,28 +360,18 @@ impl Listener {
             };
             results.resize_with(entries.len(), Vec::new);
             // In reverse, so that entries put back in front of the queue keep their order.
-            for (((key, pending, arrived), notifications), results) in batch.into_iter().zip(entries).zip(results).rev()
-            {
-                self.settle(key, &pending, notifications, results, arrived);
+            for ((taken, notifications), results) in taken.drain(..).zip(entries.drain(..)).zip(results).rev() {
+                self.settle(taken, notifications, results);
             }
         }
     }
 
-    /// Accounts for one delivered (or partly delivered) entry: counters, retry, or requeue.
-    fn settle(
-        &self,
-        key: String,
-        pending: &Pending,
-        notifications: Vec<Notification>,
-        results: EntryResults,
-        arrived: Option<Instant>,
-    ) {
+    /// Accounts for one delivered (or partly delivered) entry: counters, retry, or requeue,
+    /// the queue's part under one lock.
+    fn settle(&self, taken: Taken, mut notifications: Vec<Notification>, results: EntryResults) {
         let mut retry_from = None;
         let mut requeue = None;
         for (i, result) in results.iter().enumerate() {
-            if result.is_ok() || matches!(result, Err(HandlerError::Fatal(_))) {
-                self.queue.lock().delivered(&notifications[i]);
-            }
             match result {
                 Ok(action) => {
                     self.stats.delivered.fetch_add(1, Ordering::Relaxed);
@@ -402,62 +385,47 @@ impl Listener {
                 }
                 Err(HandlerError::Retry(reason)) => {
                     self.stats.retries.fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!(listener = %self.options.name, %key, %reason, "handler asked to retry");
+                    tracing::debug!(listener = %self.options.name, key = taken.key(), %reason, "handler asked to retry");
                     retry_from = Some(i);
                     break;
                 }
                 Err(HandlerError::Panicked(panic)) => {
                     self.stats.panics.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(listener = %self.options.name, %key, %panic, "handler panicked; retrying the key");
+                    tracing::error!(listener = %self.options.name, key = taken.key(), %panic, "handler panicked; retrying the key");
                     retry_from = Some(i);
                     break;
                 }
                 Err(HandlerError::Fatal(reason)) => {
                     self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(listener = %self.options.name, %key, %reason, "handler failed; event dropped");
+                    tracing::warn!(listener = %self.options.name, key = taken.key(), %reason, "handler failed; event dropped");
                 }
             }
         }
-        if let Some((obj, delay)) = requeue {
+        // Every call before a retry returned (or failed for good): the handler saw those.
+        let handled = retry_from.unwrap_or(results.len());
+        let now = (requeue.is_some() || retry_from.is_some()).then(Instant::now);
+        let arrived = taken.arrived();
+        let mut queue = self.queue.lock();
+        for n in &notifications[..handled] {
+            queue.delivered(n);
+        }
+        if let (Some((obj, delay)), Some(now)) = (requeue, now) {
             self.stats.requeues.fetch_add(1, Ordering::Relaxed);
-            self.queue.lock().requeue_at(obj, Instant::now() + delay);
+            queue.requeue_at(obj, now + delay);
         }
-        match retry_from {
-            Some(i) => {
-                let attempt = {
-                    let mut attempts = self.attempts.lock();
-                    let n = attempts.entry(key.clone()).or_default();
-                    *n += 1;
-                    *n
-                };
+        match (retry_from, now) {
+            (Some(i), Some(now)) => {
+                let attempt = queue.attempt(taken.key());
                 let delay = self.options.retry.delay(attempt);
-                let remainder = notifications[i..].to_vec();
-                let mut queue = self.queue.lock();
-                if queue.retry(key.clone(), pending, remainder, delay, Instant::now()) {
-                    if let Some(arrived) = arrived {
-                        queue.restore_arrival(&key, arrived);
-                    }
-                } else {
-                    drop(queue);
-                    self.attempts.lock().remove(&key);
-                }
+                queue.retry(taken, notifications.split_off(i), delay, now);
             }
-            None if results.len() < notifications.len() => {
+            _ if results.len() < notifications.len() => {
                 // The handler stopped its batch before this (part of the) entry.
-                let remainder = notifications[results.len()..].to_vec();
-                let mut queue = self.queue.lock();
-                queue.requeue(key.clone(), pending, remainder);
-                if let Some(arrived) = arrived {
-                    queue.restore_arrival(&key, arrived);
-                }
+                queue.requeue(taken, notifications.split_off(results.len()));
             }
-            None => {
-                let mut attempts = self.attempts.lock();
-                if !attempts.is_empty() {
-                    attempts.remove(&key);
-                }
-                drop(attempts);
-                self.queue.lock().complete(pending);
+            _ => {
+                queue.complete(taken);
+                drop(queue);
                 if let (Some(observer), Some(arrived)) = (&self.options.observer, arrived) {
                     observer.delivered(arrived.elapsed());
                 }

@@ -118,11 +118,50 @@ impl Pending {
     }
 }
 
-/// Pending entries by key, in FIFO order of keys, plus entries waiting to be retried.
+/// A queued entry: what it delivers, and when its oldest undelivered notification arrived
+/// (for the delivery lag; `None` for a requeue's redelivery, which nothing awaited).
+#[derive(Debug)]
+struct Entry {
+    pending: Pending,
+    arrived: Option<Instant>,
+}
+
+/// What settles a popped entry ([`PendingQueue::complete`], [`retry`](PendingQueue::retry)
+/// or [`requeue`](PendingQueue::requeue)): its key, whether it counted as an initial-list
+/// add, and its arrival.
+#[derive(Debug)]
+pub struct Taken {
+    key: String,
+    initial: bool,
+    arrived: Option<Instant>,
+}
+
+impl Taken {
+    /// The entry's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// When its oldest undelivered notification arrived.
+    pub fn arrived(&self) -> Option<Instant> {
+        self.arrived
+    }
+}
+
+/// The earlier of two arrivals, either perhaps unknown.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Pending entries by key, in FIFO order of keys, plus entries waiting to be retried, and
+/// the retry count of each key retried since it was last delivered.
 #[derive(Debug, Default)]
 pub struct PendingQueue {
-    ready: LinkedHashMap<String, Pending>,
-    delayed: foldhash::HashMap<String, (Pending, Instant, u64)>,
+    ready: LinkedHashMap<String, Entry>,
+    delayed: foldhash::HashMap<String, (Entry, Instant, u64)>,
     timers: BTreeSet<(Instant, u64, String)>,
     /// Keys a handler asked to see again ([`Action::RequeueAfter`]): the object last
     /// delivered, and when.
@@ -130,79 +169,81 @@ pub struct PendingQueue {
     /// [`Action::RequeueAfter`]: super::handler::Action::RequeueAfter
     requeues: foldhash::HashMap<String, (Object, Instant, u64)>,
     requeue_timers: BTreeSet<(Instant, u64, String)>,
-    /// When each queued key's oldest undelivered notification arrived (for the delivery lag).
-    arrivals: foldhash::HashMap<String, Instant>,
+    /// Retries of each key since it was last delivered (bounded by the keys pending or in
+    /// delivery: a key that leaves the queue for good takes its count with it).
+    attempts: foldhash::HashMap<String, u32>,
     next_seq: u64,
     initial: usize,
 }
 
 impl PendingQueue {
-    fn account(&mut self, before: Option<&Pending>, after: Option<&Pending>) {
-        self.initial -= usize::from(before.is_some_and(Pending::is_initial));
-        self.initial += usize::from(after.is_some_and(Pending::is_initial));
-    }
-
     /// Adds a notification, folding it into the key's pending entry if there is one; returns
-    /// whether it was folded (coalesced) into one.
+    /// whether it was folded (coalesced) into one. A key the notification cancels out of the
+    /// queue (an add waiting for its retry, then its delete) leaves it with its retry count.
     pub fn push(&mut self, n: Notification) -> bool {
         let key = n.key().to_owned();
         // Looked up only when not empty (a lookup hashes the key even in an empty map).
         if !self.delayed.is_empty()
-            && let Some((pending, at, seq)) = self.delayed.remove(&key)
+            && let Some((entry, at, seq)) = self.delayed.remove(&key)
         {
-            let merged = pending.clone().coalesce(n);
-            self.account(Some(&pending), merged.as_ref());
+            let before_initial = entry.pending.is_initial();
+            let merged = entry.pending.coalesce(n);
+            self.account_initial(before_initial, merged.as_ref());
             match merged {
-                Some(merged) => {
-                    self.delayed.insert(key, (merged, at, seq));
+                Some(pending) => {
+                    self.delayed.insert(key, (Entry { pending, arrived: entry.arrived }, at, seq));
                 }
                 None => {
                     self.timers.remove(&(at, seq, key.clone()));
-                    self.arrivals.remove(&key);
+                    self.forget_attempts(&key);
                 }
             }
             return true;
         }
-        match self.ready.get(&key).cloned() {
-            Some(before) => {
-                let merged = before.clone().coalesce(n);
-                self.account(Some(&before), merged.as_ref());
-                match merged {
-                    Some(merged) => {
-                        if let Some(slot) = self.ready.get_mut(&key) {
-                            *slot = merged;
-                        }
-                    }
-                    None => {
-                        self.ready.remove(&key);
-                        self.arrivals.remove(&key);
-                    }
+        if let Some(entry) = self.ready.get_mut(&key) {
+            let before_initial = entry.pending.is_initial();
+            match entry.pending.clone().coalesce(n) {
+                Some(pending) => {
+                    self.initial = self.initial - usize::from(before_initial) + usize::from(pending.is_initial());
+                    entry.pending = pending;
                 }
-                true
+                None => {
+                    self.initial -= usize::from(before_initial);
+                    self.ready.remove(&key);
+                    self.forget_attempts(&key);
+                }
             }
-            None => {
-                let pending = Pending::One(n);
-                self.account(None, Some(&pending));
-                self.arrivals.entry(key.clone()).or_insert_with(Instant::now);
-                self.ready.insert(key, pending);
-                false
-            }
+            return true;
+        }
+        let pending = Pending::One(n);
+        self.initial += usize::from(pending.is_initial());
+        self.ready.insert(key, Entry { pending, arrived: Some(Instant::now()) });
+        false
+    }
+
+    fn account_initial(&mut self, before: bool, after: Option<&Pending>) {
+        self.initial -= usize::from(before);
+        self.initial += usize::from(after.is_some_and(Pending::is_initial));
+    }
+
+    /// Counts one more retry of `key`; returns how many it has had since it was last
+    /// delivered.
+    pub fn attempt(&mut self, key: &str) -> u32 {
+        let count = self.attempts.entry(key.to_owned()).or_default();
+        *count += 1;
+        *count
+    }
+
+    fn forget_attempts(&mut self, key: &str) {
+        if !self.attempts.is_empty() {
+            self.attempts.remove(key);
         }
     }
 
-    /// When the oldest undelivered notification of a just popped key arrived (taken: the
-    /// key's next notification starts a new count).
-    pub fn take_arrival(&mut self, key: &str) -> Option<Instant> {
-        self.arrivals.remove(key)
-    }
-
-    /// Gives a key put back (retried, or requeued in front) its original arrival, unless a
-    /// notification queued since is older.
-    pub fn restore_arrival(&mut self, key: &str, arrived: Instant) {
-        if self.contains(key) {
-            let slot = self.arrivals.entry(key.to_owned()).or_insert(arrived);
-            *slot = (*slot).min(arrived);
-        }
+    /// Keys with a retry count.
+    #[cfg(test)]
+    pub fn attempts_len(&self) -> usize {
+        self.attempts.len()
     }
 
     /// Asks for `obj` (just delivered) to be delivered again at `at`, as an update from
@@ -266,8 +307,8 @@ impl PendingQueue {
             let Some((obj, _, _)) = self.requeues.remove(&key) else { continue };
             if !self.contains(&key) {
                 let pending = Pending::One(Notification::Update { old: obj.clone(), new: obj });
-                self.account(None, Some(&pending));
-                self.ready.insert(key, pending);
+                self.account_initial(false, Some(&pending));
+                self.ready.insert(key, Entry { pending, arrived: None });
             }
         }
         while let Some((at, seq, key)) = self.timers.first().cloned() {
@@ -275,9 +316,9 @@ impl PendingQueue {
                 break;
             }
             self.timers.pop_first();
-            if let Some((pending, _, s)) = self.delayed.remove(&key) {
+            if let Some((entry, _, s)) = self.delayed.remove(&key) {
                 debug_assert_eq!(s, seq);
-                self.ready.insert(key, pending);
+                self.ready.insert(key, entry);
             }
         }
     }
@@ -287,51 +328,41 @@ impl PendingQueue {
         !self.ready.is_empty()
     }
 
-    /// Takes the oldest ready entry. It still counts towards [`initial_outstanding`]
-    /// until [`complete`](Self::complete) or [`retry`](Self::retry).
+    /// Takes the oldest ready entry: what settles it, and what it delivers. It still counts
+    /// towards [`initial_outstanding`] until it is settled.
     ///
     /// [`initial_outstanding`]: Self::initial_outstanding
-    pub fn pop(&mut self) -> Option<(String, Pending)> {
-        let entry = self.ready.pop_front();
+    pub fn pop(&mut self) -> Option<(Taken, Pending)> {
+        let (key, entry) = self.ready.pop_front()?;
         // Give back the memory of a large burst (an initial list) once it has drained.
         if self.ready.is_empty() && self.ready.capacity() > 1024 {
             self.ready.shrink_to_fit();
         }
-        entry
+        let taken = Taken { key, initial: entry.pending.is_initial(), arrived: entry.arrived };
+        Some((taken, entry.pending))
     }
 
-    /// Marks a popped entry as done (delivered, or dropped after a fatal error).
-    pub fn complete(&mut self, popped: &Pending) {
-        self.account(Some(popped), None);
+    /// Settles a popped entry as done (delivered, or dropped after a fatal error): its key's
+    /// retry count goes.
+    pub fn complete(&mut self, taken: Taken) {
+        self.initial -= usize::from(taken.initial);
+        self.forget_attempts(&taken.key);
     }
 
     /// Puts the undelivered remainder of a popped entry back, to be retried after `delay`,
     /// merged with whatever arrived for the key meanwhile (which is newer, so it comes last).
-    /// Returns false when nothing is left to retry (e.g. an add whose delete arrived).
-    pub fn retry(
-        &mut self,
-        key: String,
-        popped: &Pending,
-        remainder: Vec<Notification>,
-        delay: Duration,
-        now: Instant,
-    ) -> bool {
-        self.account(Some(popped), None);
-        let mut notifications = remainder;
-        if let Some(newer) = self.ready.remove(&key) {
-            self.account(Some(&newer), None);
-            notifications.extend(newer.into_notifications());
-        }
-        let Some(merged) = Pending::from_notifications(notifications) else {
-            self.arrivals.remove(&key);
+    /// Returns false when nothing is left to retry (e.g. an add whose delete arrived); the
+    /// key's retry count then goes.
+    pub fn retry(&mut self, taken: Taken, remainder: Vec<Notification>, delay: Duration, now: Instant) -> bool {
+        let Some(entry) = self.merge_back(&taken, remainder) else {
+            self.forget_attempts(&taken.key);
             return false;
         };
-        self.account(None, Some(&merged));
         let at = now + delay;
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.timers.insert((at, seq, key.clone()));
-        self.delayed.insert(key, (merged, at, seq));
+        self.timers.insert((at, seq, taken.key.clone()));
+        self.delayed.insert(taken.key, (entry, at, seq));
         true
     }
 
@@ -339,20 +370,27 @@ impl PendingQueue {
     /// queue (the handler stopped its batch before getting to it), merged with whatever
     /// arrived for the key meanwhile. Call it for the entries of one batch in reverse order
     /// to keep their order.
-    pub fn requeue(&mut self, key: String, popped: &Pending, remainder: Vec<Notification>) {
-        self.account(Some(popped), None);
-        let mut notifications = remainder;
-        if let Some(newer) = self.ready.remove(&key) {
-            self.account(Some(&newer), None);
-            notifications.extend(newer.into_notifications());
+    pub fn requeue(&mut self, taken: Taken, remainder: Vec<Notification>) {
+        if let Some(entry) = self.merge_back(&taken, remainder) {
+            self.ready.insert(taken.key.clone(), entry);
+            self.ready.to_front(&taken.key);
         }
-        let Some(merged) = Pending::from_notifications(notifications) else {
-            self.arrivals.remove(&key);
-            return;
-        };
-        self.account(None, Some(&merged));
-        self.ready.insert(key.clone(), merged);
-        self.ready.to_front(&key);
+    }
+
+    /// A popped entry's remainder followed by whatever was queued for its key since (taken
+    /// out of the ready queue), as one entry from the earlier arrival; `None` if they cancel.
+    fn merge_back(&mut self, taken: &Taken, remainder: Vec<Notification>) -> Option<Entry> {
+        self.initial -= usize::from(taken.initial);
+        let mut notifications = remainder;
+        let mut arrived = taken.arrived;
+        if let Some(newer) = self.ready.remove(&taken.key) {
+            self.initial -= usize::from(newer.pending.is_initial());
+            notifications.extend(newer.pending.into_notifications());
+            arrived = earliest(arrived, newer.arrived);
+        }
+        let pending = Pending::from_notifications(notifications)?;
+        self.initial += usize::from(pending.is_initial());
+        Some(Entry { pending, arrived })
     }
 
     /// Whether an entry for `key` is pending (ready or waiting for a retry).

@@ -73,7 +73,7 @@ fn queue_holds_one_entry_per_key_in_first_arrival_order() {
     assert_eq!(q.len(), 2);
     let (k1, p1) = q.pop().unwrap();
     let (k2, p2) = q.pop().unwrap();
-    assert_eq!((k1.as_str(), k2.as_str()), ("ns/x", "ns/a"), "a key keeps its place when it absorbs newer events");
+    assert_eq!((k1.key(), k2.key()), ("ns/x", "ns/a"), "a key keeps its place when it absorbs newer events");
     assert_eq!(p1.into_notifications()[0].object().resource_version(), "3");
     assert_eq!(p2, one(add(4)));
 }
@@ -95,9 +95,9 @@ fn queue_counts_initial_adds_until_completed() {
     assert_eq!(q.initial_outstanding(), 2);
     q.push(Notification::Delete { obj: pod("ns", "b", 2), final_state_unknown: false });
     assert_eq!(q.initial_outstanding(), 1, "a cancelled initial add is no longer outstanding");
-    let (_, popped) = q.pop().unwrap();
+    let (taken, _) = q.pop().unwrap();
     assert_eq!(q.initial_outstanding(), 1, "in flight still counts");
-    q.complete(&popped);
+    q.complete(taken);
     assert_eq!(q.initial_outstanding(), 0);
 }
 
@@ -105,10 +105,10 @@ fn queue_counts_initial_adds_until_completed() {
 async fn queue_retry_waits_for_its_delay_and_absorbs_newer_events() {
     let mut q = PendingQueue::default();
     q.push(add(1));
-    let (key, popped) = q.pop().unwrap();
+    let (taken, popped) = q.pop().unwrap();
     let now = Instant::now();
     q.push(update(1, 2)); // arrived while the add was being delivered
-    assert!(q.retry(key, &popped, popped.clone().into_notifications(), Duration::from_secs(1), now));
+    assert!(q.retry(taken, popped.into_notifications(), Duration::from_secs(1), now));
     assert_eq!(q.len(), 1);
     assert!(q.pop().is_none(), "not ready before its delay");
     q.push(update(2, 3)); // folds into the delayed entry
@@ -123,9 +123,9 @@ async fn queue_retry_waits_for_its_delay_and_absorbs_newer_events() {
 async fn queue_retry_of_an_add_deleted_meanwhile_leaves_nothing() {
     let mut q = PendingQueue::default();
     q.push(add(1));
-    let (key, popped) = q.pop().unwrap();
+    let (taken, popped) = q.pop().unwrap();
     q.push(delete(2, false));
-    let retried = q.retry(key, &popped, popped.clone().into_notifications(), Duration::from_secs(1), Instant::now());
+    let retried = q.retry(taken, popped.into_notifications(), Duration::from_secs(1), Instant::now());
     assert!(!retried, "the handler never saw the add, so the delete cancels it");
     assert!(q.is_empty());
 }
@@ -136,25 +136,87 @@ fn queue_requeue_puts_an_unstarted_entry_back_in_front_merged_with_newer_events(
     let mut q = PendingQueue::default();
     q.push(add(1));
     q.push(pod_b(1));
-    let (key, popped) = q.pop().unwrap();
+    let (taken, popped) = q.pop().unwrap();
+    let key = taken.key().to_owned();
     // While the handler's batch ran, a newer update of the same key arrived.
     q.push(update(1, 2));
-    q.requeue(key.clone(), &popped, popped.clone().into_notifications());
+    q.requeue(taken, popped.into_notifications());
     assert_eq!(q.len(), 2);
     let (first, pending) = q.pop().unwrap();
-    assert_eq!(first, key, "the requeued key is delivered first");
+    assert_eq!(first.key(), key, "the requeued key is delivered first");
     assert_eq!(pending, one(Notification::Add { obj: pod("ns", "a", 2), initial: false }));
-    assert_eq!(q.pop().unwrap().0, "ns/b");
+    assert_eq!(q.pop().unwrap().0.key(), "ns/b");
 }
 
 #[test]
 fn queue_requeue_keeps_counting_initial_adds() {
     let mut q = PendingQueue::default();
     q.push(Notification::Add { obj: pod("ns", "a", 1), initial: true });
-    let (key, popped) = q.pop().unwrap();
-    q.requeue(key, &popped, popped.clone().into_notifications());
+    let (taken, popped) = q.pop().unwrap();
+    q.requeue(taken, popped.into_notifications());
     assert_eq!(q.initial_outstanding(), 1);
-    let (_, popped) = q.pop().unwrap();
-    q.complete(&popped);
+    let (taken, _) = q.pop().unwrap();
+    q.complete(taken);
     assert_eq!(q.initial_outstanding(), 0);
+}
+
+/// The delivery lag of an entry put back (retried, or requeued in front) runs from its
+/// earliest arrival, whatever was queued for the key meanwhile; a requeue's redelivery has
+/// no arrival (nothing waited for it).
+#[tokio::test(start_paused = true)]
+async fn queue_an_entry_put_back_keeps_its_earliest_arrival() {
+    let mut q = PendingQueue::default();
+    let first = Instant::now();
+    q.push(add(1));
+    let (taken, popped) = q.pop().unwrap();
+    assert_eq!(taken.arrived(), Some(first));
+    tokio::time::advance(Duration::from_millis(5)).await;
+    q.push(update(1, 2));
+    q.requeue(taken, popped.into_notifications());
+    let (taken, popped) = q.pop().unwrap();
+    assert_eq!(taken.arrived(), Some(first), "requeued with the newer entry folded in");
+
+    tokio::time::advance(Duration::from_millis(5)).await;
+    q.push(update(2, 3));
+    assert!(q.retry(taken, popped.into_notifications(), Duration::from_secs(1), Instant::now()));
+    q.promote(Instant::now() + Duration::from_secs(1));
+    let (taken, popped) = q.pop().unwrap();
+    assert_eq!(taken.arrived(), Some(first), "retried with the newer entry folded in");
+    assert_eq!(popped, one(add(3)));
+
+    q.complete(taken);
+    let obj = pod("ns", "a", 3);
+    q.requeue_at(obj.clone(), Instant::now());
+    q.promote(Instant::now());
+    let (taken, popped) = q.pop().unwrap();
+    assert_eq!(taken.arrived(), None, "a requeue's redelivery");
+    assert_eq!(popped, one(Notification::Update { old: obj.clone(), new: obj }));
+}
+
+/// A key's retry count goes when the key is delivered, and when a notification cancels it
+/// out of the queue while it waits for its retry.
+#[tokio::test(start_paused = true)]
+async fn queue_a_key_delivered_or_cancelled_out_takes_its_retry_count_with_it() {
+    let mut q = PendingQueue::default();
+    q.push(add(1));
+    let (taken, popped) = q.pop().unwrap();
+    assert_eq!(q.attempt(taken.key()), 1);
+    assert!(q.retry(taken, popped.into_notifications(), Duration::from_secs(1), Instant::now()));
+    q.promote(Instant::now() + Duration::from_secs(1));
+    let (taken, popped) = q.pop().unwrap();
+    assert_eq!(q.attempt(taken.key()), 2, "counted since the key was last delivered");
+    assert!(q.retry(taken, popped.into_notifications(), Duration::from_secs(1), Instant::now()));
+    assert_eq!(q.attempts_len(), 1);
+    q.push(delete(2, false));
+    assert!(q.is_empty(), "the add waiting for its retry is cancelled by its delete");
+    assert_eq!(q.attempts_len(), 0);
+
+    q.push(add(3));
+    let (taken, popped) = q.pop().unwrap();
+    q.attempt(taken.key());
+    assert!(q.retry(taken, popped.into_notifications(), Duration::ZERO, Instant::now()));
+    q.promote(Instant::now());
+    let (taken, _) = q.pop().unwrap();
+    q.complete(taken);
+    assert_eq!(q.attempts_len(), 0, "delivered");
 }

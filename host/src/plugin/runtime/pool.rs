@@ -160,7 +160,7 @@ thread_local! {
 /// [`GuestPool::try_run_here`]; `None` outside a job): the pool reads the clock to watch its
 /// jobs anyway, and a job that times itself from the same reading saves reading it again.
 pub fn job_started() -> Option<Instant> {
-    JOB_STARTED.get()
+    JOB_STARTED.with(std::cell::Cell::get)
 }
 
 /// Runs `wait`, which blocks on something outside the guest (a request to the cluster), after
@@ -409,14 +409,14 @@ impl GuestPool {
             holding_since: started,
             stalled: false,
         };
-        BORROWED.set(Some(borrowed));
-        JOB_STARTED.set(Some(started));
+        BORROWED.with_borrow_mut(|b| *b = Some(borrowed));
+        JOB_STARTED.with(|s| s.set(Some(started)));
         let run = || std::panic::catch_unwind(AssertUnwindSafe(job));
         // First: the executor's other tasks go on on another thread meanwhile (a blocking-pool
         // thread takes this one's core; this thread does not wait for it).
         let result = if first { tokio::task::block_in_place(run) } else { run() };
-        BORROWED.set(None);
-        JOB_STARTED.set(None);
+        BORROWED.with_borrow_mut(|b| *b = None);
+        JOB_STARTED.with(|s| s.set(None));
         self.shared.state.lock().workers.retain(|w| w.id != id);
         Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
     }
@@ -516,9 +516,9 @@ fn worker_loop(shared: &Shared, id: u64) {
         if wake_watchdog {
             shared.watch.notify_one();
         }
-        JOB_STARTED.set(Some(started));
+        JOB_STARTED.with(|s| s.set(Some(started)));
         job();
-        JOB_STARTED.set(None);
+        JOB_STARTED.with(|s| s.set(None));
         state = shared.state.lock();
         let Some(me) = state.workers.iter_mut().find(|w| w.id == id) else { break };
         me.busy_since = None;

@@ -17,7 +17,7 @@ thread_local! {
 
 /// Starts collecting [`sample`]s on this thread, forgetting earlier ones.
 pub fn begin_sampling() {
-    SAMPLED.set(None);
+    SAMPLED.with(|s| s.set(None));
 }
 
 /// Adds `cpu` to this thread's samples. Guest calls add the CPU time they used from their
@@ -25,13 +25,13 @@ pub fn begin_sampling() {
 /// clock is a system call, a sizeable part of a short call, so a call that ends before its
 /// first tick reads it not at all.
 pub fn sample(cpu: Duration) {
-    SAMPLED.set(Some(SAMPLED.get().unwrap_or_default() + cpu));
+    SAMPLED.with(|s| s.set(Some(s.get().unwrap_or_default() + cpu)));
 }
 
 /// The CPU time sampled on this thread since [`begin_sampling`]; `None` when no call ran
 /// past an epoch tick (or the platform has no thread CPU clock).
 pub fn take_samples() -> Option<Duration> {
-    SAMPLED.take()
+    SAMPLED.with(Cell::take)
 }
 
 /// A reading of this thread's CPU clock.

@@ -69,12 +69,14 @@ thread_local! {
 impl Drop for GuestRunning<'_> {
     fn drop(&mut self) {
         match self.kind {
-            Guard::Outermost => HELD.set((0, 0)),
+            Guard::Outermost => HELD.with(|h| h.set((0, 0))),
             Guard::Nested => {
-                let (engine, depth) = HELD.get();
-                if engine == std::ptr::from_ref(self.calls) as usize {
-                    HELD.set((engine, depth.saturating_sub(1)));
-                }
+                HELD.with(|h| {
+                    let (engine, depth) = h.get();
+                    if engine == std::ptr::from_ref(self.calls) as usize {
+                        h.set((engine, depth.saturating_sub(1)));
+                    }
+                });
                 return;
             }
             Guard::Foreign => {}
@@ -128,10 +130,10 @@ impl EpochTicker {
     /// Marks guest code as running until the guard is dropped.
     pub(super) fn guest_running(&self) -> GuestRunning<'_> {
         let me = std::ptr::from_ref::<GuestCalls>(&self.0) as usize;
-        let (engine, depth) = HELD.get();
+        let (engine, depth) = HELD.with(std::cell::Cell::get);
         let guard = |kind| GuestRunning { calls: &self.0, kind, _thread: std::marker::PhantomData };
         if engine == me && depth > 0 {
-            HELD.set((engine, depth + 1));
+            HELD.with(|h| h.set((engine, depth + 1)));
             return guard(Guard::Nested);
         }
         // Only the first guard wakes the ticker; while it ticks, a guard costs one atomic add.
@@ -142,7 +144,7 @@ impl EpochTicker {
             // Another engine's guard is held on this thread: that record stays its own.
             return guard(Guard::Foreign);
         }
-        HELD.set((me, 1));
+        HELD.with(|h| h.set((me, 1)));
         guard(Guard::Outermost)
     }
 
