@@ -415,7 +415,7 @@ impl Listener {
         }
         match (retry_from, now) {
             (Some(i), Some(now)) => {
-                let attempt = queue.attempt(taken.key());
+                let attempt = queue.attempt(&taken);
                 let delay = self.options.retry.delay(attempt);
                 queue.retry(taken, notifications.split_off(i), delay, now);
             }

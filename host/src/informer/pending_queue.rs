@@ -26,6 +26,7 @@
 //! delivered again, as an update from itself to itself.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hashlink::LinkedHashMap;
@@ -131,7 +132,7 @@ struct Entry {
 /// add, and its arrival.
 #[derive(Debug)]
 pub struct Taken {
-    key: String,
+    key: Arc<str>,
     initial: bool,
     arrived: Option<Instant>,
 }
@@ -160,18 +161,18 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 /// the retry count of each key retried since it was last delivered.
 #[derive(Debug, Default)]
 pub struct PendingQueue {
-    ready: LinkedHashMap<String, Entry>,
-    delayed: foldhash::HashMap<String, (Entry, Instant, u64)>,
-    timers: BTreeSet<(Instant, u64, String)>,
+    ready: LinkedHashMap<Arc<str>, Entry>,
+    delayed: foldhash::HashMap<Arc<str>, (Entry, Instant, u64)>,
+    timers: BTreeSet<(Instant, u64, Arc<str>)>,
     /// Keys a handler asked to see again ([`Action::RequeueAfter`]): the object last
     /// delivered, and when.
     ///
     /// [`Action::RequeueAfter`]: super::handler::Action::RequeueAfter
-    requeues: foldhash::HashMap<String, (Object, Instant, u64)>,
-    requeue_timers: BTreeSet<(Instant, u64, String)>,
+    requeues: foldhash::HashMap<Arc<str>, (Object, Instant, u64)>,
+    requeue_timers: BTreeSet<(Instant, u64, Arc<str>)>,
     /// Retries of each key since it was last delivered (bounded by the keys pending or in
     /// delivery: a key that leaves the queue for good takes its count with it).
-    attempts: foldhash::HashMap<String, u32>,
+    attempts: foldhash::HashMap<Arc<str>, u32>,
     next_seq: u64,
     initial: usize,
 }
@@ -181,7 +182,8 @@ impl PendingQueue {
     /// whether it was folded (coalesced) into one. A key the notification cancels out of the
     /// queue (an add waiting for its retry, then its delete) leaves it with its retry count.
     pub fn push(&mut self, n: Notification) -> bool {
-        let key = n.key().to_owned();
+        // The object's own key, shared: queueing it copies no string.
+        let key = n.object().shared_key();
         // Looked up only when not empty (a lookup hashes the key even in an empty map).
         if !self.delayed.is_empty()
             && let Some((entry, at, seq)) = self.delayed.remove(&key)
@@ -226,10 +228,10 @@ impl PendingQueue {
         self.initial += usize::from(after.is_some_and(Pending::is_initial));
     }
 
-    /// Counts one more retry of `key`; returns how many it has had since it was last
-    /// delivered.
-    pub fn attempt(&mut self, key: &str) -> u32 {
-        let count = self.attempts.entry(key.to_owned()).or_default();
+    /// Counts one more retry of a popped entry's key; returns how many it has had since it
+    /// was last delivered.
+    pub fn attempt(&mut self, taken: &Taken) -> u32 {
+        let count = self.attempts.entry(taken.key.clone()).or_default();
         *count += 1;
         *count
     }
@@ -250,7 +252,7 @@ impl PendingQueue {
     /// itself to itself, unless an entry for its key is pending by then (which delivers a
     /// newer state anyway). A request already waiting for the key keeps the earlier time.
     pub fn requeue_at(&mut self, obj: Object, at: Instant) {
-        let key = obj.key().to_owned();
+        let key = obj.shared_key();
         if let Some((_, earlier, seq)) = self.requeues.get(&key) {
             if *earlier <= at {
                 let (earlier, seq) = (*earlier, *seq);
@@ -274,10 +276,10 @@ impl PendingQueue {
         let Some((obj, at, seq)) = self.requeues.remove(n.key()) else { return };
         match n {
             Notification::Delete { .. } => {
-                self.requeue_timers.remove(&(at, seq, obj.key().to_owned()));
+                self.requeue_timers.remove(&(at, seq, obj.shared_key()));
             }
             Notification::Add { obj: newer, .. } | Notification::Update { new: newer, .. } => {
-                self.requeues.insert(obj.key().to_owned(), (newer.clone(), at, seq));
+                self.requeues.insert(obj.shared_key(), (newer.clone(), at, seq));
             }
         }
     }

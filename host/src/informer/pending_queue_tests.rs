@@ -200,11 +200,11 @@ async fn queue_a_key_delivered_or_cancelled_out_takes_its_retry_count_with_it() 
     let mut q = PendingQueue::default();
     q.push(add(1));
     let (taken, popped) = q.pop().unwrap();
-    assert_eq!(q.attempt(taken.key()), 1);
+    assert_eq!(q.attempt(&taken), 1);
     assert!(q.retry(taken, popped.into_notifications(), Duration::from_secs(1), Instant::now()));
     q.promote(Instant::now() + Duration::from_secs(1));
     let (taken, popped) = q.pop().unwrap();
-    assert_eq!(q.attempt(taken.key()), 2, "counted since the key was last delivered");
+    assert_eq!(q.attempt(&taken), 2, "counted since the key was last delivered");
     assert!(q.retry(taken, popped.into_notifications(), Duration::from_secs(1), Instant::now()));
     assert_eq!(q.attempts_len(), 1);
     q.push(delete(2, false));
@@ -213,7 +213,7 @@ async fn queue_a_key_delivered_or_cancelled_out_takes_its_retry_count_with_it() 
 
     q.push(add(3));
     let (taken, popped) = q.pop().unwrap();
-    q.attempt(taken.key());
+    q.attempt(&taken);
     assert!(q.retry(taken, popped.into_notifications(), Duration::ZERO, Instant::now()));
     q.promote(Instant::now());
     let (taken, _) = q.pop().unwrap();
