@@ -69,9 +69,9 @@ pub struct MetricsRegistry {
     timed: Arc<parking_lot::Mutex<HashMap<String, Arc<Timed>>>>,
 }
 
-/// (calls timed, total nanoseconds) of one plugin, for the summary's mean: the histogram's
-/// own sum is not readable.
-type Timed = (AtomicU64, AtomicU64);
+/// Total nanoseconds of one plugin's calls (counted in `calls`), for the summary's mean: the
+/// histogram's own sum is not readable.
+type Timed = AtomicU64;
 
 impl Default for MetricsRegistry {
     fn default() -> Self {
@@ -234,8 +234,7 @@ impl PluginMetrics {
     pub fn call(&self, duration: Duration) {
         self.calls.inc();
         self.call_duration.observe(duration.as_secs_f64());
-        self.timed.0.fetch_add(1, Ordering::Relaxed);
-        self.timed.1.fetch_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.timed.fetch_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// Records a handler error; `retry` tells the kind.
@@ -362,8 +361,7 @@ impl PluginMetrics {
     /// One line for the log, e.g.
     /// `plugin=auditor calls=12 mean=41µs errors=retry:1,fatal:0 traps=1 (interrupt:1) restarts=1 skipped=0 dropped=0 quarantined=no`.
     pub fn summary(&self) -> String {
-        let count = self.timed.0.load(Ordering::Relaxed);
-        let mean = Duration::from_nanos(self.timed.1.load(Ordering::Relaxed).checked_div(count).unwrap_or(0));
+        let mean = Duration::from_nanos(self.timed.load(Ordering::Relaxed).checked_div(self.calls.get()).unwrap_or(0));
         let by_kind: Vec<String> = TRAP_KINDS
             .iter()
             .zip(&self.traps)

@@ -58,7 +58,8 @@ pub(super) struct Took {
 /// One plugin's record of its calls, which decides where its next lone event runs.
 #[derive(Debug, Default)]
 pub(super) struct Placement {
-    /// Calls in a row that computed for less than [`FAST_CALL`].
+    /// Calls in a row that computed for less than [`FAST_CALL`], counted up to
+    /// [`FAST_STREAK`] (a little past it when calls end at once).
     pub(super) fast_streak: AtomicU32,
     /// A call run on a delivering thread went past the pool's slow-call threshold: this
     /// plugin's calls always go to the guest threads from then on.
@@ -100,9 +101,14 @@ impl Placement {
         // epoch tick on), its wall time otherwise. A virtual CPU preempted meanwhile is not
         // the plugin's doing, neither for the streak nor for sending it back.
         let computed = took.cpu.unwrap_or(took.wall);
+        // Written only while it counts up to the streak, or when a slow call ends it: past
+        // the streak, every fast call of the plugin writing it would dirty the line for all.
+        let streak = self.fast_streak.load(Ordering::Relaxed);
         if computed < FAST_CALL {
-            let _ = self.fast_streak.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
-        } else {
+            if streak < FAST_STREAK {
+                self.fast_streak.fetch_add(1, Ordering::Relaxed);
+            }
+        } else if streak != 0 {
             self.fast_streak.store(0, Ordering::Relaxed);
         }
         if ran_here && took.stalled_executor {
