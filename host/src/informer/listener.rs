@@ -385,19 +385,19 @@ impl Listener {
                 }
                 Err(HandlerError::Retry(reason)) => {
                     self.stats.retries.fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!(listener = %self.options.name, key = taken.key(), %reason, "handler asked to retry");
+                    tracing::debug!(listener = %self.options.name, key = %taken.key(), %reason, "handler asked to retry");
                     retry_from = Some(i);
                     break;
                 }
                 Err(HandlerError::Panicked(panic)) => {
                     self.stats.panics.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(listener = %self.options.name, key = taken.key(), %panic, "handler panicked; retrying the key");
+                    tracing::error!(listener = %self.options.name, key = %taken.key(), %panic, "handler panicked; retrying the key");
                     retry_from = Some(i);
                     break;
                 }
                 Err(HandlerError::Fatal(reason)) => {
                     self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(listener = %self.options.name, key = taken.key(), %reason, "handler failed; event dropped");
+                    tracing::warn!(listener = %self.options.name, key = %taken.key(), %reason, "handler failed; event dropped");
                 }
             }
         }
