@@ -311,7 +311,8 @@ impl PluginHandler {
             let _entered = span.enter();
             timed(|started| run_batch(&self.shared, slot, batch.iter().map(Vec::as_slice), started))
         };
-        let done = self.pool.try_run_here(self.shared.placement.hand_over(), job).ok()?;
+        // Decided only if the job runs here: a countdown of hand-overs is not spent otherwise.
+        let done = self.pool.try_run_here(|| self.shared.placement.hand_over(), job).ok()?;
         if matches!(done, Err(GuestPoolError::Panicked(_))) {
             // Host code panicked mid-call: the instance may be inconsistent.
             slot.instance = None;

@@ -363,8 +363,13 @@ impl GuestPool {
     /// multi-threaded tokio runtime and no job runs or waits in the pool (see the module docs);
     /// otherwise gives `job` back. The executor's other tasks move to another thread first,
     /// or, with [`HandOver::IfItStalls`] and nothing in the runtime's global queue, only if
-    /// the job runs past [`HAND_OVER_AFTER`].
-    pub fn try_run_here<T, F>(&self, hand_over: HandOver, job: F) -> Result<Result<T, GuestPoolError>, F>
+    /// the job runs past [`HAND_OVER_AFTER`]; `hand_over` is asked only for a job that runs
+    /// here.
+    pub fn try_run_here<T, F>(
+        &self,
+        hand_over: impl FnOnce() -> HandOver,
+        job: F,
+    ) -> Result<Result<T, GuestPoolError>, F>
     where
         F: FnOnce() -> T,
     {
@@ -400,7 +405,7 @@ impl GuestPool {
             id
         };
         // Tasks woken from outside the runtime wait in its global queue: someone is waiting.
-        let first = hand_over == HandOver::First || runtime.metrics().global_queue_depth() > 0;
+        let first = hand_over() == HandOver::First || runtime.metrics().global_queue_depth() > 0;
         let borrowed = Borrowed {
             shared: self.shared.clone(),
             id,

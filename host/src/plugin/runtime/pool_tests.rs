@@ -49,11 +49,11 @@ async fn an_idle_pools_job_runs_on_the_calling_executor_thread() {
     let pool = GuestPool::new(1);
     let caller = std::thread::current().id();
     let ran_on =
-        pool.try_run_here(HandOver::IfItStalls, || std::thread::current().id()).ok().expect("run here").unwrap();
+        pool.try_run_here(|| HandOver::IfItStalls, || std::thread::current().id()).ok().expect("run here").unwrap();
     assert_eq!(ran_on, caller);
     assert_eq!(pool.borrowed_runs(), 1);
     assert_eq!(pool.busy(), 0, "its place is given back");
-    let panicked = pool.try_run_here(HandOver::First, || panic!("boom")).ok().expect("run here");
+    let panicked = pool.try_run_here(|| HandOver::First, || panic!("boom")).ok().expect("run here");
     assert!(panicked.is_err(), "a panic is an error");
     assert_eq!(pool.busy(), 0);
 }
@@ -86,7 +86,7 @@ async fn a_borrowed_job_hands_the_executor_over_first_or_keeps_it() {
                     }
                     ran()
                 };
-                pool.try_run_here(hand_over, job).ok().expect("run here").unwrap()
+                pool.try_run_here(|| hand_over, job).ok().expect("run here").unwrap()
             }
         });
         let others_ran = job.await.unwrap();
@@ -127,7 +127,7 @@ async fn a_borrowed_job_that_stalls_holds_up_neither_the_executor_nor_the_pool()
                     }
                     (progress.load(std::sync::atomic::Ordering::Relaxed) - before, stalled_executor())
                 };
-                pool.try_run_here(hand_over, job).ok().expect("run here").unwrap()
+                pool.try_run_here(|| hand_over, job).ok().expect("run here").unwrap()
             }
         });
         let (advanced, stalled_here) = stalled.await.unwrap();
@@ -162,7 +162,7 @@ async fn a_borrowed_job_waiting_on_the_executor_lets_it_run() {
                     handle.spawn(async move { tx.send(7).unwrap() });
                     block_in_place(|| rx.recv_timeout(Duration::from_secs(20)))
                 };
-                pool.try_run_here(hand_over, job).ok().expect("run here").unwrap()
+                pool.try_run_here(|| hand_over, job).ok().expect("run here").unwrap()
             }
         });
         assert_eq!(asked.await.unwrap(), Ok(7), "{hand_over:?}: the request ran while the job waited");
@@ -184,7 +184,7 @@ async fn a_wait_outside_the_guest_is_not_a_stall() {
                 on_tick();
                 stalled_executor()
             };
-            pool.try_run_here(HandOver::IfItStalls, job).ok().expect("run here").unwrap()
+            pool.try_run_here(|| HandOver::IfItStalls, job).ok().expect("run here").unwrap()
         }
     });
     assert!(!waited.await.unwrap(), "the wait was not the job holding the executor");
@@ -201,7 +201,13 @@ async fn a_busy_pools_jobs_queue_for_its_threads() {
     while pool.busy() == 0 {
         tokio::task::yield_now().await;
     }
-    assert!(pool.try_run_here(HandOver::IfItStalls, || 7).is_err(), "a job runs in the pool: this one waits its turn");
+    let decided = std::cell::Cell::new(false);
+    let hand_over = || {
+        decided.set(true);
+        HandOver::IfItStalls
+    };
+    assert!(pool.try_run_here(hand_over, || 7).is_err(), "a job runs in the pool: this one waits its turn");
+    assert!(!decided.get(), "no hand-over is decided for a job that does not run here");
     release.send(()).unwrap();
     assert!(running.await.unwrap().unwrap());
     assert_eq!(pool.borrowed_runs(), 0);
@@ -210,7 +216,7 @@ async fn a_busy_pools_jobs_queue_for_its_threads() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_single_threaded_executor_never_runs_guest_jobs() {
     let pool = GuestPool::new(1);
-    assert!(pool.try_run_here(HandOver::IfItStalls, || 7).is_err(), "its only thread would be blocked");
+    assert!(pool.try_run_here(|| HandOver::IfItStalls, || 7).is_err(), "its only thread would be blocked");
     assert_eq!(pool.run(|| 7).await.unwrap(), 7);
 }
 
