@@ -403,27 +403,29 @@ impl Listener {
         }
         // Every call before a retry returned (or failed for good): the handler saw those.
         let handled = retry_from.unwrap_or(results.len());
-        let now = (requeue.is_some() || retry_from.is_some()).then(Instant::now);
+        // One clock reading, taken only for a requeue or a retry.
+        let mut now = None;
+        let mut clock = || *now.get_or_insert_with(Instant::now);
         let arrived = taken.arrived();
         let mut queue = self.queue.lock();
         for n in &notifications[..handled] {
             queue.delivered(n);
         }
-        if let (Some((obj, delay)), Some(now)) = (requeue, now) {
+        if let Some((obj, delay)) = requeue {
             self.stats.requeues.fetch_add(1, Ordering::Relaxed);
-            queue.requeue_at(obj, now + delay);
+            queue.requeue_at(obj, clock() + delay);
         }
-        match (retry_from, now) {
-            (Some(i), Some(now)) => {
+        match retry_from {
+            Some(i) => {
                 let attempt = queue.attempt(&taken);
                 let delay = self.options.retry.delay(attempt);
-                queue.retry(taken, notifications.split_off(i), delay, now);
+                queue.retry(taken, notifications.split_off(i), delay, clock());
             }
-            _ if results.len() < notifications.len() => {
+            None if results.len() < notifications.len() => {
                 // The handler stopped its batch before this (part of the) entry.
                 queue.requeue(taken, notifications.split_off(results.len()));
             }
-            _ => {
+            None => {
                 queue.complete(taken);
                 drop(queue);
                 if let (Some(observer), Some(arrived)) = (&self.options.observer, arrived) {
