@@ -9,18 +9,21 @@
 //! - A fourth replica (joining the two left): about a third of the plugins move to it, none
 //!   between the others.
 //! - SIGTERM one: its plugins move once it has drained, within a renew period.
+//! - A member that cannot renew its Lease (every write refused) stops all its plugins before
+//!   its Lease, as last renewed, expires (fencing); once writes go through again it renews,
+//!   runs them again, and they see the state the cluster reached meanwhile.
 //!
 //! The figures (handover times, plugins moved) are printed: `cargo test --test scale_out --
 //! --nocapture`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
 use wink::shard::Assignment;
-use wink_tests::apiserver::ApiServer;
+use wink_tests::apiserver::{ApiServer, Verb};
 use wink_tests::binary::wink_binary;
 use wink_tests::process::Running;
 use wink_tests::recorder::{RecorderLine, Seen};
@@ -177,9 +180,9 @@ fn ok_if(condition: bool, why: impl FnOnce() -> String) -> Result<(), String> {
     if condition { Ok(()) } else { Err(why()) }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_share_plugins_through_leases_and_hand_them_over_without_loss() {
-    let server = ApiServer::start().await.unwrap();
+/// Pods on `server`, and a folder of the recording plugins and the sharded one (with a
+/// cache folder beside): (the folder's guard, plugins, cache).
+fn fixture(server: &ApiServer) -> (tempfile::TempDir, PathBuf, PathBuf) {
     for (i, ns) in ["a", "b", "c", "d"].iter().cycle().take(24).enumerate() {
         server.apply(pod(ns, &format!("pod-{i}"), 1)).unwrap();
     }
@@ -192,6 +195,19 @@ async fn replicas_share_plugins_through_leases_and_hand_them_over_without_loss()
     let manifest = std::fs::read_to_string(sharded.join("plugin.yaml")).unwrap();
     write_atomic(&sharded.join("plugin.yaml"), &format!("{manifest}shardBy: object\n"));
     let cache = work.path().join("cache");
+    (work, plugins, cache)
+}
+
+/// When a log line was written (its leading RFC 3339 timestamp).
+fn logged_at(line: &str) -> SystemTime {
+    let stamp = line.split_whitespace().next().unwrap_or_default();
+    humantime::parse_rfc3339(stamp).unwrap_or_else(|e| panic!("no timestamp in {line:?}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_plugins_through_leases_and_hand_them_over_without_loss() {
+    let server = ApiServer::start().await.unwrap();
+    let (_work, plugins, cache) = fixture(&server);
 
     // Three replicas.
     let mut replicas: Vec<Replica> = ["a", "b", "c"].iter().map(|n| spawn(&server, &plugins, &cache, n)).collect();
@@ -260,4 +276,54 @@ async fn replicas_share_plugins_through_leases_and_hand_them_over_without_loss()
         let exit = replica.child.wait_exit().await;
         assert!(exit.success(), "{} exited with {exit}", replica.name);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_cannot_renew_its_lease_fences_itself_before_it_expires_and_comes_back() {
+    let server = ApiServer::start().await.unwrap();
+    let (_work, plugins, cache) = fixture(&server);
+    let mut solo = spawn(&server, &plugins, &cache, "solo");
+    let replicas = std::slice::from_ref(&solo);
+    wait("the member to run every plugin", Duration::from_secs(60), || {
+        ok_if(settled(replicas), || format!("{:?}", owners(replicas)))
+    })
+    .await;
+    wait("every view to converge", Duration::from_secs(30), || converged(&server, replicas)).await;
+
+    // Every write is refused from now on: the member's Lease renewals (its plugins only read).
+    server.fail_next(&[Verb::Write], 1_000_000, 503);
+    wait("the member to stop its plugins", LEASE + SLACK, || {
+        ok_if(running(&solo).is_empty(), || format!("still running {:?}", running(&solo)))
+    })
+    .await;
+    let lease = server.get("coordination.k8s.io/v1", "Lease", "wink/wink-test-solo").expect("the member's Lease");
+    let renewed = lease["spec"]["renewTime"].as_str().expect("a renewTime");
+    let expires = humantime::parse_rfc3339(renewed).expect("an RFC 3339 renewTime") + LEASE;
+    let stopped =
+        solo.child.stderr.snapshot().iter().filter(|l| l.contains("plugin removed")).map(|l| logged_at(l)).max();
+    let stopped = stopped.expect("plugins stopped");
+    // The member counts itself out two renew periods before its Lease can expire; its look
+    // that finds so comes within a renew period and acts within half of one (its renewal's
+    // timeout: listing still works): at least half a renew period is left.
+    assert!(
+        stopped + RENEW / 2 <= expires,
+        "the last plugin stopped at {} but the Lease renewed at {renewed} expired at {}",
+        humantime::format_rfc3339_micros(stopped),
+        humantime::format_rfc3339_micros(expires)
+    );
+
+    // The cluster changes meanwhile; writes go through again: the member renews, runs its
+    // plugins again, and they see the current state.
+    server.apply(pod("a", "pod-0", 2)).unwrap();
+    server.delete("v1", "Pod", "b/pod-1").unwrap();
+    server.clear_failures();
+    let replicas = std::slice::from_ref(&solo);
+    wait("the member to run its plugins again", Duration::from_secs(30), || {
+        ok_if(settled(replicas), || format!("{:?}", owners(replicas)))
+    })
+    .await;
+    wait("every view to converge again", Duration::from_secs(30), || converged(&server, replicas)).await;
+    solo.child.sigterm();
+    let exit = solo.child.wait_exit().await;
+    assert!(exit.success(), "solo exited with {exit}");
 }

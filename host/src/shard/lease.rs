@@ -6,7 +6,7 @@
 //! live while its Lease keeps changing: as client-go's leader election does, liveness is
 //! judged by when this member *observed* a Lease change (its own clock), never by comparing
 //! clocks with the `renewTime` another machine wrote. A member that cannot renew its own Lease
-//! for a Lease duration less one renew period counts itself out (fencing) before anyone can
+//! for a Lease duration less two renew periods counts itself out (fencing) before anyone can
 //! count it dead.
 
 use std::collections::{BTreeMap, HashMap};
@@ -114,9 +114,12 @@ impl Membership {
     }
 
     /// Whether this member's Lease is fresh enough to act on: renewed within a Lease
-    /// duration less one renew period (after that it fences itself).
+    /// duration less two renew periods (after that it fences itself). Its looks come a renew
+    /// period apart, and each may take up to another (renewing and listing, half a renew
+    /// period each) before it acts: with one period of margin, a look just short of it let
+    /// the member run on until its Lease had expired.
     pub fn holds(&self) -> bool {
-        let margin = self.options.duration.saturating_sub(self.options.renew);
+        let margin = self.options.duration.saturating_sub(self.options.renew * 2);
         self.renewed.is_some_and(|at| at.elapsed() < margin)
     }
 
