@@ -149,6 +149,13 @@ impl Taken {
     }
 }
 
+/// Keeps the count of initial-list adds outstanding as an entry that was one (`before`)
+/// becomes `after` (nothing: it left the queue).
+fn recount(initial: &mut usize, before: bool, after: Option<&Pending>) {
+    *initial -= usize::from(before);
+    *initial += usize::from(after.is_some_and(Pending::is_initial));
+}
+
 /// The earlier of two arrivals, either perhaps unknown.
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
@@ -190,7 +197,7 @@ impl PendingQueue {
         {
             let before_initial = entry.pending.is_initial();
             let merged = entry.pending.coalesce(n);
-            self.account_initial(before_initial, merged.as_ref());
+            recount(&mut self.initial, before_initial, merged.as_ref());
             match merged {
                 Some(pending) => {
                     self.delayed.insert(key, (Entry { pending, arrived: entry.arrived }, at, seq));
@@ -204,13 +211,11 @@ impl PendingQueue {
         }
         if let Some(entry) = self.ready.get_mut(&key) {
             let before_initial = entry.pending.is_initial();
-            match entry.pending.clone().coalesce(n) {
-                Some(pending) => {
-                    self.initial = self.initial - usize::from(before_initial) + usize::from(pending.is_initial());
-                    entry.pending = pending;
-                }
+            let merged = entry.pending.clone().coalesce(n);
+            recount(&mut self.initial, before_initial, merged.as_ref());
+            match merged {
+                Some(pending) => entry.pending = pending,
                 None => {
-                    self.initial -= usize::from(before_initial);
                     self.ready.remove(&key);
                     self.forget_attempts(&key);
                 }
@@ -221,11 +226,6 @@ impl PendingQueue {
         self.initial += usize::from(pending.is_initial());
         self.ready.insert(key, Entry { pending, arrived: Some(Instant::now()) });
         false
-    }
-
-    fn account_initial(&mut self, before: bool, after: Option<&Pending>) {
-        self.initial -= usize::from(before);
-        self.initial += usize::from(after.is_some_and(Pending::is_initial));
     }
 
     /// Counts one more retry of a popped entry's key; returns how many it has had since it
@@ -309,7 +309,7 @@ impl PendingQueue {
             let Some((obj, _, _)) = self.requeues.remove(&key) else { continue };
             if !self.contains(&key) {
                 let pending = Pending::One(Notification::Update { old: obj.clone(), new: obj });
-                self.account_initial(false, Some(&pending));
+                recount(&mut self.initial, false, Some(&pending));
                 self.ready.insert(key, Entry { pending, arrived: None });
             }
         }

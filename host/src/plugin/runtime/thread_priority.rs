@@ -1,10 +1,9 @@
-//! The guest pool's Linux thread bits: a thread's kernel id, and moving a thread to the
-//! lowest CPU priority (a retired guest thread whose call stalls, see
+//! The guest pool's Linux thread bits (the module is Linux-only): a thread's kernel id, and
+//! moving a thread to the lowest CPU priority (a retired guest thread whose call stalls, see
 //! [`pool`](super::pool)).
 
 /// This thread's id, asked of the kernel once per thread (a system call is a sizeable part
 /// of a lone call run on the delivering thread).
-#[cfg(target_os = "linux")]
 pub(super) fn current_tid() -> i32 {
     thread_local! {
         static TID: i32 = {
@@ -23,7 +22,6 @@ pub(super) fn current_tid() -> i32 {
 /// value alone still lets a spinning thread delay its neighbours' wake-ups by a scheduler
 /// slice), or nice 19 where `SCHED_IDLE` is refused. Lowering needs no privilege; the thread
 /// ends after its job, so nothing has to raise it again.
-#[cfg(target_os = "linux")]
 pub(super) fn lower_priority(tid: i32) {
     if tid <= 0 {
         return;
