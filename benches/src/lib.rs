@@ -28,9 +28,9 @@ pub mod stream;
 pub mod track;
 pub mod workload;
 
-/// A multi-threaded tokio runtime with every driver, as the `wink` binary uses.
+/// The multi-threaded tokio runtime the `wink` binary runs on.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("building a tokio runtime")
+    wink::plugin::runtime_builder().build().expect("building a tokio runtime")
 }
 
 /// Whether `WINK_BENCH_QUICK` is set: smaller sample counts while developing. The

@@ -296,7 +296,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
         | Command::Replay { .. } => LogFormat::Text,
     };
     wink::logging::init(log_format).context("installing the log subscriber")?;
-    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    let runtime = wink::plugin::runtime_builder().build().context("starting the tokio runtime")?;
     match cli.command {
         Command::Run {
             plugins,

@@ -52,6 +52,7 @@ pub use imports::{CacheResolver, CacheScope, ClusterAccess, ClusterContext, Clus
 pub use runtime::bindings::WitVersion;
 pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 pub use runtime::engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
+pub use runtime::executor::runtime_builder;
 pub use runtime::footprint::InitialMemory;
 pub use runtime::guest_text::{GuestText, MAX_GUEST_TEXT};
 pub use runtime::instance::{PluginInstance, Sandbox, SandboxSettings};

@@ -16,7 +16,7 @@
 //! **What that thread's other tasks do meanwhile** ([`HandOver`]). While other listeners wait
 //! to deliver ([`listeners_waiting`]), they move to another thread first (one wake-up, so
 //! they do not queue behind the call). With nothing waiting, the call runs at once and hands
-//! them over only if it runs past [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::HAND_OVER_AFTER); the plugin's next
+//! them over only if it runs past [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER); the plugin's next
 //! [`HAND_OVER_FIRST_CALLS`] calls then hand them over first, twice as many after each later
 //! such call.
 //!
@@ -51,7 +51,7 @@ pub(super) struct Took {
     pub(super) wall: Duration,
     pub(super) cpu: Option<Duration>,
     /// It ran on an executor thread and held that thread's other tasks past
-    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::HAND_OVER_AFTER) (`pool::stalled_executor`).
+    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER) (`pool::stalled_executor`).
     pub(super) stalled_executor: bool,
 }
 
@@ -65,7 +65,7 @@ pub(super) struct Placement {
     /// plugin's calls always go to the guest threads from then on.
     pub(super) stays_on_pool: AtomicBool,
     /// Calls run on a delivering thread that held that thread's other tasks past
-    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::HAND_OVER_AFTER), so far.
+    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER), so far.
     stalls: AtomicU32,
     /// How many of this plugin's next calls hand the delivering thread's tasks over first.
     pub(super) hand_over_first: AtomicU32,

@@ -7,7 +7,8 @@
 //! - [`instance`]: the sandbox ([`instance::Sandbox`]) and a live plugin instance, with
 //!   [`limits`] (the memory limiter), [`deadline`] (each call's deadline, and pausing a
 //!   call that stalls) and [`outcome`] (what a call can come to).
-//! - [`pool`]: the threads guest code runs on.
+//! - [`pool`]: the threads guest code runs on; [`executor`]: what a thread knows of the
+//!   tokio runtime it works for.
 //! - [`budget`]: the host's memory budget, which every deployed plugin reserves from;
 //!   [`footprint`]: a component's memory before its first call.
 //! - [`file_identity`]: which file some bytes came from, so that a file is hashed once.
@@ -18,6 +19,7 @@ pub mod budget;
 pub mod cache_prune;
 pub mod deadline;
 pub mod engine;
+pub mod executor;
 pub mod file_identity;
 pub mod footprint;
 pub mod guest_text;

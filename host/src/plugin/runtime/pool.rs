@@ -17,33 +17,13 @@
 //! stalled plugin costs its neighbours neither a guest thread nor, for long, more than a
 //! tenth of a core.
 //!
-//! **An idle pool's job runs where it is asked for.** Waking a sleeping guest thread, and then
-//! the executor thread that awaits the result, costs two thread wake-ups — tens of
-//! microseconds on a virtual machine, ten times a plugin's call — which a busy pool amortizes
-//! over batches but a lone event pays in full. [`GuestPool::try_run_here`] runs a job on the
-//! calling thread instead, when that is a worker of a multi-threaded tokio runtime and no pool
-//! thread is busy. What happens to that thread's other tasks meanwhile is the caller's
-//! choice ([`HandOver`]):
-//! - [`HandOver::First`]: tokio's `block_in_place` hands them to another thread (a
-//!   blocking-pool thread, which this one does not wait for) before the job starts, so the
-//!   job holds up no task — under load that keeps the executor's other work going while the
-//!   call runs, for a thread wake-up per job;
-//! - [`HandOver::IfItStalls`], for a job expected to be short on an executor with nothing
-//!   else waiting: the job runs at once and wakes no thread; once it has held the thread
-//!   [`HAND_OVER_AFTER`] without a break, its next epoch tick ([`on_tick`]) hands the tasks
-//!   over, so they wait at most that and a tick. A wait outside the guest
-//!   ([`block_in_place`]) hands them over while it lasts, and is no part of that time.
-//!   The runtime's global queue holding tasks makes it [`HandOver::First`].
-//!
-//! Such a job counts against the pool's size; it wakes neither a guest thread nor the
-//! watchdog: it watches itself from its guest call's epoch callback ([`on_tick`]) and gives
-//! its place back once past the slow-call threshold, but keeps its thread's priority (that
-//! thread returns to the executor, whose priority a process cannot raise again once lowered).
-//! Callers use it only for plugins whose calls have stayed fast (see `PluginHandler`).
+//! **An idle pool's job runs where it is asked for** ([`here`]): on the executor thread that
+//! asks for it, with no thread woken.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -54,25 +34,6 @@ use crate::plugin::runtime::thread_priority::{current_tid, lower_priority};
 
 /// The default slow-call threshold.
 pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);
-
-/// How long a job run on an executor thread with [`HandOver::IfItStalls`] holds the thread's
-/// other tasks without a break before its next epoch tick hands them over.
-pub const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
-
-/// How long a job that stalls on an executor thread waits, as it hands the thread's tasks
-/// over, for another thread to take them (tokio's `block_in_place` takes them back if none
-/// did by its return).
-const HAND_OVER_WAIT: Duration = Duration::from_millis(1);
-
-/// What a job run on an executor thread ([`GuestPool::try_run_here`]) does with that
-/// thread's other tasks (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HandOver {
-    /// Hands them to another thread before the job starts.
-    First,
-    /// Keeps them unless the job runs past [`HAND_OVER_AFTER`].
-    IfItStalls,
-}
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -93,8 +54,6 @@ struct Worker {
     busy_since: Option<Instant>,
     /// Left the pool: ends after its current job.
     retired: bool,
-    /// Runs on the thread that asked for it ([`GuestPool::try_run_here`]), not a pool thread.
-    borrowed: bool,
     #[cfg(target_os = "linux")]
     tid: i32,
 }
@@ -111,9 +70,7 @@ struct State {
     retired_calls: u64,
     /// Jobs that left the pool to wait outside the guest ([`block_in_place`]).
     left_to_wait: u64,
-    /// Jobs run on the threads that asked for them, so far.
-    borrowed_runs: u64,
-    /// Of those, jobs that held their executor thread's other tasks past [`HAND_OVER_AFTER`].
+    /// Of those, jobs that held their executor thread's other tasks past [`HAND_OVER_AFTER`](here::HAND_OVER_AFTER).
     stalled_hand_overs: u64,
     /// The watchdog sleeps with no deadline (no job was running): a job start must wake it.
     watchdog_idle: bool,
@@ -128,26 +85,20 @@ struct Shared {
     work: Condvar,
     /// Wakes the watchdog (a job started, or shutdown).
     watch: Condvar,
-}
-
-/// A job run on the thread that asked for it ([`GuestPool::try_run_here`]).
-struct Borrowed {
-    shared: Arc<Shared>,
-    id: u64,
-    started: Instant,
-    /// The thread still holds its executor's other tasks ([`HandOver::IfItStalls`], not
-    /// handed over yet).
-    holds_executor: bool,
-    /// Since when it has held them without a break: the job's start, or the end of its last
-    /// wait outside the guest (which hands them over meanwhile).
-    holding_since: Instant,
-    /// It held them past [`HAND_OVER_AFTER`] and handed them over then.
-    stalled: bool,
+    /// A job asked to run on its caller's thread goes to the pool's threads instead: a job
+    /// runs or waits there, or the pool is shut down. Kept in step with `state` under its
+    /// lock ([`Shared::publish`]); read without it by [`GuestPool::try_run_here`], whose
+    /// jobs keep out of `state` altogether: a lone event takes no lock of the pool's.
+    refuse_here: AtomicBool,
+    /// Jobs run on the threads that asked for them that hold a place in the pool now (not
+    /// given back: see [`Borrowed::give_back`]).
+    borrowed: AtomicUsize,
+    /// Jobs run on the threads that asked for them, so far (beside `borrowed`: one cache
+    /// line for both).
+    borrowed_runs: AtomicU64,
 }
 
 thread_local! {
-    /// The job [`GuestPool::try_run_here`] runs on this thread, if any.
-    static BORROWED: std::cell::RefCell<Option<Borrowed>> = const { std::cell::RefCell::new(None) };
     /// The id of the worker running on this thread, if it is a guest thread.
     static WORKER: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     /// The pool of the worker running on this thread, if it is a guest thread.
@@ -172,25 +123,10 @@ pub fn job_started() -> Option<Instant> {
 /// them, so they go on on another thread.
 /// Outside a guest thread (or on one that already left the pool) it just runs `wait`.
 pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
-    let borrowed = BORROWED.with_borrow(|b| b.as_ref().map(|b| (b.shared.clone(), b.id, b.holds_executor)));
-    if let Some((shared, id, holds_executor)) = borrowed {
-        let mut state = shared.state.lock();
-        if state.retire_borrowed(id) {
-            state.left_to_wait += 1;
-        }
-        drop(state);
-        if !holds_executor {
-            return wait();
-        }
-        let waited = tokio::task::block_in_place(wait);
-        // The executor's tasks went on meanwhile; holding them starts again from here.
-        BORROWED.with_borrow_mut(|b| {
-            if let Some(b) = b {
-                b.holding_since = Instant::now();
-            }
-        });
-        return waited;
-    }
+    let wait = match here::leave_to_wait(wait) {
+        Ok(waited) => return waited,
+        Err(wait) => wait,
+    };
     let id = WORKER.with(std::cell::Cell::get);
     let shared = POOL.with(|pool| pool.borrow().clone());
     if let (Some(id), Some(shared)) = (id, shared) {
@@ -203,59 +139,10 @@ pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
             for _ in 0..waiting.min(shared.size.saturating_sub(state.active)) {
                 spawn_worker(&shared, &mut state);
             }
+            shared.publish(&state);
         }
     }
     wait()
-}
-
-/// Called on every epoch tick of a guest call, on the call's thread. For a job run on an
-/// executor thread ([`GuestPool::try_run_here`]): one that still holds the executor's other
-/// tasks past [`HAND_OVER_AFTER`] hands them to another thread; one past the slow-call
-/// threshold gives its place in the pool back, as the watchdog does for the pool's own
-/// threads (it is not woken for such jobs). Does nothing on any other thread, or before.
-pub fn on_tick() {
-    let due = BORROWED.with_borrow_mut(|borrowed| {
-        let b = borrowed.as_mut()?;
-        let elapsed = b.started.elapsed();
-        let hand_over = b.holds_executor && b.holding_since.elapsed() >= HAND_OVER_AFTER;
-        if hand_over {
-            b.holds_executor = false;
-            b.stalled = true;
-        }
-        let retire = elapsed >= b.shared.slow_call;
-        (hand_over || retire).then(|| (b.shared.clone(), b.id, hand_over, retire))
-    });
-    let Some((shared, id, hand_over, retire)) = due else { return };
-    if retire {
-        let mut state = shared.state.lock();
-        if state.retire_borrowed(id) {
-            state.retired_calls += 1;
-        }
-    }
-    if hand_over {
-        shared.state.lock().stalled_hand_overs += 1;
-        // tokio's `block_in_place` gives this thread's executor core to a blocking-pool
-        // thread; the wait lets that thread take it before `block_in_place` would take it
-        // back, so the call goes on here outside the executor.
-        tokio::task::block_in_place(|| std::thread::sleep(HAND_OVER_WAIT));
-    }
-}
-
-/// Whether the job run on this executor thread ([`GuestPool::try_run_here`]) held the
-/// executor's other tasks past [`HAND_OVER_AFTER`] (and handed them over then). A job asks
-/// it as it ends.
-pub fn stalled_executor() -> bool {
-    BORROWED.with_borrow(|b| b.as_ref().is_some_and(|b| b.stalled))
-}
-
-impl State {
-    /// Gives the place of the borrowed job `id` back to the pool; says whether it held one
-    /// (it had not given it back already). A borrowed job's place never counted in `active`.
-    fn retire_borrowed(&mut self, id: u64) -> bool {
-        let Some(me) = self.workers.iter_mut().find(|w| w.id == id && !w.retired) else { return false };
-        me.retired = true;
-        true
-    }
 }
 
 impl Shared {
@@ -263,9 +150,19 @@ impl Shared {
     /// over, so that whoever awaits the result sees the pool's counts up to date).
     fn job_done(&self) {
         let Some(id) = WORKER.with(std::cell::Cell::get) else { return };
-        if let Some(me) = self.state.lock().workers.iter_mut().find(|w| w.id == id) {
+        let mut state = self.state.lock();
+        if let Some(me) = state.workers.iter_mut().find(|w| w.id == id) {
             me.busy_since = None;
         }
+        self.publish(&state);
+    }
+
+    /// Keeps `refuse_here` in step with `state` (under its lock, after any change to the
+    /// queued jobs, the workers' jobs or shutdown). A worker that handed its last result
+    /// over counts as free (`job_done`), even before it is back waiting for the next job.
+    fn publish(&self, state: &State) {
+        let busy = !state.jobs.is_empty() || state.workers.iter().any(|w| !w.retired && w.busy_since.is_some());
+        self.refuse_here.store(state.shutdown || busy, Ordering::Release);
     }
 }
 
@@ -274,7 +171,10 @@ struct Owner(Arc<Shared>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.0.state.lock().shutdown = true;
+        let mut state = self.0.state.lock();
+        state.shutdown = true;
+        self.0.publish(&state);
+        drop(state);
         self.0.work.notify_all();
         self.0.watch.notify_all();
     }
@@ -309,6 +209,9 @@ impl GuestPool {
             state: Mutex::default(),
             work: Condvar::new(),
             watch: Condvar::new(),
+            refuse_here: AtomicBool::new(false),
+            borrowed: AtomicUsize::new(0),
+            borrowed_runs: AtomicU64::new(0),
         });
         let watchdog = shared.clone();
         std::thread::Builder::new()
@@ -336,7 +239,8 @@ impl GuestPool {
     /// Jobs running now on the pool's threads (not counting slow calls moved out of it).
     pub fn busy(&self) -> usize {
         let state = self.shared.state.lock();
-        state.workers.iter().filter(|w| !w.retired && w.busy_since.is_some()).count()
+        let on_pool_threads = state.workers.iter().filter(|w| !w.retired && w.busy_since.is_some()).count();
+        on_pool_threads + self.shared.borrowed.load(Ordering::Acquire)
     }
 
     /// Calls that ran past the slow-call threshold and were moved out of the pool so far.
@@ -351,79 +255,12 @@ impl GuestPool {
 
     /// Jobs run on the thread that asked for them ([`try_run_here`](Self::try_run_here)).
     pub fn borrowed_runs(&self) -> u64 {
-        self.shared.state.lock().borrowed_runs
+        self.shared.borrowed_runs.load(Ordering::Relaxed)
     }
 
-    /// Jobs run on an executor thread that held its other tasks past [`HAND_OVER_AFTER`].
+    /// Jobs run on an executor thread that held its other tasks past [`HAND_OVER_AFTER`](here::HAND_OVER_AFTER).
     pub fn stalled_hand_overs(&self) -> u64 {
         self.shared.state.lock().stalled_hand_overs
-    }
-
-    /// Runs `job` on this thread, as one of the pool's jobs, if this is a worker thread of a
-    /// multi-threaded tokio runtime and no job runs or waits in the pool (see the module docs);
-    /// otherwise gives `job` back. The executor's other tasks move to another thread first,
-    /// or, with [`HandOver::IfItStalls`] and nothing in the runtime's global queue, only if
-    /// the job runs past [`HAND_OVER_AFTER`]; `hand_over` is asked only for a job that runs
-    /// here.
-    pub fn try_run_here<T, F>(
-        &self,
-        hand_over: impl FnOnce() -> HandOver,
-        job: F,
-    ) -> Result<Result<T, GuestPoolError>, F>
-    where
-        F: FnOnce() -> T,
-    {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return Err(job) };
-        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread
-            || WORKER.with(std::cell::Cell::get).is_some()
-        {
-            return Err(job);
-        }
-        let started = Instant::now();
-        let id = {
-            let mut state = self.shared.state.lock();
-            // A worker that handed its last result over counts as free (`job_done`), even
-            // before it is back waiting for the next job.
-            let pool_busy = !state.jobs.is_empty()
-                || state.workers.iter().any(|w| !w.retired && !w.borrowed && w.busy_since.is_some());
-            let borrowed = state.workers.iter().filter(|w| w.borrowed && !w.retired).count();
-            if state.shutdown || pool_busy || borrowed >= self.shared.size {
-                return Err(job);
-            }
-            let id = state.next_id;
-            state.next_id += 1;
-            state.borrowed_runs += 1;
-            // The watchdog is not woken: the job watches itself (`on_tick`).
-            state.workers.push(Worker {
-                id,
-                busy_since: Some(started),
-                retired: false,
-                borrowed: true,
-                #[cfg(target_os = "linux")]
-                tid: current_tid(),
-            });
-            id
-        };
-        // Tasks woken from outside the runtime wait in its global queue: someone is waiting.
-        let first = hand_over() == HandOver::First || runtime.metrics().global_queue_depth() > 0;
-        let borrowed = Borrowed {
-            shared: self.shared.clone(),
-            id,
-            started,
-            holds_executor: !first,
-            holding_since: started,
-            stalled: false,
-        };
-        BORROWED.with_borrow_mut(|b| *b = Some(borrowed));
-        JOB_STARTED.with(|s| s.set(Some(started)));
-        let run = || std::panic::catch_unwind(AssertUnwindSafe(job));
-        // First: the executor's other tasks go on on another thread meanwhile (a blocking-pool
-        // thread takes this one's core; this thread does not wait for it).
-        let result = if first { tokio::task::block_in_place(run) } else { run() };
-        BORROWED.with_borrow_mut(|b| *b = None);
-        JOB_STARTED.with(|s| s.set(None));
-        self.shared.state.lock().workers.retain(|w| w.id != id);
-        Ok(result.map_err(|panic| GuestPoolError::Panicked(panic_message(panic.as_ref()))))
     }
 
     /// Runs `job` on a guest thread and returns its result.
@@ -450,6 +287,7 @@ impl GuestPool {
             return Err(GuestPoolError::Closed);
         }
         state.jobs.push_back(job);
+        self.shared.publish(&state);
         if state.idle > 0 {
             drop(state);
             self.shared.work.notify_one();
@@ -474,7 +312,6 @@ fn spawn_worker(shared: &Arc<Shared>, state: &mut State) {
         id,
         busy_since: None,
         retired: false,
-        borrowed: false,
         #[cfg(target_os = "linux")]
         tid: 0,
     });
@@ -514,6 +351,7 @@ fn worker_loop(shared: &Shared, id: u64) {
         if let Some(me) = state.workers.iter_mut().find(|w| w.id == id) {
             me.busy_since = Some(started);
         }
+        shared.publish(&state);
         // A watchdog waiting for a deadline will see this job then; only an idle one needs
         // waking (so a busy pool does not wake it once per job).
         let wake_watchdog = std::mem::take(&mut state.watchdog_idle);
@@ -527,7 +365,9 @@ fn worker_loop(shared: &Shared, id: u64) {
         state = shared.state.lock();
         let Some(me) = state.workers.iter_mut().find(|w| w.id == id) else { break };
         me.busy_since = None;
-        if me.retired {
+        let retired = me.retired;
+        shared.publish(&state);
+        if retired {
             break;
         }
     }
@@ -542,17 +382,11 @@ fn watchdog_loop(shared: &Arc<Shared>) {
         let now = Instant::now();
         let mut next_check: Option<Instant> = None;
         let mut retired = 0;
-        let mut returned = 0;
         for worker in state.workers.iter_mut().filter(|w| !w.retired) {
             let Some(since) = worker.busy_since else { continue };
             let due = since + shared.slow_call;
             if due <= now {
                 worker.retired = true;
-                if worker.borrowed {
-                    // An executor thread: its place goes back, its priority stays.
-                    returned += 1;
-                    continue;
-                }
                 retired += 1;
                 #[cfg(target_os = "linux")]
                 lower_priority(worker.tid);
@@ -560,7 +394,6 @@ fn watchdog_loop(shared: &Arc<Shared>) {
                 next_check = Some(next_check.map_or(due, |n| n.min(due)));
             }
         }
-        state.retired_calls += returned;
         if retired > 0 {
             state.retired_calls += retired;
             state.active -= retired as usize;
@@ -568,6 +401,7 @@ fn watchdog_loop(shared: &Arc<Shared>) {
             for _ in 0..waiting.min(shared.size.saturating_sub(state.active)) {
                 spawn_worker(shared, &mut state);
             }
+            shared.publish(&state);
             continue;
         }
         match next_check {
@@ -582,6 +416,11 @@ fn watchdog_loop(shared: &Arc<Shared>) {
         }
     }
 }
+
+#[path = "pool_here.rs"]
+pub(crate) mod here;
+
+pub use here::{HandOver, on_tick, stalled_executor};
 
 #[cfg(test)]
 #[path = "pool_tests.rs"]

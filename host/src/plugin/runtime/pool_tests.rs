@@ -1,5 +1,6 @@
 //! Tests of the guest pool: slow jobs, waits outside the guest, jobs run on executor threads.
 
+use super::here::HAND_OVER_AFTER;
 use super::*;
 
 #[tokio::test]
@@ -211,6 +212,42 @@ async fn a_busy_pools_jobs_queue_for_its_threads() {
     release.send(()).unwrap();
     assert!(running.await.unwrap().unwrap());
     assert_eq!(pool.borrowed_runs(), 0);
+}
+
+/// On the workers of the runtime `wink` builds (marked, see `executor`), as on any other: a
+/// job runs here; a job run here that asks to run another here sends that one to the pool's
+/// threads; and the pool's size bounds the jobs run here at once, across threads.
+#[test]
+fn a_marked_workers_jobs_run_here_one_at_a_time_per_thread_within_the_pools_size() {
+    let runtime = crate::plugin::runtime_builder().worker_threads(2).build().expect("a runtime");
+    let pool = GuestPool::new(1);
+    let (holding, held) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let first = runtime.spawn({
+        let pool = pool.clone();
+        async move {
+            let inner = pool.clone();
+            let job = move || {
+                let nested_refused = inner.try_run_here(|| HandOver::IfItStalls, || 7).is_err();
+                holding.send(()).unwrap();
+                released.recv().unwrap();
+                (nested_refused, inner.busy())
+            };
+            pool.try_run_here(|| HandOver::First, job).ok().expect("run here").unwrap()
+        }
+    });
+    held.recv().unwrap();
+    let second = runtime.spawn({
+        let pool = pool.clone();
+        async move { pool.try_run_here(|| HandOver::IfItStalls, || 7).is_err() }
+    });
+    assert!(runtime.block_on(second).unwrap(), "the pool's one place is taken: this job goes to its thread");
+    release.send(()).unwrap();
+    let (nested_refused, busy) = runtime.block_on(first).unwrap();
+    assert!(nested_refused, "a job run here does not run another inside it");
+    assert_eq!(busy, 1, "the job held the pool's place");
+    assert_eq!(pool.busy(), 0, "and gave it back");
+    assert_eq!(pool.borrowed_runs(), 1);
 }
 
 #[tokio::test(flavor = "current_thread")]
