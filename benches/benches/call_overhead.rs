@@ -104,6 +104,12 @@ impl EventHandler for Signal {
         self.done.add(results.iter().map(|r| r.len() as u64).sum());
         results
     }
+
+    fn deliver_now(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        let results = self.inner.deliver_now(batch)?;
+        self.done.add(results.iter().map(|r| r.len() as u64).sum());
+        Some(results)
+    }
 }
 
 /// Queues `iters` updates one at a time, each once the previous one was delivered; returns

@@ -133,18 +133,29 @@ impl EventHandler for Probe {
 
     async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         let results = self.inner.deliver_batch(batch).await;
-        for (entry, results) in batch.iter().zip(&results) {
+        self.record_batch(batch, &results);
+        results
+    }
+
+    fn deliver_now(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        let results = self.inner.deliver_now(batch)?;
+        self.record_batch(batch, &results);
+        Some(results)
+    }
+}
+
+impl Probe {
+    /// Records the lag of each update a batch delivered.
+    fn record_batch(&self, batch: &[Vec<Notification>], results: &[EntryResults]) {
+        for (entry, results) in batch.iter().zip(results) {
             for (notification, _) in entry.iter().zip(results) {
                 if let Notification::Update { new, .. } = notification {
                     self.record(new);
                 }
             }
         }
-        results
     }
-}
 
-impl Probe {
     /// Records the lag of a delivered update (now: its batch has returned).
     fn record(&self, new: &Object) {
         if let Some(arrived) = self.stamps.arrival(new.resource_version()) {

@@ -102,12 +102,25 @@ impl EventHandler for Probe {
 
     async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         let results = self.inner.deliver_batch(batch).await;
+        self.finished(batch);
+        results
+    }
+
+    fn deliver_now(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        let results = self.inner.deliver_now(batch)?;
+        self.finished(batch);
+        Some(results)
+    }
+}
+
+impl Probe {
+    /// Records that each update of a delivered batch returned.
+    fn finished(&self, batch: &[Vec<Notification>]) {
         for notification in batch.iter().flatten() {
             if let Notification::Update { new, .. } = notification {
                 finished(&self.done, new.resource_version());
             }
         }
-        results
     }
 }
 

@@ -126,7 +126,21 @@ impl EventHandler for Tracked {
 
     async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         let results = self.inner.deliver_batch(batch).await;
-        for (entry, results) in batch.iter().zip(&results) {
+        self.record(batch, &results);
+        results
+    }
+
+    fn deliver_now(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        let results = self.inner.deliver_now(batch)?;
+        self.record(batch, &results);
+        Some(results)
+    }
+}
+
+impl Tracked {
+    /// Records what a batch delivered.
+    fn record(&self, batch: &[Vec<Notification>], results: &[EntryResults]) {
+        for (entry, results) in batch.iter().zip(results) {
             for (notification, result) in entry.iter().zip(results) {
                 if result.is_err() {
                     continue;
@@ -139,7 +153,6 @@ impl EventHandler for Tracked {
                 }
             }
         }
-        results
     }
 }
 

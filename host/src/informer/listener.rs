@@ -354,7 +354,13 @@ impl Listener {
             after_batch = true;
             // A batch that panics as a whole (a handler's own `deliver_batch`): its first
             // notification is retried with backoff, the rest queued again unstarted.
-            let mut results = match AssertUnwindSafe(handler.deliver_batch(&entries)).catch_unwind().await {
+            let at_once = std::panic::catch_unwind(AssertUnwindSafe(|| handler.deliver_now(&entries)));
+            let delivered = match at_once {
+                Ok(Some(results)) => Ok(results),
+                Ok(None) => AssertUnwindSafe(handler.deliver_batch(&entries)).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+            let mut results = match delivered {
                 Ok(results) => results,
                 Err(panic) => vec![vec![Err(HandlerError::Panicked(panic_message(&*panic)))]],
             };

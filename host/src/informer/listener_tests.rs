@@ -260,3 +260,53 @@ async fn a_cancelled_listener_completes_its_batch_and_delivers_nothing_more() {
     assert_eq!(listener.stats().delivered.load(Ordering::Relaxed), 1, "the batch in progress completed");
     assert_eq!(listener.queue_len(), 1, "the notification queued meanwhile stays undelivered");
 }
+
+/// Delivers lone entries at once and declines batches; its at-once path panics on a key
+/// named "boom".
+#[derive(Default)]
+struct AtOnce {
+    at_once: Mutex<Vec<String>>,
+    batched: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl EventHandler for AtOnce {
+    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        self.batched.lock().extend(batch.iter().map(|e| e[0].key().to_owned()));
+        batch.iter().map(|e| e.iter().map(|_| crate::informer::DONE).collect()).collect()
+    }
+
+    fn deliver_now(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        let [entry] = batch else { return None };
+        assert_ne!(entry[0].key(), "ns/boom", "a handler's bug");
+        self.at_once.lock().push(entry[0].key().to_owned());
+        Some(vec![vec![crate::informer::DONE; entry.len()]])
+    }
+}
+
+/// The listener offers each batch to the handler's at-once path first and awaits
+/// `deliver_batch` only when it declines; a panic there is a panicked delivery (retried
+/// with backoff), as one in `deliver_batch` is.
+#[tokio::test(start_paused = true)]
+async fn a_batch_the_handler_delivers_at_once_is_not_delivered_again() {
+    let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+    let handler = Arc::new(AtOnce::default());
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
+    listener.add(Notification::Add { obj: pod("ns", "alone", 1), initial: false });
+    settle().await;
+    for name in ["a", "b"] {
+        listener.add(Notification::Add { obj: pod("ns", name, 1), initial: false });
+    }
+    settle().await;
+    listener.add(Notification::Add { obj: pod("ns", "boom", 1), initial: false });
+    settle().await;
+    assert_eq!(*handler.at_once.lock(), ["ns/alone"]);
+    assert_eq!(*handler.batched.lock(), ["ns/a", "ns/b"]);
+    let stats = listener.stats();
+    assert_eq!(stats.delivered.load(Ordering::Relaxed), 3, "each entry delivered once");
+    assert_eq!(stats.panics.load(Ordering::Relaxed), 1);
+    assert_eq!(listener.queue_len(), 1, "the panicked entry waits for its retry");
+    cancel.cancel();
+    task.await.unwrap();
+}

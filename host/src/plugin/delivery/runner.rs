@@ -49,7 +49,7 @@ use crate::informer::{
 use crate::plugin::delivery::metrics::PluginMetrics;
 use crate::plugin::delivery::placement::{Placement, Took};
 use crate::plugin::deploy::loader::LoadedPlugin;
-use crate::plugin::deploy::manifest::{FailurePolicy, OnError};
+use crate::plugin::deploy::manifest::FailurePolicy;
 use crate::plugin::imports::{CacheResolver, ClusterLink};
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
@@ -57,16 +57,11 @@ use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 pub use crate::plugin::runtime::pool::GuestPool;
 use crate::plugin::runtime::pool::{self, GuestPoolError};
 use crate::plugin::runtime::thread_cpu;
+use policy::apply_policy;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
 /// listener's queue (a call already started always completes, within its deadline).
 pub const BATCH_BUDGET: Duration = Duration::from_millis(1);
-
-/// The delay before re-instantiating a plugin after `failures` consecutive failures: the
-/// first restart is immediate, later ones follow `backoff` from its initial delay.
-fn restart_delay(backoff: &BackoffConfig, failures: u32) -> Duration {
-    if failures <= 1 { Duration::ZERO } else { backoff.delay(failures - 1) }
-}
 
 /// The instance slot, guarded by the plugin's async mutex.
 #[derive(Default)]
@@ -183,14 +178,23 @@ impl PluginHandler {
     }
 
     async fn wait_for_start(&self) {
-        let Some(gate) = &self.shared.start_gate else { return };
-        if self.shared.started.load(Ordering::Acquire) {
-            return;
-        }
-        while !gate() {
+        while !self.gate_open() {
             tokio::time::sleep(START_GATE_POLL).await;
         }
-        self.shared.started.store(true, Ordering::Release);
+    }
+
+    /// Whether the start gate is open (there is none, or it was seen open: it never closes
+    /// again).
+    fn gate_open(&self) -> bool {
+        let Some(gate) = &self.shared.start_gate else { return true };
+        if self.shared.started.load(Ordering::Acquire) {
+            return true;
+        }
+        let open = gate();
+        if open {
+            self.shared.started.store(true, Ordering::Release);
+        }
+        open
     }
 
     /// The plugin's name.
@@ -272,6 +276,28 @@ impl PluginHandler {
                 }
             },
         };
+        self.results(done, batch)
+    }
+
+    /// Delivers a lone event on this thread without suspending, when nothing is to be waited
+    /// for: the start gate open, the slot free, no restart backoff pending, and the plugin's
+    /// calls such that its lone event runs here ([`run_here`](Self::run_here)). `None`
+    /// otherwise: the batch goes through [`deliver_many`](Self::deliver_many).
+    fn deliver_at_once(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        if !self.runs_here(batch) || !self.gate_open() {
+            return None;
+        }
+        let mut slot = self.slot.try_lock().ok()?;
+        if self.is_quarantined() || (slot.instance.is_none() && slot.restart_at.is_some()) {
+            return None;
+        }
+        let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
+        let done = self.run_here(&span, &mut slot, batch)?;
+        Some(self.results(done, batch))
+    }
+
+    /// What the listener is told of a batch: its results, or why it has none.
+    fn results(&self, done: Result<Vec<EntryResults>, Skipped>, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         match done {
             Ok(results) => results,
             Err(Skipped::Quarantined) => batch
@@ -303,8 +329,7 @@ impl PluginHandler {
         slot: &mut Slot,
         batch: &[Vec<Notification>],
     ) -> Option<Result<Vec<EntryResults>, Skipped>> {
-        let lone = matches!(batch, [entry] if entry.len() == 1);
-        if !lone || !self.shared.placement.may_run_here() {
+        if !self.runs_here(batch) {
             return None;
         }
         let job = || {
@@ -318,6 +343,12 @@ impl PluginHandler {
             slot.instance = None;
         }
         Some(self.finish(done, true))
+    }
+
+    /// Whether `batch` is a lone event of a plugin whose lone events may run on the
+    /// delivering thread ([`Placement::may_run_here`]).
+    fn runs_here(&self, batch: &[Vec<Notification>]) -> bool {
+        matches!(batch, [entry] if entry.len() == 1) && self.shared.placement.may_run_here()
     }
 
     /// The plugin's instance slot, once free: unless the plugin is quarantined (checked
@@ -511,65 +542,6 @@ fn run_batch<'a>(
     (out, now)
 }
 
-/// Runs in the blocking pool after each call: counters, logs, restart backoff, quarantine,
-/// and what the listener is told.
-fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> HandlerResult {
-    let name = &*shared.name;
-    let kind = match outcome {
-        CallOutcome::Ok => {
-            // Written only when it changes: every call of the plugin would dirty the line.
-            if shared.consecutive_failures.load(Ordering::Relaxed) != 0 {
-                shared.consecutive_failures.store(0, Ordering::Release);
-            }
-            return Ok(Action::AwaitChange);
-        }
-        CallOutcome::Requeue(delay) => {
-            shared.consecutive_failures.store(0, Ordering::Release);
-            return Ok(Action::RequeueAfter(*delay));
-        }
-        CallOutcome::HandlerError(e) => {
-            shared.consecutive_failures.store(0, Ordering::Release);
-            shared.metrics.handler_error(matches!(e, HandlerError::Retry(_)));
-            return Err(e.clone());
-        }
-        CallOutcome::InitRejected(_) => "init_rejected",
-        CallOutcome::Trap(kind) => kind.label(),
-    };
-    slot.instance = None;
-    shared.metrics.trap(kind);
-    if let CallOutcome::Trap(TrapKind::Instantiation(why)) = outcome {
-        let failures = shared.consecutive_failures.load(Ordering::Acquire).saturating_add(1);
-        slot.restart_at = Some(tokio::time::Instant::now() + restart_delay(&shared.backoff, failures));
-        tracing::error!(plugin = name, trap = kind, error = %why, "cannot instantiate plugin; will retry");
-        return Err(HandlerError::Retry(format!("plugin {name}: {outcome}")));
-    }
-    let failures = shared.consecutive_failures.fetch_add(1, Ordering::AcqRel).saturating_add(1);
-    // The outcome may quote the guest (an `init` refusal): it goes in a field after the host's.
-    tracing::error!(plugin = name, trap = kind, consecutive = failures, error = %outcome, "plugin failed");
-    let limit = shared.policy.quarantine_after;
-    if limit > 0 && failures >= limit {
-        shared.quarantined.store(true, Ordering::Release);
-        shared.metrics.set_quarantined(true);
-        shared.metrics.dropped_event();
-        tracing::error!(
-            plugin = name,
-            trap = kind,
-            consecutive = failures,
-            "plugin quarantined after {failures} consecutive failures; its events are dropped until it is reloaded"
-        );
-        return Ok(Action::AwaitChange);
-    }
-    slot.restart_at = Some(tokio::time::Instant::now() + restart_delay(&shared.backoff, failures));
-    match shared.policy.on_error {
-        OnError::Retry => Err(HandlerError::Retry(format!("plugin {name}: {outcome}"))),
-        OnError::Skip => {
-            shared.metrics.skipped_event();
-            tracing::warn!(plugin = name, trap = kind, "event skipped after a plugin failure (onError: skip)");
-            Ok(Action::AwaitChange)
-        }
-    }
-}
-
 #[async_trait]
 impl EventHandler for PluginHandler {
     async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
@@ -590,7 +562,14 @@ impl EventHandler for PluginHandler {
     async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         self.deliver_many(batch).await
     }
+
+    fn deliver_now(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        self.deliver_at_once(batch)
+    }
 }
+
+#[path = "policy.rs"]
+mod policy;
 
 #[cfg(test)]
 #[path = "runner_tests.rs"]

@@ -3,8 +3,10 @@
 
 use std::time::Instant;
 
+use super::policy::restart_delay;
 use super::*;
 use crate::plugin::delivery::placement::FAST_STREAK;
+use crate::plugin::deploy::manifest::OnError;
 use crate::plugin::runtime::engine::{EngineConfig, PluginEngine, PoolLimits};
 use crate::plugin::runtime::pool::HandOver;
 use crate::plugin::test_guests::{Behaviour, Guest, MESSAGE, engine, pod, sandbox_with};
@@ -305,6 +307,38 @@ async fn a_fast_plugins_calls_move_to_the_delivering_thread_after_a_streak() {
     assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
     assert_eq!(pool.borrowed_runs(), 1, "after a streak of fast calls, the call ran here");
     assert_eq!(pool.busy(), 0);
+}
+
+/// The listener's at-once path (`EventHandler::deliver_now`) delivers a fast plugin's lone
+/// event on the calling thread and declines whatever would have to wait or hop: the calls
+/// before the streak, a batch, a slot in use, a closed start gate, a quarantined plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_plugins_lone_event_is_delivered_at_once_and_anything_else_is_declined() {
+    let pool = GuestPool::new(2);
+    let open = Arc::new(AtomicBool::new(false));
+    let gate = open.clone();
+    let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone())
+        .with_start_gate(Arc::new(move || gate.load(Ordering::Acquire)));
+    let lone = updates(&["a"]);
+    assert!(h.deliver_now(&lone).is_none(), "no streak of fast calls yet: the guest threads");
+    // The streak (how calls earn it is another test's business).
+    for _ in 0..FAST_STREAK {
+        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
+    }
+    assert!(h.deliver_now(&lone).is_none(), "a cache the plugin reads is still filling");
+    open.store(true, Ordering::Release);
+    assert!(h.deliver_now(&updates(&["b", "c"])).is_none(), "a batch pays the hop once for all its events");
+    let held = h.slot.try_lock().expect("the slot is free");
+    assert!(h.deliver_now(&lone).is_none(), "the slot is in use: the event waits for it");
+    drop(held);
+    assert_eq!(h.metrics().calls(), 0);
+    let delivered = h.deliver_now(&lone).expect("delivered at once");
+    assert_eq!(delivered, vec![vec![crate::informer::DONE]]);
+    assert_eq!(h.metrics().calls(), 2, "instantiation (init) and the call");
+    assert_eq!(pool.borrowed_runs(), 1, "on this thread");
+    h.shared.quarantined.store(true, Ordering::Release);
+    assert!(h.deliver_now(&lone).is_none(), "a quarantined plugin's events are dropped on the other path");
+    assert_eq!(h.metrics().calls(), 2);
 }
 
 /// A call on the delivering thread keeps that thread's priority (it goes back to the
