@@ -17,9 +17,9 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::plugin::delivery::latency::LatencyHistogram;
 use crate::plugin::runtime::outcome::TrapKind;
 
 /// The trap kinds counted separately, as [`TrapKind::label`] names them.
@@ -44,12 +44,7 @@ struct RequestLabel {
     outcome: &'static str,
 }
 
-type HistogramFamily = Family<PluginLabel, Histogram, fn() -> Histogram>;
-
-fn latency_histogram() -> Histogram {
-    // 10 µs … ~16 s, ×3 per bucket.
-    Histogram::new(exponential_buckets(1e-5, 3.0, 14))
-}
+type HistogramFamily = Family<PluginLabel, LatencyHistogram, fn() -> LatencyHistogram>;
 
 /// The metric families of every plugin of a host.
 #[derive(Clone, Debug)]
@@ -91,8 +86,8 @@ impl MetricsRegistry {
             queue_depth: Family::default(),
             dropped: Family::default(),
             skipped: Family::default(),
-            call_duration: Family::new_with_constructor(latency_histogram),
-            delivery_lag: Family::new_with_constructor(latency_histogram),
+            call_duration: Family::new_with_constructor(LatencyHistogram::default),
+            delivery_lag: Family::new_with_constructor(LatencyHistogram::default),
             coalesced: Family::default(),
             requests: Family::default(),
             timed: Arc::default(),
@@ -199,8 +194,8 @@ pub struct PluginMetrics {
     queue_depth: Gauge,
     dropped: Counter,
     skipped: Counter,
-    call_duration: Histogram,
-    delivery_lag: Histogram,
+    call_duration: LatencyHistogram,
+    delivery_lag: LatencyHistogram,
     coalesced: Counter,
     requests: Family<RequestLabel, Counter>,
     timed: Arc<Timed>,
@@ -233,7 +228,7 @@ impl PluginMetrics {
     /// Records a call and its duration.
     pub fn call(&self, duration: Duration) {
         self.calls.inc();
-        self.call_duration.observe(duration.as_secs_f64());
+        self.call_duration.observe(duration);
         self.timed.fetch_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
@@ -280,7 +275,7 @@ impl PluginMetrics {
 
     /// Records a delivery: `lag` from the event's arrival in the queue to the call's return.
     pub fn delivered(&self, lag: Duration) {
-        self.delivery_lag.observe(lag.as_secs_f64());
+        self.delivery_lag.observe(lag);
     }
 
     /// Records an event folded into one already queued for its object.
