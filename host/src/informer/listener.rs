@@ -42,6 +42,11 @@ use super::waiting::WaitingMark;
 /// The most keys a listener hands its handler in one [`EventHandler::deliver_batch`].
 pub const MAX_BATCH: usize = 256;
 
+/// Emptied entry vectors a listener keeps for its next batches, so that a lone event's
+/// delivery allocates none; a few, so that one large batch does not leave a listener holding
+/// hundreds.
+const SPARE_ENTRIES: usize = 4;
+
 /// A predicate selecting the objects a listener wants.
 pub type ObjectFilter = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
 
@@ -307,6 +312,8 @@ impl Listener {
         // A batch's entries and what settles each, kept from batch to batch (emptied by each).
         let mut taken: Vec<Taken> = Vec::new();
         let mut entries: Vec<Vec<Notification>> = Vec::new();
+        // Emptied entry vectors kept for the next batches (a few: a lone event needs one).
+        let mut spare: Vec<Vec<Notification>> = Vec::new();
         loop {
             let retry_at = {
                 let mut queue = self.queue.lock();
@@ -317,7 +324,9 @@ impl Listener {
                 while taken.len() < MAX_BATCH {
                     let Some((entry, pending)) = queue.pop() else { break };
                     taken.push(entry);
-                    entries.push(pending.into_notifications());
+                    let mut notifications = spare.pop().unwrap_or_default();
+                    pending.push_into(&mut notifications);
+                    entries.push(notifications);
                 }
                 self.waiting.clear();
                 queue.next_retry()
@@ -366,15 +375,19 @@ impl Listener {
             };
             results.resize_with(entries.len(), Vec::new);
             // In reverse, so that entries put back in front of the queue keep their order.
-            for ((taken, notifications), results) in taken.drain(..).zip(entries.drain(..)).zip(results).rev() {
-                self.settle(taken, notifications, results);
+            for ((taken, mut notifications), results) in taken.drain(..).zip(entries.drain(..)).zip(results).rev() {
+                self.settle(taken, &mut notifications, results);
+                if spare.len() < SPARE_ENTRIES {
+                    notifications.clear();
+                    spare.push(notifications);
+                }
             }
         }
     }
 
     /// Accounts for one delivered (or partly delivered) entry: counters, retry, or requeue,
     /// the queue's part under one lock.
-    fn settle(&self, taken: Taken, mut notifications: Vec<Notification>, results: EntryResults) {
+    fn settle(&self, taken: Taken, notifications: &mut Vec<Notification>, results: EntryResults) {
         let mut retry_from = None;
         let mut requeue = None;
         for (i, result) in results.iter().enumerate() {

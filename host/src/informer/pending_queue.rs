@@ -97,12 +97,19 @@ impl Pending {
 
     /// The calls this entry makes, in order.
     pub fn into_notifications(self) -> Vec<Notification> {
+        let mut out = Vec::with_capacity(2);
+        self.push_into(&mut out);
+        out
+    }
+
+    /// Appends the calls this entry makes to `out`, in order.
+    pub fn push_into(self, out: &mut Vec<Notification>) {
         match self {
-            Self::One(n) => vec![n],
-            Self::DeleteThenAdd { deleted, final_state_unknown, added, initial } => vec![
-                Notification::Delete { obj: deleted, final_state_unknown },
-                Notification::Add { obj: added, initial },
-            ],
+            Self::One(n) => out.push(n),
+            Self::DeleteThenAdd { deleted, final_state_unknown, added, initial } => {
+                out.push(Notification::Delete { obj: deleted, final_state_unknown });
+                out.push(Notification::Add { obj: added, initial });
+            }
         }
     }
 
