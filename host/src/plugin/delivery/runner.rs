@@ -17,7 +17,9 @@
 //! it has run for [`BATCH_BUDGET`] (so one plugin's batch does not keep a guest thread long
 //! while other plugins wait). A single event ([`PluginHandler::deliver`], the
 //! `EventHandler` methods) is a batch of one: there is one delivery path, so what the
-//! failure-policy tests exercise is what production runs.
+//! failure-policy tests exercise is what production runs. The listener's at-once path
+//! ([`EventHandler::deliver_now`]) takes it too, for the lone events that would run on the
+//! delivering thread anyway, when nothing is to be waited for: it only spares them a future.
 //!
 //! Failure policy (the manifest's `failurePolicy`):
 //! - a guest `retry` error → [`HandlerError::Retry`] (the listener retries the key with
@@ -33,7 +35,7 @@
 //!   exhausted) is retried with backoff but never counts towards quarantine.
 //!
 //! All state changes happen in the blocking task, so they are not lost if the caller's
-//! future is dropped mid-call.
+//! future is dropped mid-call. The policy itself is in [`policy`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
