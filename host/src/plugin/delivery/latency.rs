@@ -10,16 +10,26 @@
 //! buckets' total. It encodes exactly as prometheus-client's `Histogram` with the same
 //! buckets does.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::histogram::exponential_buckets;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 
-/// Upper bounds of the finite buckets: 10 µs … ~16 s, ×3 per bucket.
+/// The finite buckets: 10 µs … ~16 s, ×3 per bucket.
 const BUCKETS: usize = 14;
+
+/// Their upper bounds in seconds, as prometheus-client's `exponential_buckets` gives them
+/// (one copy for every histogram).
+static BOUNDS: LazyLock<[f64; BUCKETS]> = LazyLock::new(|| {
+    let mut bounds = [0.0; BUCKETS];
+    for (bound, value) in bounds.iter_mut().zip(exponential_buckets(1e-5, 3.0, BUCKETS as u16)) {
+        *bound = value;
+    }
+    bounds
+});
 
 /// Durations by bucket (the last one above every bound, `+Inf`), and their sum.
 #[derive(Clone, Debug)]
@@ -27,18 +37,13 @@ pub struct LatencyHistogram(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    bounds: [f64; BUCKETS],
     counts: [AtomicU64; BUCKETS + 1],
     sum_nanos: AtomicU64,
 }
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
-        let mut bounds = [0.0; BUCKETS];
-        for (bound, value) in bounds.iter_mut().zip(exponential_buckets(1e-5, 3.0, BUCKETS as u16)) {
-            *bound = value;
-        }
-        Self(Arc::new(Inner { bounds, counts: Default::default(), sum_nanos: AtomicU64::new(0) }))
+        Self(Arc::new(Inner { counts: Default::default(), sum_nanos: AtomicU64::new(0) }))
     }
 }
 
@@ -46,7 +51,7 @@ impl LatencyHistogram {
     /// Records one duration.
     pub fn observe(&self, duration: Duration) {
         let seconds = duration.as_secs_f64();
-        let bucket = self.0.bounds.iter().position(|&bound| seconds <= bound).unwrap_or(BUCKETS);
+        let bucket = BOUNDS.iter().position(|&bound| seconds <= bound).unwrap_or(BUCKETS);
         self.0.counts[bucket].fetch_add(1, Ordering::Relaxed);
         let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
         self.0.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
@@ -66,7 +71,7 @@ impl TypedMetric for LatencyHistogram {
 impl EncodeMetric for LatencyHistogram {
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
         let mut buckets = [(f64::INFINITY, 0); BUCKETS + 1];
-        for ((bucket, bound), count) in buckets.iter_mut().zip(self.0.bounds).zip(&self.0.counts) {
+        for ((bucket, bound), count) in buckets.iter_mut().zip(*BOUNDS).zip(&self.0.counts) {
             *bucket = (bound, count.load(Ordering::Relaxed));
         }
         buckets[BUCKETS].1 = self.0.counts[BUCKETS].load(Ordering::Relaxed);

@@ -29,11 +29,14 @@ pub fn runtime_builder() -> tokio::runtime::Builder {
 /// Runs on each thread of a runtime from [`runtime_builder`] as it starts (tokio has
 /// entered the runtime there by then).
 fn mark_this_thread() {
-    if let Ok(handle) = Handle::try_current()
-        && handle.runtime_flavor() == RuntimeFlavor::MultiThread
-    {
-        MARK.with_borrow_mut(|mark| *mark = Some(handle.metrics()));
-    }
+    MARK.with_borrow_mut(|mark| *mark = multi_threaded_runtime());
+}
+
+/// The metrics of the runtime this thread is in, if that is a multi-threaded one (asking
+/// tokio: two clones of its handle).
+fn multi_threaded_runtime() -> Option<RuntimeMetrics> {
+    let handle = Handle::try_current().ok()?;
+    (handle.runtime_flavor() == RuntimeFlavor::MultiThread).then(|| handle.metrics())
 }
 
 /// Where this thread stands, as a job that may run on it sees it.
@@ -49,15 +52,10 @@ pub(crate) enum Here {
 
 /// Where this thread stands (see the module docs for what that costs).
 pub(crate) fn here() -> Here {
-    let marked = MARK.with_borrow(|mark| mark.as_ref().map(RuntimeMetrics::global_queue_depth));
-    if let Some(global_queue_depth) = marked {
-        return Here::MultiThread { global_queue_depth };
-    }
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            Here::MultiThread { global_queue_depth: handle.metrics().global_queue_depth() }
-        }
-        _ => Here::Elsewhere,
+    let depth = MARK.with_borrow(|mark| mark.as_ref().map(RuntimeMetrics::global_queue_depth));
+    match depth.or_else(|| multi_threaded_runtime().as_ref().map(RuntimeMetrics::global_queue_depth)) {
+        Some(global_queue_depth) => Here::MultiThread { global_queue_depth },
+        None => Here::Elsewhere,
     }
 }
 

@@ -58,6 +58,13 @@ struct Worker {
     tid: i32,
 }
 
+impl Worker {
+    /// It runs a job and still holds its place in the pool.
+    fn runs_a_job(&self) -> bool {
+        !self.retired && self.busy_since.is_some()
+    }
+}
+
 #[derive(Default)]
 struct State {
     jobs: VecDeque<Job>,
@@ -160,9 +167,14 @@ impl Shared {
     /// Keeps `refuse_here` in step with `state` (under its lock, after any change to the
     /// queued jobs, the workers' jobs or shutdown). A worker that handed its last result
     /// over counts as free (`job_done`), even before it is back waiting for the next job.
+    /// The flag is written only when it changes: every lone event reads it, and a pool job
+    /// publishes as it starts, as it hands its result over and as it ends.
     fn publish(&self, state: &State) {
-        let busy = !state.jobs.is_empty() || state.workers.iter().any(|w| !w.retired && w.busy_since.is_some());
-        self.refuse_here.store(state.shutdown || busy, Ordering::Release);
+        let busy = !state.jobs.is_empty() || state.workers.iter().any(Worker::runs_a_job);
+        let refuse = state.shutdown || busy;
+        if self.refuse_here.load(Ordering::Relaxed) != refuse {
+            self.refuse_here.store(refuse, Ordering::Release);
+        }
     }
 }
 
@@ -239,7 +251,7 @@ impl GuestPool {
     /// Jobs running now on the pool's threads (not counting slow calls moved out of it).
     pub fn busy(&self) -> usize {
         let state = self.shared.state.lock();
-        let on_pool_threads = state.workers.iter().filter(|w| !w.retired && w.busy_since.is_some()).count();
+        let on_pool_threads = state.workers.iter().filter(|w| w.runs_a_job()).count();
         on_pool_threads + self.shared.borrowed.load(Ordering::Acquire)
     }
 
