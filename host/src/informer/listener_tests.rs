@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::informer::HandlerResult;
-use crate::informer::test_support::pod;
+use crate::informer::test_support::{pod, with_mock_clock};
 
 /// Records each batch's keys; completes at most `take` entries of a batch.
 struct Batches {
@@ -138,12 +138,13 @@ async fn entries_a_handler_did_not_start_come_back_first_in_their_order() {
 }
 
 /// Delivers everything at once, after a fixed time.
-struct Slow;
+struct Slow(Arc<quanta::Mock>);
 
 #[async_trait]
 impl EventHandler for Slow {
     async fn on_add(&self, _: &Object, _: bool) -> HandlerResult {
         tokio::time::sleep(Duration::from_secs(2)).await;
+        self.0.increment(Duration::from_secs(2));
         Ok(Action::AwaitChange)
     }
     async fn on_update(&self, _: &Object, _: &Object) -> HandlerResult {
@@ -170,20 +171,24 @@ impl DeliveryObserver for Observed {
 /// The delivery lag runs from the arrival of an entry's oldest notification (not the newest
 /// folded into it) to the return of the batch of calls that handled it; a notification
 /// folded into a queued one is counted as coalesced.
-#[tokio::test(start_paused = true)]
-async fn the_delivery_lag_runs_from_the_oldest_arrival_and_folded_notifications_are_counted() {
+#[test]
+fn the_delivery_lag_runs_from_the_oldest_arrival_and_folded_notifications_are_counted() {
+    with_mock_clock(delivery_lag_from_the_oldest_arrival);
+}
+
+async fn delivery_lag_from_the_oldest_arrival(clock: Arc<quanta::Mock>) {
     let observed = Arc::new(Observed::default());
     let options = ListenerOptions { observer: Some(observed.clone()), ..ListenerOptions::default() };
     let listener = Arc::new(Listener::new(1, options, Duration::ZERO, Arc::new(|| true)));
     // Two keys queued before the handler runs; the second gets an update folded in later.
     listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: false });
     listener.add(Notification::Add { obj: pod("ns", "b", 1), initial: false });
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    clock.increment(Duration::from_secs(1));
     listener.add(Notification::Update { old: pod("ns", "b", 1), new: pod("ns", "b", 2) });
     assert_eq!(observed.coalesced.load(Ordering::Relaxed), 1);
     assert_eq!(listener.stats().coalesced.load(Ordering::Relaxed), 1);
     let cancel = CancellationToken::new();
-    let task = tokio::spawn(listener.clone().run(Arc::new(Slow), cancel.clone()));
+    let task = tokio::spawn(listener.clone().run(Arc::new(Slow(clock)), cancel.clone()));
     while observed.lags.lock().len() < 2 {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -1,7 +1,7 @@
 //! The coalescing rules, one test each, and the queue's bookkeeping.
 
 use super::*;
-use crate::informer::test_support::pod;
+use crate::informer::test_support::{pod, with_mock_clock};
 
 fn add(rv: u64) -> Notification {
     Notification::Add { obj: pod("ns", "a", rv), initial: false }
@@ -163,19 +163,26 @@ fn queue_requeue_keeps_counting_initial_adds() {
 /// The delivery lag of an entry put back (retried, or requeued in front) runs from its
 /// earliest arrival, whatever was queued for the key meanwhile; a requeue's redelivery has
 /// no arrival (nothing waited for it).
-#[tokio::test(start_paused = true)]
-async fn queue_an_entry_put_back_keeps_its_earliest_arrival() {
+#[test]
+fn queue_an_entry_put_back_keeps_its_earliest_arrival() {
+    with_mock_clock(|clock| async move { an_entry_put_back_keeps_its_earliest_arrival(&clock).await });
+}
+
+async fn an_entry_put_back_keeps_its_earliest_arrival(clock: &quanta::Mock) {
     let mut q = PendingQueue::default();
-    let first = Instant::now();
+    let first = quanta::Instant::now();
     q.push(add(1));
     let (taken, popped) = q.pop().unwrap();
     assert_eq!(taken.arrived(), Some(first));
+    clock.increment(Duration::from_millis(5));
+    assert_ne!(quanta::Instant::now(), first, "the mock clock moves");
     tokio::time::advance(Duration::from_millis(5)).await;
     q.push(update(1, 2));
     q.requeue(taken, popped.into_notifications());
     let (taken, popped) = q.pop().unwrap();
     assert_eq!(taken.arrived(), Some(first), "requeued with the newer entry folded in");
 
+    clock.increment(Duration::from_millis(5));
     tokio::time::advance(Duration::from_millis(5)).await;
     q.push(update(2, 3));
     assert!(q.retry(taken, popped.into_notifications(), Duration::from_secs(1), Instant::now()));

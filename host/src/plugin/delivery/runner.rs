@@ -39,9 +39,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
+use quanta::Instant;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::Instrument;
 

@@ -25,7 +25,9 @@
 //! measured ([`thread_cpu::sample`]), and a call run on an executor thread gives its place in
 //! the guest pool back once it is past the slow-call threshold ([`pool::on_tick`]).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use quanta::Instant;
 
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::pool::{self, DEFAULT_SLOW_CALL};

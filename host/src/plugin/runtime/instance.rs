@@ -20,8 +20,9 @@
 //! After a call that traps, the instance is poisoned: drop it and start a new one.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use quanta::Instant;
 use wasmtime::component::{Instance, InstancePre, Linker, Resource, TypedFunc};
 use wasmtime::{Store, StoreContextMut};
 
@@ -461,7 +462,7 @@ impl PluginInstance {
     /// Delivers a notification through the matching export, its deadline counted from
     /// `started` (a clock reading the caller took anyway: reading the clock is a sizeable
     /// part of a short call).
-    pub fn deliver_from(&mut self, notification: &Notification, started: Instant) -> CallOutcome {
+    pub(crate) fn deliver_from(&mut self, notification: &Notification, started: Instant) -> CallOutcome {
         let call = match notification {
             Notification::Add { obj, initial } => EventCall::Add(obj, *initial),
             Notification::Update { old, new } => EventCall::Update(old, new),

@@ -28,7 +28,9 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use quanta::Instant;
 
 use super::{GuestPool, GuestPoolError, JOB_STARTED, Shared, WORKER};
 use crate::informer::crash::panic_message;
