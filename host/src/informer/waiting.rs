@@ -20,6 +20,12 @@ pub fn listeners_waiting() -> usize {
     WAITING.load(Ordering::Relaxed)
 }
 
+/// The count behind [`listeners_waiting`], for code that reads a count it was given (tests
+/// give their own).
+pub(crate) fn process_count() -> &'static AtomicUsize {
+    &WAITING
+}
+
 /// One listener's part in a count of waiting listeners ([`listeners_waiting`] by default).
 pub(crate) struct WaitingMark {
     set: AtomicBool,

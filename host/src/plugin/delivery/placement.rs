@@ -1,11 +1,14 @@
-//! [`Placement`]: where a plugin's lone event runs, kept from how its calls went.
+//! [`Placement`]: where a plugin's deliveries run, kept from how its calls went.
 //!
 //! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
 //! each computed for under [`FAST_CALL`], and while no job runs in the pool, a delivery of a
-//! single event (not a batch, which pays the hop once for all its events) runs on the
-//! delivering executor thread ([`GuestPool::try_run_here`]), so a lone event waits for no
-//! thread wake-up — on a virtual machine one costs several times the call. A slow call resets
-//! the streak. What a call computed is its thread's CPU time where measured (from the call's
+//! single event runs on the delivering executor thread ([`GuestPool::try_run_here`]), so a
+//! lone event waits for no thread wake-up — on a virtual machine one costs several times the
+//! call. So does a batch while no other listener waits to deliver ([`listeners_waiting`](crate::informer::listeners_waiting)):
+//! the hop to a guest thread and back is two thread wake-ups the listener waits for, which
+//! nothing shares while its listener is the only one with work. While others wait, a batch
+//! goes to the guest threads, which take batch after batch without sleeping, and the
+//! executor thread goes on with the other listeners. A slow call resets the streak. What a call computed is its thread's CPU time where measured (from the call's
 //! first epoch tick on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU
 //! preempted meanwhile is not the plugin's doing), its time on the clock otherwise. A call
 //! that computed past the pool's slow-call threshold on a delivering thread sends the plugin
@@ -14,7 +17,7 @@
 //! paused between ticks, for at most its deadline.
 //!
 //! **What that thread's other tasks do meanwhile** ([`HandOver`]). While other listeners wait
-//! to deliver ([`listeners_waiting`]), they move to another thread first (one wake-up, so
+//! to deliver ([`listeners_waiting`](crate::informer::listeners_waiting)), they move to another thread first (one wake-up, so
 //! they do not queue behind the call). With nothing waiting, the call runs at once and hands
 //! them over only if it runs past [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER); the plugin's next
 //! [`HAND_OVER_FIRST_CALLS`] calls then hand them over first, twice as many after each later
@@ -22,10 +25,10 @@
 //!
 //! [`GuestPool::try_run_here`]: crate::plugin::runtime::pool::GuestPool::try_run_here
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::informer::listeners_waiting;
+use crate::informer::waiting::process_count;
 use crate::plugin::runtime::pool::HandOver;
 
 /// A call that computed for less than this (thread CPU time) counts towards [`FAST_STREAK`].
@@ -55,8 +58,8 @@ pub(super) struct Took {
     pub(super) stalled_executor: bool,
 }
 
-/// One plugin's record of its calls, which decides where its next lone event runs.
-#[derive(Debug, Default)]
+/// One plugin's record of its calls, which decides where its next deliveries run.
+#[derive(Debug)]
 pub(super) struct Placement {
     /// Calls in a row that computed for less than [`FAST_CALL`], counted up to
     /// [`FAST_STREAK`] (a little past it when calls end at once).
@@ -69,18 +72,41 @@ pub(super) struct Placement {
     stalls: AtomicU32,
     /// How many of this plugin's next calls hand the delivering thread's tasks over first.
     pub(super) hand_over_first: AtomicU32,
+    /// Listeners waiting to deliver: the process's ([`listeners_waiting`](crate::informer::listeners_waiting)), or a test's.
+    waiting: &'static AtomicUsize,
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Self {
+            fast_streak: AtomicU32::new(0),
+            stays_on_pool: AtomicBool::new(false),
+            stalls: AtomicU32::new(0),
+            hand_over_first: AtomicU32::new(0),
+            waiting: process_count(),
+        }
+    }
 }
 
 impl Placement {
-    /// Whether the plugin's next call may run on the delivering thread.
-    pub(super) fn may_run_here(&self) -> bool {
-        !self.stays_on_pool.load(Ordering::Relaxed) && self.fast_streak.load(Ordering::Relaxed) >= FAST_STREAK
+    /// A record that reads the listeners waiting in `waiting` rather than the process's.
+    #[cfg(test)]
+    pub(super) fn counting_waiting_in(waiting: &'static AtomicUsize) -> Self {
+        Self { waiting, ..Self::default() }
+    }
+
+    /// Whether the plugin's next delivery — a `lone` event, or a batch — may run on the
+    /// delivering thread (see the module docs).
+    pub(super) fn may_run_here(&self, lone: bool) -> bool {
+        !self.stays_on_pool.load(Ordering::Relaxed)
+            && self.fast_streak.load(Ordering::Relaxed) >= FAST_STREAK
+            && (lone || self.waiting.load(Ordering::Relaxed) == 0)
     }
 
     /// What a call run on the delivering thread does with that thread's other tasks (see the
     /// module docs).
     pub(super) fn hand_over(&self) -> HandOver {
-        if self.takes_a_call_after_a_stall() || listeners_waiting() > 0 {
+        if self.takes_a_call_after_a_stall() || self.waiting.load(Ordering::Relaxed) > 0 {
             HandOver::First
         } else {
             HandOver::IfItStalls

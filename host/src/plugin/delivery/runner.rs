@@ -7,8 +7,9 @@
 //! waits without holding a guest thread.
 //!
 //! **A fast plugin's lone event runs where it is**: on the delivering executor thread,
-//! without a hop, once its calls have stayed fast ([`placement`](super::placement) says
-//! when, and what that thread's other tasks do meanwhile).
+//! without a hop, once its calls have stayed fast; so does its batch while no other listener
+//! waits to deliver ([`placement`](super::placement) says when, and what that thread's other
+//! tasks do meanwhile).
 //!
 //! The hop to a guest thread and back costs several times a small guest call, so a
 //! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop
@@ -287,7 +288,7 @@ impl PluginHandler {
     /// calls such that its lone event runs here ([`run_here`](Self::run_here)). `None`
     /// otherwise: the batch goes through [`deliver_many`](Self::deliver_many).
     fn deliver_at_once(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
-        if !self.runs_here(batch) || !self.gate_open() {
+        if !Self::is_lone(batch) || !self.runs_here(batch) || !self.gate_open() {
             return None;
         }
         let mut slot = self.slot.try_lock().ok()?;
@@ -322,10 +323,11 @@ impl PluginHandler {
         }
     }
 
-    /// Runs a lone event on this thread, if the plugin's calls stayed fast and the pool lets
-    /// it (see the module docs); `None` when the batch goes to a guest thread instead (a
-    /// batch amortizes that hop). Here it is in this task's span and tracing subscriber
-    /// already, and borrows the batch rather than copying it.
+    /// Runs a lone event, or a batch while no other listener waits, on this thread, if the
+    /// plugin's calls stayed fast and the pool lets it (see the module docs); `None` when the
+    /// batch goes to a guest thread instead (busy listeners share that hop). Here it is in
+    /// this task's span and tracing subscriber already, and borrows the batch rather than
+    /// copying it.
     fn run_here(
         &self,
         span: &tracing::Span,
@@ -348,10 +350,15 @@ impl PluginHandler {
         Some(self.finish(done, true))
     }
 
-    /// Whether `batch` is a lone event of a plugin whose lone events may run on the
-    /// delivering thread ([`Placement::may_run_here`]).
+    /// Whether `batch` may run on the delivering thread ([`Placement::may_run_here`]: a
+    /// fast plugin's lone event, or its batch while no other listener waits).
     fn runs_here(&self, batch: &[Vec<Notification>]) -> bool {
-        matches!(batch, [entry] if entry.len() == 1) && self.shared.placement.may_run_here()
+        !batch.is_empty() && self.shared.placement.may_run_here(Self::is_lone(batch))
+    }
+
+    /// Whether `batch` is a lone event.
+    fn is_lone(batch: &[Vec<Notification>]) -> bool {
+        matches!(batch, [entry] if entry.len() == 1)
     }
 
     /// The plugin's instance slot, once free: unless the plugin is quarantined (checked

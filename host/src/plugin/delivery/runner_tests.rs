@@ -1,6 +1,7 @@
 //! Tests of the failure policy and of where guest code runs. Real time, short deadlines:
 //! the assertions on time are lower bounds only.
 
+use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
 use super::policy::restart_delay;
@@ -301,12 +302,36 @@ async fn a_fast_plugins_calls_move_to_the_delivering_thread_after_a_streak() {
         assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
     }
     assert_eq!(pool.borrowed_runs(), 0, "the first calls go to the guest threads");
-    let results = h.deliver_many(&updates(&["b", "c"])).await;
-    assert!(results.iter().flatten().all(Result::is_ok));
-    assert_eq!(pool.borrowed_runs(), 0, "a batch pays the hop once for all its events");
     assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
     assert_eq!(pool.borrowed_runs(), 1, "after a streak of fast calls, the call ran here");
     assert_eq!(pool.busy(), 0);
+}
+
+/// A fast plugin's batch runs on the delivering thread while no other listener waits to
+/// deliver (nothing shares the hop's two wake-ups), and on the guest threads while others
+/// wait (they share them, and the executor thread goes on with those listeners).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_plugins_batch_runs_here_only_while_no_other_listener_waits() {
+    static WAITING: AtomicUsize = AtomicUsize::new(0);
+    let pool = GuestPool::new(2);
+    let mut h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone());
+    Arc::get_mut(&mut h.shared).expect("not shared yet").placement = Placement::counting_waiting_in(&WAITING);
+    let batch = updates(&["b", "c"]);
+    let all_ok = |results: Vec<EntryResults>| results.iter().flatten().all(Result::is_ok);
+    assert!(all_ok(h.deliver_many(&batch).await));
+    assert_eq!(pool.borrowed_runs(), 0, "no streak of fast calls yet: the guest threads");
+    for _ in 0..FAST_STREAK {
+        assert!(all_ok(h.deliver_many(&batch).await));
+    }
+    let borrowed = pool.borrowed_runs();
+    assert!(borrowed >= 1, "fast batches with nobody waiting ran here");
+    WAITING.store(1, Ordering::Relaxed);
+    assert!(all_ok(h.deliver_many(&batch).await));
+    assert_eq!(pool.borrowed_runs(), borrowed, "another listener waits: the guest threads");
+    assert!(h.shared.placement.may_run_here(true), "a lone event still runs here");
+    WAITING.store(0, Ordering::Relaxed);
+    assert!(all_ok(h.deliver_many(&batch).await));
+    assert_eq!(pool.borrowed_runs(), borrowed + 1, "nobody waits again: here");
 }
 
 /// The listener's at-once path (`EventHandler::deliver_now`) delivers a fast plugin's lone
@@ -404,21 +429,21 @@ async fn a_preempted_short_call_keeps_the_fast_streak() {
     let preempted =
         Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)), stalled_executor: false };
     for _ in 0..FAST_STREAK {
-        assert!(!h.shared.placement.may_run_here());
+        assert!(!h.shared.placement.may_run_here(true));
         h.count_call(preempted, false);
     }
-    assert!(h.shared.placement.may_run_here(), "short calls in CPU time, however long on the clock");
+    assert!(h.shared.placement.may_run_here(true), "short calls in CPU time, however long on the clock");
     h.count_call(
         Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_millis(2)), stalled_executor: false },
         false,
     );
-    assert!(!h.shared.placement.may_run_here(), "a call that computed for 2 ms resets the streak");
+    assert!(!h.shared.placement.may_run_here(true), "a call that computed for 2 ms resets the streak");
     for _ in 0..FAST_STREAK {
         h.count_call(Took { wall: Duration::from_micros(100), cpu: None, stalled_executor: false }, false);
     }
-    assert!(h.shared.placement.may_run_here(), "calls that saw no epoch tick: the clock decides");
+    assert!(h.shared.placement.may_run_here(true), "calls that saw no epoch tick: the clock decides");
     h.count_call(Took { wall: Duration::from_millis(2), cpu: None, stalled_executor: false }, false);
-    assert!(!h.shared.placement.may_run_here(), "2 ms on the clock, no CPU measured: slow");
+    assert!(!h.shared.placement.may_run_here(true), "2 ms on the clock, no CPU measured: slow");
 }
 
 /// A call that held its delivering thread's other tasks up (it ran past the hand-over
