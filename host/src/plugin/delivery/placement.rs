@@ -4,26 +4,28 @@
 //! each computed for under [`FAST_CALL`], and while no job runs in the pool, a delivery of a
 //! single event runs on the delivering executor thread ([`GuestPool::try_run_here`]), so a
 //! lone event waits for no thread wake-up — on a virtual machine one costs several times the
-//! call. So does a batch while no other listener waits to deliver ([`listeners_waiting`](crate::informer::listeners_waiting)):
+//! call. So does a batch while no other listener waits to deliver ([`listeners_waiting`]):
 //! the hop to a guest thread and back is two thread wake-ups the listener waits for, which
 //! nothing shares while its listener is the only one with work. While others wait, a batch
 //! goes to the guest threads, which take batch after batch without sleeping, and the
-//! executor thread goes on with the other listeners. A slow call resets the streak. What a call computed is its thread's CPU time where measured (from the call's
-//! first epoch tick on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU
-//! preempted meanwhile is not the plugin's doing), its time on the clock otherwise. A call
+//! executor thread goes on with the other listeners. A slow call resets the streak. What a
+//! call computed is its thread's CPU time where measured (from the call's first epoch tick
+//! on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU preempted meanwhile
+//! is not the plugin's doing), its time on the clock otherwise. A call
 //! that computed past the pool's slow-call threshold on a delivering thread sends the plugin
 //! back to the guest threads for good, where a stalled call is moved to the lowest priority —
 //! a delivering thread keeps its priority, so such a call competes at normal priority once,
 //! paused between ticks, for at most its deadline.
 //!
 //! **What that thread's other tasks do meanwhile** ([`HandOver`]). While other listeners wait
-//! to deliver ([`listeners_waiting`](crate::informer::listeners_waiting)), they move to another thread first (one wake-up, so
+//! to deliver ([`listeners_waiting`]), they move to another thread first (one wake-up, so
 //! they do not queue behind the call). With nothing waiting, the call runs at once and hands
 //! them over only if it runs past [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER); the plugin's next
 //! [`HAND_OVER_FIRST_CALLS`] calls then hand them over first, twice as many after each later
 //! such call.
 //!
 //! [`GuestPool::try_run_here`]: crate::plugin::runtime::pool::GuestPool::try_run_here
+//! [`listeners_waiting`]: crate::informer::listeners_waiting
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -72,7 +74,8 @@ pub(super) struct Placement {
     stalls: AtomicU32,
     /// How many of this plugin's next calls hand the delivering thread's tasks over first.
     pub(super) hand_over_first: AtomicU32,
-    /// Listeners waiting to deliver: the process's ([`listeners_waiting`](crate::informer::listeners_waiting)), or a test's.
+    /// Listeners waiting to deliver: the process's
+    /// ([`listeners_waiting`](crate::informer::listeners_waiting)), or a test's.
     waiting: &'static AtomicUsize,
 }
 
