@@ -382,6 +382,10 @@ impl Listener {
                     spare.push(notifications);
                 }
             }
+            // A handler that delivers without suspending (at once, or on this thread) never
+            // yields while the queue refills: tokio's cooperative budget makes the task
+            // yield to its thread's other tasks every so many batches.
+            tokio::task::coop::consume_budget().await;
         }
     }
 

@@ -289,6 +289,54 @@ impl EventHandler for AtOnce {
     }
 }
 
+/// Delivers every batch at once and queues one more event from each, up to `limit`: a
+/// listener that never has to wait.
+struct Endless {
+    listener: std::sync::OnceLock<Arc<Listener>>,
+    delivered: AtomicU64,
+    limit: u64,
+}
+
+#[async_trait]
+impl EventHandler for Endless {
+    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
+        self.deliver_now(batch).expect("delivered at once")
+    }
+
+    fn deliver_now(&self, batch: &[Vec<Notification>]) -> Option<Vec<EntryResults>> {
+        let delivered = self.delivered.fetch_add(1, Ordering::Relaxed) + 1;
+        if delivered < self.limit {
+            let name = if delivered.is_multiple_of(2) { "a" } else { "b" };
+            let listener = self.listener.get().expect("set before the run");
+            listener.add(Notification::Add { obj: pod("ns", name, delivered), initial: false });
+        }
+        Some(batch.iter().map(|e| vec![crate::informer::DONE; e.len()]).collect())
+    }
+}
+
+/// A listener whose handler never suspends still yields to its thread's other tasks while
+/// its queue keeps refilling (tokio's cooperative budget), rather than holding the thread
+/// until the queue runs dry.
+#[tokio::test]
+async fn a_listener_that_never_waits_still_lets_its_threads_other_tasks_run() {
+    let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
+    let handler =
+        Arc::new(Endless { listener: std::sync::OnceLock::new(), delivered: AtomicU64::new(0), limit: 2_000 });
+    assert!(handler.listener.set(listener.clone()).is_ok());
+    listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: false });
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
+    let counter = handler.clone();
+    let seen = tokio::spawn(async move { counter.delivered.load(Ordering::Relaxed) }).await.unwrap();
+    assert!(seen > 0, "the listener ran first");
+    assert!(seen < handler.limit, "the other task ran after {seen} of {} deliveries", handler.limit);
+    while handler.delivered.load(Ordering::Relaxed) < handler.limit {
+        tokio::task::yield_now().await;
+    }
+    cancel.cancel();
+    task.await.unwrap();
+}
+
 /// The listener offers each batch to the handler's at-once path first and awaits
 /// `deliver_batch` only when it declines; a panic there is a panicked delivery (retried
 /// with backoff), as one in `deliver_batch` is.

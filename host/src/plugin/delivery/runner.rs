@@ -16,7 +16,7 @@
 //! is paid once per batch, not once per event. A batch stops early — the rest goes back to
 //! the front of the listener's queue — after a trap (so the restart backoff applies) or once
 //! it has run for [`BATCH_BUDGET`] (so one plugin's batch does not keep a guest thread long
-//! while other plugins wait). A single event ([`PluginHandler::deliver`], the
+//! while other plugins wait; on the delivering thread, half of [`HAND_OVER_AFTER`]). A single event ([`PluginHandler::deliver`], the
 //! `EventHandler` methods) is a batch of one: there is one delivery path, so what the
 //! failure-policy tests exercise is what production runs. The listener's at-once path
 //! ([`EventHandler::deliver_now`]) takes it too, for the lone events that would run on the
@@ -59,6 +59,7 @@ use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
 use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 pub use crate::plugin::runtime::pool::GuestPool;
+use crate::plugin::runtime::pool::here::HAND_OVER_AFTER;
 use crate::plugin::runtime::pool::{self, GuestPoolError};
 use crate::plugin::runtime::thread_cpu;
 use policy::apply_policy;
@@ -66,6 +67,11 @@ use policy::apply_policy;
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
 /// listener's queue (a call already started always completes, within its deadline).
 pub const BATCH_BUDGET: Duration = Duration::from_millis(1);
+
+/// The budget of a batch run on its delivering thread: half of what holds that thread's other
+/// tasks up too long ([`HAND_OVER_AFTER`]), so that a batch of fast calls never does (the
+/// rest goes back to the listener, which delivers it next).
+const BATCH_BUDGET_HERE: Duration = Duration::from_nanos(HAND_OVER_AFTER.as_nanos() as u64 / 2);
 
 /// The instance slot, guarded by the plugin's async mutex.
 #[derive(Default)]
@@ -274,7 +280,7 @@ impl PluginHandler {
                             rest = after;
                             entry
                         });
-                        run_batch(shared, slot, entries, started)
+                        run_batch(shared, slot, entries, started, shared.batch_budget)
                     };
                     self.on_guest_thread(span, slot, job).await
                 }
@@ -339,7 +345,8 @@ impl PluginHandler {
         }
         let job = || {
             let _entered = span.enter();
-            timed(|started| run_batch(&self.shared, slot, batch.iter().map(Vec::as_slice), started))
+            let budget = self.shared.batch_budget.min(BATCH_BUDGET_HERE);
+            timed(|started| run_batch(&self.shared, slot, batch.iter().map(Vec::as_slice), started, budget))
         };
         // Decided only if the job runs here: a countdown of hand-overs is not spent otherwise.
         let done = self.pool.try_run_here(|| self.shared.placement.hand_over(), job).ok()?;
@@ -517,13 +524,14 @@ fn run_batch<'a>(
     slot: &mut Slot,
     batch: impl ExactSizeIterator<Item = &'a [Notification]>,
     started: Instant,
+    budget: Duration,
 ) -> (Vec<EntryResults>, Instant) {
     // One guard for the batch: its calls' own guards nest in it (see `GuestRunning`).
     let _running = shared.sandbox.engine().guest_running();
     let mut now = started;
     let mut out = Vec::with_capacity(batch.len());
     for entry in batch {
-        if !out.is_empty() && now.saturating_duration_since(started) >= shared.batch_budget {
+        if !out.is_empty() && now.saturating_duration_since(started) >= budget {
             break;
         }
         let mut results = Vec::with_capacity(entry.len());

@@ -334,6 +334,33 @@ async fn a_fast_plugins_batch_runs_here_only_while_no_other_listener_waits() {
     assert_eq!(pool.borrowed_runs(), borrowed + 1, "nobody waits again: here");
 }
 
+/// A batch run on its delivering thread stops once it has run for half of
+/// [`HAND_OVER_AFTER`], whatever the handler's own batch budget, so that a batch of fast calls
+/// never holds that thread's other tasks up long enough to hand them over; the same batch on
+/// the guest threads runs to the handler's budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_on_its_delivering_thread_keeps_within_half_the_hand_over_time() {
+    static WAITING: AtomicUsize = AtomicUsize::new(0);
+    let pool = GuestPool::new(2);
+    let mut h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone())
+        .with_batch_budget(Duration::from_secs(3600));
+    Arc::get_mut(&mut h.shared).expect("not shared yet").placement = Placement::counting_waiting_in(&WAITING);
+    for _ in 0..FAST_STREAK {
+        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
+    }
+    // A thousand calls take longer than half a millisecond on any machine.
+    let keys: Vec<String> = (0..1_000).map(|i| format!("p{i}")).collect();
+    let batch = updates(&keys.iter().map(String::as_str).collect::<Vec<_>>());
+    let here = h.deliver_many(&batch).await;
+    assert_eq!(pool.borrowed_runs(), 1, "the batch ran on this thread");
+    assert!(!here.is_empty() && here.len() < batch.len(), "{} of {} entries", here.len(), batch.len());
+    assert_eq!(pool.stalled_hand_overs(), 0, "it never held the thread's tasks past the hand-over time");
+    WAITING.store(1, Ordering::Relaxed);
+    let there = h.deliver_many(&batch).await;
+    assert_eq!(pool.borrowed_runs(), 1, "another listener waits: the guest threads");
+    assert_eq!(there.len(), batch.len(), "the handler's own budget");
+}
+
 /// The listener's at-once path (`EventHandler::deliver_now`) delivers a fast plugin's lone
 /// event on the calling thread and declines whatever would have to wait or hop: the calls
 /// before the streak, a batch, a slot in use, a closed start gate, a quarantined plugin.
