@@ -16,11 +16,12 @@
 //! is paid once per batch, not once per event. A batch stops early — the rest goes back to
 //! the front of the listener's queue — after a trap (so the restart backoff applies) or once
 //! it has run for [`BATCH_BUDGET`] (so one plugin's batch does not keep a guest thread long
-//! while other plugins wait; on the delivering thread, half of [`HAND_OVER_AFTER`]). A single event ([`PluginHandler::deliver`], the
-//! `EventHandler` methods) is a batch of one: there is one delivery path, so what the
-//! failure-policy tests exercise is what production runs. The listener's at-once path
-//! ([`EventHandler::deliver_now`]) takes it too, for the lone events that would run on the
-//! delivering thread anyway, when nothing is to be waited for: it only spares them a future.
+//! while other plugins wait; on the delivering thread, half of [`HAND_OVER_AFTER`]). A
+//! single event ([`PluginHandler::deliver`], the `EventHandler` methods) is a batch of one:
+//! there is one delivery path, so what the failure-policy tests exercise is what production
+//! runs. The listener's at-once path ([`EventHandler::deliver_now`]) takes it too, for the
+//! lone events that would run on the delivering thread anyway, when nothing is to be waited
+//! for: it only spares them a future.
 //!
 //! Failure policy (the manifest's `failurePolicy`):
 //! - a guest `retry` error → [`HandlerError::Retry`] (the listener retries the key with
@@ -514,9 +515,9 @@ fn call_guest(
     (outcome, ended)
 }
 
-/// Runs in the blocking pool: delivers a batch from `started`, entry by entry, each entry's
-/// notifications in order; stops an entry at its first `Retry`, and the whole batch after a
-/// failure (trap, refused `init`) or once the handler's batch budget is spent. Entries not
+/// Runs on a guest thread or the delivering one: delivers a batch from `started`, entry by
+/// entry, each entry's notifications in order; stops an entry at its first `Retry`, and the
+/// whole batch after a failure (trap, refused `init`) or once `budget` is spent. Entries not
 /// started get no results (the listener puts them back in front). Returns the results and
 /// the last clock reading.
 fn run_batch<'a>(
