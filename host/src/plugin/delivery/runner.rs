@@ -267,7 +267,7 @@ impl PluginHandler {
         let span = tracing::debug_span!("plugin_batch", plugin = %self.shared.name, keys = batch.len());
         let done = match self.take_slot().await {
             Err(skipped) => Err(skipped),
-            Ok(mut slot) => match self.run_here(&span, &mut slot, batch) {
+            Ok(mut slot) => match self.runs_here(batch).then(|| self.run_here(&span, &mut slot, batch)).flatten() {
                 Some(done) => done,
                 None => {
                     // The guest thread needs its own copy: one vector of notifications and
@@ -330,20 +330,16 @@ impl PluginHandler {
         }
     }
 
-    /// Runs a lone event, or a batch while no other listener waits, on this thread, if the
-    /// plugin's calls stayed fast and the pool lets it (see the module docs); `None` when the
-    /// batch goes to a guest thread instead (busy listeners share that hop). Here it is in
-    /// this task's span and tracing subscriber already, and borrows the batch rather than
-    /// copying it.
+    /// Runs a batch that may run on this thread ([`runs_here`](Self::runs_here), which the
+    /// callers ask first) here, if the pool lets it (see the module docs); `None` when it goes
+    /// to a guest thread instead. Here it is in this task's span and tracing subscriber
+    /// already, and borrows the batch rather than copying it.
     fn run_here(
         &self,
         span: &tracing::Span,
         slot: &mut Slot,
         batch: &[Vec<Notification>],
     ) -> Option<Result<Vec<EntryResults>, Skipped>> {
-        if !self.runs_here(batch) {
-            return None;
-        }
         let job = || {
             let _entered = span.enter();
             let budget = self.shared.batch_budget.min(BATCH_BUDGET_HERE);

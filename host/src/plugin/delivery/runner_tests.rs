@@ -28,6 +28,21 @@ fn handler_on(engine: &PluginEngine, guest: Guest, policy: FailurePolicy, pool: 
     PluginHandler::new(sandbox, policy, backoff, PluginMetrics::detached("test-guest"), pool)
 }
 
+/// `h`, reading the listeners waiting in `waiting` rather than the process's count.
+fn counting_waiting_in(mut h: PluginHandler, waiting: &'static AtomicUsize) -> PluginHandler {
+    Arc::get_mut(&mut h.shared).expect("not shared yet").placement = Placement::counting_waiting_in(waiting);
+    h
+}
+
+/// Gives `h` the streak of fast calls after which its deliveries may run on the delivering
+/// thread (how calls earn it is another test's business: calls timed on a loaded machine
+/// would make a test's premise flaky).
+fn earn_the_streak(h: &PluginHandler) {
+    for _ in 0..FAST_STREAK {
+        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
+    }
+}
+
 fn handler(guest: Guest, policy: FailurePolicy) -> PluginHandler {
     handler_on(&engine(), guest, policy, GuestPool::new(2))
 }
@@ -314,8 +329,8 @@ async fn a_fast_plugins_calls_move_to_the_delivering_thread_after_a_streak() {
 async fn a_fast_plugins_batch_runs_here_only_while_no_other_listener_waits() {
     static WAITING: AtomicUsize = AtomicUsize::new(0);
     let pool = GuestPool::new(2);
-    let mut h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone());
-    Arc::get_mut(&mut h.shared).expect("not shared yet").placement = Placement::counting_waiting_in(&WAITING);
+    let h =
+        counting_waiting_in(handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone()), &WAITING);
     let batch = updates(&["b", "c"]);
     let all_ok = |results: Vec<EntryResults>| results.iter().flatten().all(Result::is_ok);
     assert!(all_ok(h.deliver_many(&batch).await));
@@ -342,12 +357,10 @@ async fn a_fast_plugins_batch_runs_here_only_while_no_other_listener_waits() {
 async fn a_batch_on_its_delivering_thread_keeps_within_half_the_hand_over_time() {
     static WAITING: AtomicUsize = AtomicUsize::new(0);
     let pool = GuestPool::new(2);
-    let mut h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone())
+    let handler = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone())
         .with_batch_budget(Duration::from_secs(3600));
-    Arc::get_mut(&mut h.shared).expect("not shared yet").placement = Placement::counting_waiting_in(&WAITING);
-    for _ in 0..FAST_STREAK {
-        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
-    }
+    let h = counting_waiting_in(handler, &WAITING);
+    earn_the_streak(&h);
     // A thousand calls take longer than half a millisecond on any machine.
     let keys: Vec<String> = (0..1_000).map(|i| format!("p{i}")).collect();
     let batch = updates(&keys.iter().map(String::as_str).collect::<Vec<_>>());
@@ -373,10 +386,7 @@ async fn a_fast_plugins_lone_event_is_delivered_at_once_and_anything_else_is_dec
         .with_start_gate(Arc::new(move || gate.load(Ordering::Acquire)));
     let lone = updates(&["a"]);
     assert!(h.deliver_now(&lone).is_none(), "no streak of fast calls yet: the guest threads");
-    // The streak (how calls earn it is another test's business).
-    for _ in 0..FAST_STREAK {
-        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
-    }
+    earn_the_streak(&h);
     assert!(h.deliver_now(&lone).is_none(), "a cache the plugin reads is still filling");
     open.store(true, Ordering::Release);
     assert!(h.deliver_now(&updates(&["b", "c"])).is_none(), "a batch pays the hop once for all its events");
@@ -402,11 +412,7 @@ async fn a_plugin_whose_call_ran_long_on_the_delivering_thread_keeps_to_the_gues
     // on-update returns at once; on-add loops until the 50 ms deadline.
     let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool.clone());
     h.warm_up().await;
-    // The streak of fast calls (how it is earned is the test above's business; calls timed on
-    // a loaded machine would make this one's premise flaky).
-    for _ in 0..FAST_STREAK {
-        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
-    }
+    earn_the_streak(&h);
     assert_eq!(h.on_add(&pod("b"), false).await, crate::informer::DONE, "skipped after the deadline");
     assert_eq!(pool.borrowed_runs(), 1, "the looping call ran on the delivering thread");
     assert_eq!(pool.slow_calls(), 1, "past the threshold, it gave its place in the pool back");
