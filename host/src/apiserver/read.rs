@@ -39,7 +39,12 @@ fn source_failure(e: SourceError) -> Response {
 }
 
 /// An object's JSON without `apiVersion` and `kind` (as built-in kinds' list items are).
-fn untyped(json: &str) -> String {
+fn untyped(obj: &Object) -> String {
+    obj.json_without_type().unwrap_or_else(|| reencoded_without_type(obj.json()))
+}
+
+/// [`untyped`] for an object whose members could not be cut out as they lie.
+fn reencoded_without_type(json: &str) -> String {
     match serde_json::from_str::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(json) {
         Ok(mut fields) => {
             fields.remove("apiVersion");
@@ -78,7 +83,7 @@ pub fn list(collection: &Collection, api_version: &str, kind: &str, selection: &
             body.push(',');
         }
         if collection.built_in {
-            body.push_str(&untyped(obj.json()));
+            body.push_str(&untyped(obj));
         } else {
             body.push_str(obj.json());
         }
@@ -88,7 +93,8 @@ pub fn list(collection: &Collection, api_version: &str, kind: &str, selection: &
 }
 
 fn object_frame(kind: &str, obj: &Object) -> String {
-    format!("{{\"type\":\"{kind}\",\"object\":{}}}\n", obj.json())
+    // One allocation of the frame's size (`format!` grows its buffer through the object).
+    ["{\"type\":\"", kind, "\",\"object\":", obj.json(), "}\n"].concat()
 }
 
 /// A WATCH of `collection`.

@@ -44,6 +44,20 @@ impl Span {
         let len = u32::try_from(cut.len()).unwrap_or(0);
         Self { start: self.start - len, end: self.end - len }
     }
+
+    /// This span after `len` bytes were inserted at `at` of the JSON text (an absent field's
+    /// empty span at 0 stays: no inserted text goes before the object's `{`).
+    fn after_insert(self, at: usize, len: u32) -> Self {
+        if !self.in_json() || (self.start as usize) < at {
+            return self;
+        }
+        Self { start: self.start + len, end: self.end + len }
+    }
+
+    /// The span of `range` of the JSON text.
+    fn of_json(range: Range<usize>) -> Self {
+        Self { start: range.start as u32, end: range.end as u32 }
+    }
 }
 
 /// The texts an object's spans point into.
@@ -153,16 +167,46 @@ impl PackedMeta {
 
     /// The same metadata after `cut` was removed from the JSON text.
     pub fn after_cut(&mut self, cut: &Range<usize>) {
+        self.move_spans(|span| span.after_cut(cut));
+    }
+
+    /// Whether the JSON lacks the top-level `apiVersion` and `kind` members (an empty value
+    /// is present).
+    pub fn lacks_type(&self) -> (bool, bool) {
+        (self.api_version == Span::default(), self.kind == Span::default())
+    }
+
+    /// The same metadata after `len` bytes were inserted at `at` of the JSON text (after the
+    /// object's `{`), among them the values of `apiVersion` and `kind` at the given ranges of
+    /// the new text, for each one inserted.
+    pub fn after_insert(
+        &mut self,
+        at: usize,
+        len: usize,
+        api_version: Option<Range<usize>>,
+        kind: Option<Range<usize>>,
+    ) {
+        let len = u32::try_from(len).unwrap_or(0);
+        self.move_spans(|span| span.after_insert(at, len));
+        if let Some(range) = api_version {
+            self.api_version = Span::of_json(range);
+        }
+        if let Some(range) = kind {
+            self.kind = Span::of_json(range);
+        }
+    }
+
+    fn move_spans(&mut self, moved: impl Fn(Span) -> Span) {
         let fixed = [&mut self.api_version, &mut self.kind, &mut self.name, &mut self.uid, &mut self.resource_version];
         for span in fixed.into_iter().chain(&mut self.namespace).chain(&mut self.deletion_timestamp) {
-            *span = span.after_cut(cut);
+            *span = moved(*span);
         }
         for span in self.pairs.iter_mut() {
-            *span = span.after_cut(cut);
+            *span = moved(*span);
         }
         for owner in self.owners.iter_mut() {
             for span in [&mut owner.api_version, &mut owner.kind, &mut owner.name, &mut owner.uid] {
-                *span = span.after_cut(cut);
+                *span = moved(*span);
             }
         }
     }

@@ -175,6 +175,96 @@ impl Object {
         self
     }
 
+    /// This object with the top-level `apiVersion` and `kind` members it lacks put first in
+    /// its JSON (built-in kinds' list items come without them): a text insertion that the
+    /// parsed metadata follows, nothing parsed again. A member present with an empty value is
+    /// left as sent (a second one would be a duplicate).
+    pub(crate) fn with_type(self, api_version: &str, kind: &str) -> Self {
+        let (lacks_version, lacks_kind) = self.0.meta.lacks_type();
+        if !lacks_version && !lacks_kind {
+            return self;
+        }
+        let json = &self.0.json;
+        // Decoded as an object: its first character other than white space is the `{`.
+        let Some(at) = json.find('{').map(|open| open + 1) else {
+            return self;
+        };
+        let needs_escapes = |value: &str| value.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        if needs_escapes(api_version) || needs_escapes(kind) {
+            // Never for a kind the API server serves; its decoded text would not lie in the JSON.
+            return self.with_type_reparsed(api_version, kind);
+        }
+        let mut text = String::with_capacity(json.len() + api_version.len() + kind.len() + 24);
+        text.push_str(&json[..at]);
+        let mut member = |present: bool, name: &str, value: &str| {
+            (!present).then(|| {
+                text.push_str(name);
+                let start = text.len();
+                text.push_str(value);
+                let end = text.len();
+                text.push_str("\",");
+                start..end
+            })
+        };
+        let version_at = member(!lacks_version, "\"apiVersion\":\"", api_version);
+        let kind_at = member(!lacks_kind, "\"kind\":\"", kind);
+        let inserted = text.len() - at;
+        text.push_str(&json[at..]);
+        if text.len() > super::meta::MAX_JSON {
+            return self;
+        }
+        let mut meta = self.0.meta.clone();
+        meta.after_insert(at, inserted, version_at, kind_at);
+        let managed_fields = self.0.managed_fields.clone().map(|r| r.start + inserted..r.end + inserted);
+        Self(Arc::new(Inner { json: text.into_boxed_str(), meta, key: self.0.key.clone(), managed_fields }))
+    }
+
+    /// [`with_type`](Self::with_type) by splicing encoded members in and decoding again.
+    fn with_type_reparsed(self, api_version: &str, kind: &str) -> Self {
+        let (lacks_version, lacks_kind) = self.0.meta.lacks_type();
+        let Some(members) = self.json().trim_start().strip_prefix('{') else {
+            return self;
+        };
+        let mut spliced = String::from("{");
+        for (lacks, name, value) in [(lacks_version, "apiVersion", api_version), (lacks_kind, "kind", kind)] {
+            if lacks {
+                spliced.push_str(&format!("{}:{},", serde_json::Value::from(name), serde_json::Value::from(value)));
+            }
+        }
+        spliced.push_str(members);
+        Self::from_string(spliced).unwrap_or(self)
+    }
+
+    /// The JSON text without its top-level `apiVersion` and `kind` members (as the API server
+    /// lists built-in kinds' items), cut out where decoding found their values: nothing is
+    /// re-encoded, the other members keep their order. `None` when a member present is not
+    /// laid out as expected (an escaped key or value).
+    pub fn json_without_type(&self) -> Option<String> {
+        let json = self.json();
+        let meta = self.meta();
+        let base = json.as_ptr() as usize;
+        // Each present member's quoted value, as a byte range (an absent one is empty at 0).
+        let mut values = Vec::with_capacity(2);
+        for (name, value) in [("apiVersion", meta.api_version), ("kind", meta.kind)] {
+            let start = (value.as_ptr() as usize).checked_sub(base)?;
+            if start == 0 && value.is_empty() {
+                continue;
+            }
+            let quoted = start.checked_sub(1)?..start + value.len() + 1;
+            let bytes = json.as_bytes();
+            (bytes.get(quoted.start) == Some(&b'"') && bytes.get(quoted.end - 1) == Some(&b'"')).then_some(())?;
+            values.push((name, quoted));
+        }
+        // The later member first: cutting it leaves the earlier one's offsets as they were.
+        values.sort_by_key(|(_, range)| std::cmp::Reverse(range.start));
+        let mut text = json.to_owned();
+        for (name, value) in values {
+            let cut = member_range(&text, &text[value], name)?;
+            text.replace_range(cut, "");
+        }
+        Some(text)
+    }
+
     /// Parses the full JSON into a `serde_json::Value` (for code that needs other fields).
     /// Fails, with [`ObjectError::TooDeep`], only for an object nested deeper than
     /// [`MAX_DEPTH`]: the rest of the JSON was validated when decoded.
@@ -384,5 +474,51 @@ mod tests {
         let obj = Object::from_str(POD).unwrap();
         assert_eq!(obj.pointer("/spec/nodeName"), Some(serde_json::json!("n1")));
         assert_eq!(obj.pointer("/spec/missing"), None);
+    }
+
+    #[test]
+    fn the_type_members_are_cut_out_wherever_they_lie() {
+        let typed = |text: &str| Object::from_str(text).unwrap().json_without_type();
+        let untyped = r#"{"metadata":{"name":"a"},"spec":{"kind":"x"}}"#;
+        for text in [
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"kind":"x"}}"#,
+            r#"{"metadata":{"name":"a"},"spec":{"kind":"x"},"apiVersion":"v1","kind":"Pod"}"#,
+            r#"{"kind":"Pod","metadata":{"name":"a"},"apiVersion":"v1","spec":{"kind":"x"}}"#,
+            r#"{"metadata":{"name":"a"},"kind":"Pod","spec":{"kind":"x"}}"#,
+            untyped,
+        ] {
+            assert_eq!(typed(text).as_deref(), Some(untyped), "{text}");
+        }
+        let spaced =
+            typed("{ \"apiVersion\" : \"v1\" ,\n \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\"} }").unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&spaced).unwrap(),
+            serde_json::json!({"metadata": {"name": "a"}})
+        );
+        // A value with escapes is not where its decoded text lies: left to a re-encoding.
+        assert_eq!(typed(r#"{"apiVersion":"v\u0031","kind":"Pod","metadata":{"name":"a"}}"#), None);
+        assert_eq!(typed(r#"{"kind":"Pod","metadata":{"name":"a"}}"#).as_deref(), Some(r#"{"metadata":{"name":"a"}}"#));
+    }
+
+    #[test]
+    fn type_members_put_in_front_carry_the_metadata_along() {
+        let item = POD.replacen(r#""apiVersion":"v1","kind":"Pod","#, "", 1);
+        let typed = Object::from_str(&format!(" \n{item}")).unwrap().with_type("v1", "Pod");
+        assert_eq!(typed.json(), format!(" \n{POD}"));
+        let decoded = Object::from_str(POD).unwrap();
+        assert_eq!(typed.meta(), decoded.meta());
+        assert_eq!(typed.key(), "shop/web-1");
+        let stripped = typed.into_without_managed_fields();
+        assert_eq!(stripped.json().trim_start(), decoded.without_managed_fields().json());
+        assert_eq!(stripped.meta(), decoded.meta());
+
+        // Only what is absent is added; a present empty value stays as sent.
+        let half = Object::from_str(r#"{"kind":"","metadata":{"name":"a"}}"#).unwrap().with_type("v1", "Pod");
+        assert_eq!(half.json(), r#"{"apiVersion":"v1","kind":"","metadata":{"name":"a"}}"#);
+        assert_eq!((half.meta().api_version, half.meta().kind), ("v1", ""));
+        // A value that needs escapes is encoded, and decoded back the same.
+        let odd = Object::from_str(r#"{"metadata":{"name":"a"}}"#).unwrap().with_type("v1", "Po\"d");
+        assert_eq!(odd.json(), r#"{"apiVersion":"v1","kind":"Po\"d","metadata":{"name":"a"}}"#);
+        assert_eq!(odd.meta().kind, "Po\"d");
     }
 }

@@ -67,29 +67,7 @@ pub(crate) fn decode_list(body: &[u8], api_version: &str, kind: &str) -> Result<
 /// Decodes one list item, adding the type fields the API server leaves out of built-in kinds'
 /// list items.
 fn decode_list_item(text: &str, api_version: &str, kind: &str) -> Result<Object, String> {
-    let obj = Object::from_str(text).map_err(|e| e.to_string())?;
-    let (missing_version, missing_kind) = (obj.meta().api_version.is_empty(), obj.meta().kind.is_empty());
-    if !missing_version && !missing_kind {
-        return Ok(obj);
-    }
-    let Some(members) = text.trim_start().strip_prefix('{') else {
-        return Ok(obj);
-    };
-    let mut spliced = String::with_capacity(text.len() + api_version.len() + kind.len() + 32);
-    spliced.push('{');
-    if missing_version {
-        spliced.push_str("\"apiVersion\":");
-        spliced.push_str(&serde_json::Value::from(api_version).to_string());
-        spliced.push(',');
-    }
-    if missing_kind {
-        spliced.push_str("\"kind\":");
-        spliced.push_str(&serde_json::Value::from(kind).to_string());
-        spliced.push(',');
-    }
-    spliced.push_str(members);
-    // An explicit empty `"kind": ""` would now be a duplicate member: keep the object as sent.
-    Ok(Object::from_string(spliced).unwrap_or(obj))
+    Ok(Object::from_str(text).map_err(|e| e.to_string())?.with_type(api_version, kind))
 }
 
 /// Splits a byte stream into newline-delimited frames, whatever the chunking.

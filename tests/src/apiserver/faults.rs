@@ -112,12 +112,14 @@ impl Faults {
         self.errors.iter().map(|f| f.remaining).sum()
     }
 
-    /// Random cut points for a chunk of `len` bytes holding `frames` frames (1 to
-    /// max(3, frames) cuts), when splitting is on.
-    pub(crate) fn split_points(&mut self, len: usize, frames: usize) -> Vec<usize> {
+    /// Random cut points for `chunk` (1 to max(3, its frames) cuts), when splitting is on.
+    /// Its frames are counted only then: a watch's every chunk passes here.
+    pub(crate) fn split_points(&mut self, chunk: &[u8]) -> Vec<usize> {
+        let len = chunk.len();
         if !self.split_frames || len < 2 {
             return Vec::new();
         }
+        let frames = memchr::memchr_iter(b'\n', chunk).count();
         let cuts = self.rng.random_range(1..=frames.max(3).min(len - 1));
         let mut points: Vec<usize> = (0..cuts).map(|_| self.rng.random_range(1..len)).collect();
         points.sort_unstable();

@@ -212,10 +212,17 @@ fn watch_body(shared: Arc<Shared>, body: Body, bookmarks: bool) -> Body {
                 },
             };
             let Some(first) = chunk else { continue };
-            let mut chunk = BytesMut::from(&first[..]);
-            while chunk.len() < MAX_CHUNK {
+            // Frames ready together are joined; a frame alone goes out as it is.
+            let mut joined: Option<BytesMut> = None;
+            while joined.as_ref().map_or(first.len(), BytesMut::len) < MAX_CHUNK {
                 match st.data.next().now_or_never() {
-                    Some(Some(Ok(more))) => chunk.extend_from_slice(&more),
+                    Some(Some(Ok(more))) => joined
+                        .get_or_insert_with(|| {
+                            let mut chunk = BytesMut::with_capacity(MAX_CHUNK + more.len());
+                            chunk.extend_from_slice(&first);
+                            chunk
+                        })
+                        .extend_from_slice(&more),
                     Some(None) => {
                         st.done = true;
                         break;
@@ -227,9 +234,8 @@ fn watch_body(shared: Arc<Shared>, body: Body, bookmarks: bool) -> Body {
                     None => break,
                 }
             }
-            let mut chunk = chunk.freeze();
-            let frames = chunk.iter().filter(|b| **b == b'\n').count();
-            let points = st.shared.faults.lock().split_points(chunk.len(), frames);
+            let mut chunk = joined.map_or(first, BytesMut::freeze);
+            let points = st.shared.faults.lock().split_points(&chunk);
             st.split = !points.is_empty();
             let mut offset = 0;
             for point in points {
