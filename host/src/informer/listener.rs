@@ -37,7 +37,6 @@ use super::doorbell::Doorbell;
 use super::handler::{Action, EntryResults, EventHandler, HandlerError, Notification};
 use super::object::Object;
 use super::pending_queue::{PendingQueue, Taken};
-use super::waiting::WaitingMark;
 
 /// The most keys a listener hands its handler in one [`EventHandler::deliver_batch`].
 pub const MAX_BATCH: usize = 256;
@@ -147,9 +146,6 @@ pub struct Listener {
     stats: ListenerStats,
     /// Removed from its informer, or the informer stopped: nothing more is delivered.
     stopped: AtomicBool,
-    /// Set while notifications are queued that the task has not taken
-    /// ([`listeners_waiting`](super::waiting::listeners_waiting)).
-    waiting: WaitingMark,
 }
 
 impl std::fmt::Debug for Listener {
@@ -178,7 +174,6 @@ impl Listener {
             upstream_synced,
             stats: ListenerStats::default(),
             stopped: AtomicBool::new(false),
-            waiting: WaitingMark::default(),
         }
     }
 
@@ -227,7 +222,6 @@ impl Listener {
         let Some(n) = self.admit(n) else { return };
         let mut queue = self.queue.lock();
         let coalesced = queue.push(n);
-        self.waiting.set();
         drop(queue);
         if coalesced {
             self.stats.coalesced.fetch_add(1, Ordering::Relaxed);
@@ -328,7 +322,6 @@ impl Listener {
                     pending.push_into(&mut notifications);
                     entries.push(notifications);
                 }
-                self.waiting.clear();
                 queue.next_retry()
             };
             if taken.is_empty() {

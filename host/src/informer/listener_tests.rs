@@ -200,42 +200,6 @@ async fn delivery_lag_from_the_oldest_arrival(clock: Arc<quanta::Mock>) {
     task.await.unwrap();
 }
 
-/// Records whether its listener was still marked waiting while it handled a batch.
-struct MarkSeen {
-    listener: std::sync::OnceLock<Arc<Listener>>,
-    marked: Mutex<Vec<bool>>,
-}
-
-#[async_trait]
-impl EventHandler for MarkSeen {
-    async fn deliver_batch(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
-        self.marked.lock().push(self.listener.get().expect("set before the run").waiting.is_set());
-        batch.iter().map(|e| e.iter().map(|_| crate::informer::DONE).collect()).collect()
-    }
-}
-
-/// A listener counts as waiting ([`listeners_waiting`](crate::informer::listeners_waiting))
-/// from a notification's queueing until its task takes it: not while it delivers, not
-/// once idle.
-#[tokio::test]
-async fn a_listener_is_marked_waiting_from_queueing_until_its_task_takes_the_batch() {
-    let listener = Arc::new(Listener::new(1, ListenerOptions::default(), Duration::ZERO, Arc::new(|| true)));
-    assert!(!listener.waiting.is_set(), "nothing queued");
-    listener.add(Notification::Add { obj: pod("ns", "a", 1), initial: true });
-    assert!(listener.waiting.is_set(), "queued, not taken");
-    let handler = Arc::new(MarkSeen { listener: std::sync::OnceLock::new(), marked: Mutex::default() });
-    let _ = handler.listener.set(listener.clone());
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(listener.clone().run(handler.clone(), cancel.clone()));
-    while !listener.has_synced() {
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(*handler.marked.lock(), [false], "the batch was taken before it was delivered");
-    assert!(!listener.waiting.is_set(), "idle");
-    cancel.cancel();
-    task.await.unwrap();
-}
-
 /// Cancels its listener's token while it handles its first batch, after queueing one more
 /// notification.
 struct CancelDuring {

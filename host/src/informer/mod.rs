@@ -34,7 +34,6 @@ pub(crate) mod reflector;
 pub(crate) mod reflector_stats;
 pub(crate) mod shared_informer;
 pub(crate) mod store;
-pub(crate) mod waiting;
 
 #[cfg(test)]
 mod test_support;
@@ -60,7 +59,6 @@ pub use reflector::{MIN_WATCH_TIMEOUT, Reflector, ReflectorConfig, Transform, Wa
 pub use reflector_stats::{ReflectorCounts, ReflectorStats};
 pub use shared_informer::{InformerConfig, InformerError, Registration, SharedIndexInformer};
 pub use store::Store;
-pub use waiting::listeners_waiting;
 
 #[cfg(test)]
 mod crash_tests;

@@ -1,36 +1,33 @@
 //! [`Placement`]: where a plugin's deliveries run, kept from how its calls went.
 //!
-//! **A fast plugin's lone event runs where it is.** Once a plugin's last [`FAST_STREAK`] calls
-//! each computed for under [`FAST_CALL`], and while no job runs in the pool, a delivery of a
-//! single event runs on the delivering executor thread ([`GuestPool::try_run_here`]), so a
-//! lone event waits for no thread wake-up — on a virtual machine one costs several times the
-//! call. So does a batch while no other listener waits to deliver ([`listeners_waiting`]):
-//! the hop to a guest thread and back is two thread wake-ups the listener waits for, which
-//! nothing shares while its listener is the only one with work. While others wait, a batch
-//! goes to the guest threads, which take batch after batch without sleeping, and the
-//! executor thread goes on with the other listeners. A slow call resets the streak. What a
-//! call computed is its thread's CPU time where measured (from the call's first epoch tick
-//! on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU preempted meanwhile
-//! is not the plugin's doing), its time on the clock otherwise. A call
-//! that computed past the pool's slow-call threshold on a delivering thread sends the plugin
-//! back to the guest threads for good, where a stalled call is moved to the lowest priority —
-//! a delivering thread keeps its priority, so such a call competes at normal priority once,
+//! **A fast plugin's deliveries run where they are.** Once a plugin's last [`FAST_STREAK`]
+//! calls each computed for under [`FAST_CALL`], and while no job runs in the pool, its
+//! deliveries — a lone event or a batch — run on the delivering executor thread
+//! ([`GuestPool::try_run_here`]), as a native handler's would: no thread wake-up, which on a
+//! virtual machine costs several times the call, and no hop to a guest thread and back. A
+//! batch there stops after half of
+//! [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER) and gives the rest
+//! back to its listener, so the thread's other tasks wait no longer than for a native
+//! handler's short batch (and tokio's other workers may take them meanwhile). A slow call
+//! resets the streak: the plugin's deliveries go to the guest threads until it has earned it
+//! again. What a call computed is its thread's CPU time where measured (from the call's first
+//! epoch tick on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU preempted
+//! meanwhile is not the plugin's doing), its time on the clock otherwise. A call that
+//! computed past the pool's slow-call threshold on a delivering thread sends the plugin back
+//! to the guest threads for good, where a stalled call is moved to the lowest priority — a
+//! delivering thread keeps its priority, so such a call competes at normal priority once,
 //! paused between ticks, for at most its deadline.
 //!
-//! **What that thread's other tasks do meanwhile** ([`HandOver`]). While other listeners wait
-//! to deliver ([`listeners_waiting`]), they move to another thread first (one wake-up, so
-//! they do not queue behind the call). With nothing waiting, the call runs at once and hands
-//! them over only if it runs past [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER); the plugin's next
-//! [`HAND_OVER_FIRST_CALLS`] calls then hand them over first, twice as many after each later
-//! such call.
+//! **What that thread's other tasks do meanwhile** ([`HandOver`]). The call runs at once and
+//! hands them over to another thread only if it runs past `HAND_OVER_AFTER`; the plugin's
+//! next [`HAND_OVER_FIRST_CALLS`] calls then hand them over first (one wake-up, so they do
+//! not queue behind the call), twice as many after each later such call.
 //!
 //! [`GuestPool::try_run_here`]: crate::plugin::runtime::pool::GuestPool::try_run_here
-//! [`listeners_waiting`]: crate::informer::listeners_waiting
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::informer::waiting::process_count;
 use crate::plugin::runtime::pool::HandOver;
 
 /// A call that computed for less than this (thread CPU time) counts towards [`FAST_STREAK`].
@@ -74,9 +71,6 @@ pub(super) struct Placement {
     stalls: AtomicU32,
     /// How many of this plugin's next calls hand the delivering thread's tasks over first.
     pub(super) hand_over_first: AtomicU32,
-    /// Listeners waiting to deliver: the process's
-    /// ([`listeners_waiting`](crate::informer::listeners_waiting)), or a test's.
-    waiting: &'static AtomicUsize,
 }
 
 impl Default for Placement {
@@ -86,34 +80,21 @@ impl Default for Placement {
             stays_on_pool: AtomicBool::new(false),
             stalls: AtomicU32::new(0),
             hand_over_first: AtomicU32::new(0),
-            waiting: process_count(),
         }
     }
 }
 
 impl Placement {
-    /// A record that reads the listeners waiting in `waiting` rather than the process's.
-    #[cfg(test)]
-    pub(super) fn counting_waiting_in(waiting: &'static AtomicUsize) -> Self {
-        Self { waiting, ..Self::default() }
-    }
-
-    /// Whether the plugin's next delivery — a `lone` event, or a batch — may run on the
-    /// delivering thread (see the module docs).
-    pub(super) fn may_run_here(&self, lone: bool) -> bool {
-        !self.stays_on_pool.load(Ordering::Relaxed)
-            && self.fast_streak.load(Ordering::Relaxed) >= FAST_STREAK
-            && (lone || self.waiting.load(Ordering::Relaxed) == 0)
+    /// Whether the plugin's next delivery may run on the delivering thread (see the module
+    /// docs).
+    pub(super) fn may_run_here(&self) -> bool {
+        !self.stays_on_pool.load(Ordering::Relaxed) && self.fast_streak.load(Ordering::Relaxed) >= FAST_STREAK
     }
 
     /// What a call run on the delivering thread does with that thread's other tasks (see the
     /// module docs).
     pub(super) fn hand_over(&self) -> HandOver {
-        if self.takes_a_call_after_a_stall() || self.waiting.load(Ordering::Relaxed) > 0 {
-            HandOver::First
-        } else {
-            HandOver::IfItStalls
-        }
+        if self.takes_a_call_after_a_stall() { HandOver::First } else { HandOver::IfItStalls }
     }
 
     /// Whether this call is one of those that hand over first after a stall (counted down).

@@ -6,10 +6,9 @@
 //! serial: its instance sits behind an async mutex, so a second listener of the same plugin
 //! waits without holding a guest thread.
 //!
-//! **A fast plugin's lone event runs where it is**: on the delivering executor thread,
-//! without a hop, once its calls have stayed fast; so does its batch while no other listener
-//! waits to deliver ([`placement`](super::placement) says when, and what that thread's other
-//! tasks do meanwhile).
+//! **A fast plugin's deliveries run where they are**: on the delivering executor thread,
+//! without a hop, once its calls have stayed fast ([`placement`](super::placement) says
+//! when, and what that thread's other tasks do meanwhile).
 //!
 //! The hop to a guest thread and back costs several times a small guest call, so a
 //! listener's batch ([`EventHandler::deliver_batch`]) runs as **one** job: under load the hop
@@ -355,9 +354,9 @@ impl PluginHandler {
     }
 
     /// Whether `batch` may run on the delivering thread ([`Placement::may_run_here`]: a
-    /// fast plugin's lone event, or its batch while no other listener waits).
+    /// fast plugin's).
     fn runs_here(&self, batch: &[Vec<Notification>]) -> bool {
-        !batch.is_empty() && self.shared.placement.may_run_here(Self::is_lone(batch))
+        !batch.is_empty() && self.shared.placement.may_run_here()
     }
 
     /// Whether `batch` is a lone event.

@@ -1,7 +1,6 @@
 //! Tests of the failure policy and of where guest code runs. Real time, short deadlines:
 //! the assertions on time are lower bounds only.
 
-use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
 use super::policy::restart_delay;
@@ -26,12 +25,6 @@ fn handler_on(engine: &PluginEngine, guest: Guest, policy: FailurePolicy, pool: 
         ..BackoffConfig::PLUGIN_RESTART
     };
     PluginHandler::new(sandbox, policy, backoff, PluginMetrics::detached("test-guest"), pool)
-}
-
-/// `h`, reading the listeners waiting in `waiting` rather than the process's count.
-fn counting_waiting_in(mut h: PluginHandler, waiting: &'static AtomicUsize) -> PluginHandler {
-    Arc::get_mut(&mut h.shared).expect("not shared yet").placement = Placement::counting_waiting_in(waiting);
-    h
 }
 
 /// Gives `h` the streak of fast calls after which its deliveries may run on the delivering
@@ -322,31 +315,29 @@ async fn a_fast_plugins_calls_move_to_the_delivering_thread_after_a_streak() {
     assert_eq!(pool.busy(), 0);
 }
 
-/// A fast plugin's batch runs on the delivering thread while no other listener waits to
-/// deliver (nothing shares the hop's two wake-ups), and on the guest threads while others
-/// wait (they share them, and the executor thread goes on with those listeners).
+/// A plugin's batches go to the guest threads until its calls have earned the streak of fast
+/// calls, then run on the delivering thread, batch after batch (no hop, no wake-up) — also
+/// while other listeners have work queued, as a native handler's would — until a slow call
+/// sends the plugin back to the guest threads for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fast_plugins_batch_runs_here_only_while_no_other_listener_waits() {
-    static WAITING: AtomicUsize = AtomicUsize::new(0);
+async fn a_fast_plugins_batches_run_on_the_delivering_thread() {
+    let other = crate::informer::Listener::new(1, Default::default(), Duration::ZERO, Arc::new(|| true));
+    other.add(Notification::Add { obj: pod("queued"), initial: true });
     let pool = GuestPool::new(2);
-    let h =
-        counting_waiting_in(handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone()), &WAITING);
+    let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone());
     let batch = updates(&["b", "c"]);
     let all_ok = |results: Vec<EntryResults>| results.iter().flatten().all(Result::is_ok);
     assert!(all_ok(h.deliver_many(&batch).await));
     assert_eq!(pool.borrowed_runs(), 0, "no streak of fast calls yet: the guest threads");
-    for _ in 0..FAST_STREAK {
+    earn_the_streak(&h);
+    for _ in 0..3 {
         assert!(all_ok(h.deliver_many(&batch).await));
     }
-    let borrowed = pool.borrowed_runs();
-    assert!(borrowed >= 1, "fast batches with nobody waiting ran here");
-    WAITING.store(1, Ordering::Relaxed);
+    assert_eq!(pool.borrowed_runs(), 3, "every batch of a fast plugin ran here");
+    assert!(matches!(h.shared.placement.hand_over(), HandOver::IfItStalls), "at once, its thread's tasks kept");
+    h.shared.placement.stays_on_pool.store(true, Ordering::Relaxed);
     assert!(all_ok(h.deliver_many(&batch).await));
-    assert_eq!(pool.borrowed_runs(), borrowed, "another listener waits: the guest threads");
-    assert!(h.shared.placement.may_run_here(true), "a lone event still runs here");
-    WAITING.store(0, Ordering::Relaxed);
-    assert!(all_ok(h.deliver_many(&batch).await));
-    assert_eq!(pool.borrowed_runs(), borrowed + 1, "nobody waits again: here");
+    assert_eq!(pool.borrowed_runs(), 3, "sent back after a slow call: the guest threads");
 }
 
 /// A batch run on its delivering thread stops once it has run for half of
@@ -355,11 +346,12 @@ async fn a_fast_plugins_batch_runs_here_only_while_no_other_listener_waits() {
 /// the guest threads runs to the handler's budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_on_its_delivering_thread_keeps_within_half_the_hand_over_time() {
-    static WAITING: AtomicUsize = AtomicUsize::new(0);
     let pool = GuestPool::new(2);
-    let handler = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone())
-        .with_batch_budget(Duration::from_secs(3600));
-    let h = counting_waiting_in(handler, &WAITING);
+    let handler = || {
+        handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone())
+            .with_batch_budget(Duration::from_secs(3600))
+    };
+    let h = handler();
     earn_the_streak(&h);
     // A thousand calls take longer than half a millisecond on any machine.
     let keys: Vec<String> = (0..1_000).map(|i| format!("p{i}")).collect();
@@ -368,9 +360,8 @@ async fn a_batch_on_its_delivering_thread_keeps_within_half_the_hand_over_time()
     assert_eq!(pool.borrowed_runs(), 1, "the batch ran on this thread");
     assert!(!here.is_empty() && here.len() < batch.len(), "{} of {} entries", here.len(), batch.len());
     assert_eq!(pool.stalled_hand_overs(), 0, "it never held the thread's tasks past the hand-over time");
-    WAITING.store(1, Ordering::Relaxed);
-    let there = h.deliver_many(&batch).await;
-    assert_eq!(pool.borrowed_runs(), 1, "another listener waits: the guest threads");
+    let there = handler().deliver_many(&batch).await;
+    assert_eq!(pool.borrowed_runs(), 1, "a plugin without the streak: the guest threads");
     assert_eq!(there.len(), batch.len(), "the handler's own budget");
 }
 
@@ -462,21 +453,21 @@ async fn a_preempted_short_call_keeps_the_fast_streak() {
     let preempted =
         Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)), stalled_executor: false };
     for _ in 0..FAST_STREAK {
-        assert!(!h.shared.placement.may_run_here(true));
+        assert!(!h.shared.placement.may_run_here());
         h.count_call(preempted, false);
     }
-    assert!(h.shared.placement.may_run_here(true), "short calls in CPU time, however long on the clock");
+    assert!(h.shared.placement.may_run_here(), "short calls in CPU time, however long on the clock");
     h.count_call(
         Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_millis(2)), stalled_executor: false },
         false,
     );
-    assert!(!h.shared.placement.may_run_here(true), "a call that computed for 2 ms resets the streak");
+    assert!(!h.shared.placement.may_run_here(), "a call that computed for 2 ms resets the streak");
     for _ in 0..FAST_STREAK {
         h.count_call(Took { wall: Duration::from_micros(100), cpu: None, stalled_executor: false }, false);
     }
-    assert!(h.shared.placement.may_run_here(true), "calls that saw no epoch tick: the clock decides");
+    assert!(h.shared.placement.may_run_here(), "calls that saw no epoch tick: the clock decides");
     h.count_call(Took { wall: Duration::from_millis(2), cpu: None, stalled_executor: false }, false);
-    assert!(!h.shared.placement.may_run_here(true), "2 ms on the clock, no CPU measured: slow");
+    assert!(!h.shared.placement.may_run_here(), "2 ms on the clock, no CPU measured: slow");
 }
 
 /// A call that held its delivering thread's other tasks up (it ran past the hand-over
