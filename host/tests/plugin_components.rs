@@ -166,10 +166,12 @@ impl Captured {
     /// Everything this test binary logs, from every thread: one process-wide subscriber. (A
     /// thread-scoped one raced with the other tests: a callsite's cached interest is global,
     /// and the guest log's was at times decided without the scoped subscriber, which then
-    /// saw nothing.)
+    /// saw nothing.) The interest of every callsite is decided again once it is set: one
+    /// that another test's thread registered while the subscriber was being set could keep
+    /// the interest it had without it (never), and this test would see nothing.
     fn process_wide() -> Self {
         static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
-        CAPTURED
+        let captured = CAPTURED
             .get_or_init(|| {
                 let captured = Captured::default();
                 let writer = captured.clone();
@@ -178,7 +180,9 @@ impl Captured {
                 tracing::subscriber::set_global_default(subscriber).expect("the only global subscriber of this binary");
                 captured
             })
-            .clone()
+            .clone();
+        tracing::callsite::rebuild_interest_cache();
+        captured
     }
 
     fn text(&self) -> String {
