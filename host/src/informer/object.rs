@@ -213,10 +213,19 @@ impl Object {
         if text.len() > super::meta::MAX_JSON {
             return self;
         }
-        let mut meta = self.0.meta.clone();
-        meta.after_insert(at, inserted, version_at, kind_at);
         let managed_fields = self.0.managed_fields.clone().map(|r| r.start + inserted..r.end + inserted);
-        Self(Arc::new(Inner { json: text.into_boxed_str(), meta, key: self.0.key.clone(), managed_fields }))
+        // The only handle (an item just decoded) gives its parsed metadata up, moved rather
+        // than copied, as in `into_without_managed_fields`.
+        let mut inner = Arc::try_unwrap(self.0).unwrap_or_else(|shared| Inner {
+            json: Box::default(),
+            meta: shared.meta.clone(),
+            key: shared.key.clone(),
+            managed_fields: None,
+        });
+        inner.json = text.into_boxed_str();
+        inner.meta.after_insert(at, inserted, version_at, kind_at);
+        inner.managed_fields = managed_fields;
+        Self(Arc::new(inner))
     }
 
     /// [`with_type`](Self::with_type) by splicing encoded members in and decoding again.
@@ -511,6 +520,11 @@ mod tests {
         let stripped = typed.into_without_managed_fields();
         assert_eq!(stripped.json().trim_start(), decoded.without_managed_fields().json());
         assert_eq!(stripped.meta(), decoded.meta());
+        // A handle shared elsewhere keeps its text; the typed copy is the same.
+        let shared = Object::from_str(&item).unwrap();
+        let typed = shared.clone().with_type("v1", "Pod");
+        assert_eq!((shared.json(), typed.json()), (item.as_str(), POD));
+        assert_eq!(typed.meta(), decoded.meta());
 
         // Only what is absent is added; a present empty value stays as sent.
         let half = Object::from_str(r#"{"kind":"","metadata":{"name":"a"}}"#).unwrap().with_type("v1", "Pod");

@@ -58,7 +58,7 @@ pub(super) struct Took {
 }
 
 /// One plugin's record of its calls, which decides where its next deliveries run.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Placement {
     /// Calls in a row that computed for less than [`FAST_CALL`], counted up to
     /// [`FAST_STREAK`] (a little past it when calls end at once).
@@ -71,17 +71,6 @@ pub(super) struct Placement {
     stalls: AtomicU32,
     /// How many of this plugin's next calls hand the delivering thread's tasks over first.
     pub(super) hand_over_first: AtomicU32,
-}
-
-impl Default for Placement {
-    fn default() -> Self {
-        Self {
-            fast_streak: AtomicU32::new(0),
-            stays_on_pool: AtomicBool::new(false),
-            stalls: AtomicU32::new(0),
-            hand_over_first: AtomicU32::new(0),
-        }
-    }
 }
 
 impl Placement {
