@@ -94,14 +94,16 @@ pub async fn run_stream(
     let gate = WatchGate::closed();
     let client = gated_client(cluster.kubeconfig(), gate.clone()).await;
     let progress = Progress::new(cluster.len(), listeners);
+    let list_profiled = crate::profile::Section::start_if(crate::profile::Phase::List);
     let started = Instant::now();
     let running = start(client, progress.clone());
     let synced = progress.synced().await;
+    drop(list_profiled);
     gate.held(1).await;
     // Not timed: the server records the events while the consumer's watch waits.
     let targets = cluster.update(EVENTS);
     progress.expect(targets, listeners);
-    let profiled = crate::profile::Section::start();
+    let profiled = crate::profile::Section::start_if(crate::profile::Phase::Watch);
     let released = Instant::now();
     gate.open();
     let done = progress.done().await;
