@@ -1,7 +1,7 @@
 //! [`Placement`]: where a plugin's deliveries run, kept from how its calls went.
 //!
 //! **A fast plugin's deliveries run where they are.** Once a plugin's last [`FAST_STREAK`]
-//! calls each computed for under [`FAST_CALL`], and while no job runs in the pool, its
+//! calls each computed for under [`FAST_CALL`], and while the guest pool has a place free, its
 //! deliveries — a lone event or a batch — run on the delivering executor thread
 //! ([`GuestPool::try_run_here`]), as a native handler's would: no thread wake-up, which on a
 //! virtual machine costs several times the call, and no hop to a guest thread and back. A
@@ -12,7 +12,10 @@
 //! resets the streak: the plugin's deliveries go to the guest threads until it has earned it
 //! again. What a call computed is its thread's CPU time where measured (from the call's first
 //! epoch tick on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU preempted
-//! meanwhile is not the plugin's doing), its time on the clock otherwise. A call that
+//! meanwhile is not the plugin's doing), its time on the clock otherwise; a batch is judged
+//! call by call (its calls count one each, and none computed more than the batch's CPU time
+//! or its longest call's time on the clock), so that a batch of a thousand short calls under
+//! load, which runs past `FAST_CALL` as a whole, does not count as a slow call. A call that
 //! computed past the pool's slow-call threshold on a delivering thread sends the plugin back
 //! to the guest threads for good, where a stalled call is moved to the lowest priority — a
 //! delivering thread keeps its priority, so such a call competes at normal priority once,
@@ -55,6 +58,27 @@ pub(super) struct Took {
     /// It ran on an executor thread and held that thread's other tasks past
     /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER) (`pool::stalled_executor`).
     pub(super) stalled_executor: bool,
+    /// The guest calls it made (a plugin's start counts as one; a batch, one per event).
+    pub(super) calls: u32,
+    /// Its longest call on the clock.
+    pub(super) longest: Duration,
+}
+
+impl Took {
+    /// A job of one call, which took `wall` on the clock (and `cpu` from its first epoch tick
+    /// on).
+    #[cfg(test)]
+    pub(super) fn one(wall: Duration, cpu: Option<Duration>, stalled_executor: bool) -> Self {
+        Self { wall, cpu, stalled_executor, calls: 1, longest: wall }
+    }
+
+    /// What each of its calls computed, at most: the job's thread CPU time where measured (a
+    /// virtual CPU preempted meanwhile is not the plugin's doing), its time on the clock
+    /// otherwise — and no more than its longest call took on the clock (a batch of many
+    /// short calls is not one long call).
+    pub(super) fn computed_per_call(&self) -> Duration {
+        self.cpu.unwrap_or(self.wall).min(self.longest)
+    }
 }
 
 /// One plugin's record of its calls, which decides where its next deliveries run.
@@ -96,16 +120,17 @@ impl Placement {
     /// Records a call of `plugin`: how long it `took`, whether it `ran_here` (on the
     /// delivering thread), against the pool's `slow_call` threshold.
     pub(super) fn count(&self, plugin: &str, took: Took, ran_here: bool, slow_call: Duration) {
-        // What the call computed: its thread's CPU time where measured (from a call's first
-        // epoch tick on), its wall time otherwise. A virtual CPU preempted meanwhile is not
-        // the plugin's doing, neither for the streak nor for sending it back.
-        let computed = took.cpu.unwrap_or(took.wall);
+        // What its calls computed, each (`Took::computed_per_call`), for the streak and for
+        // sending the plugin back alike.
+        let computed = took.computed_per_call();
         // Written only while it counts up to the streak, or when a slow call ends it: past
         // the streak, every fast call of the plugin writing it would dirty the line for all.
         let streak = self.fast_streak.load(Ordering::Relaxed);
-        if computed < FAST_CALL {
+        if took.calls == 0 {
+            // Nothing called (a quarantined plugin's batch): nothing to judge.
+        } else if computed < FAST_CALL {
             if streak < FAST_STREAK {
-                self.fast_streak.fetch_add(1, Ordering::Relaxed);
+                self.fast_streak.fetch_add(took.calls.min(FAST_STREAK), Ordering::Relaxed);
             }
         } else if streak != 0 {
             self.fast_streak.store(0, Ordering::Relaxed);

@@ -59,9 +59,9 @@ use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
 use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 pub use crate::plugin::runtime::pool::GuestPool;
+use crate::plugin::runtime::pool::GuestPoolError;
 use crate::plugin::runtime::pool::here::HAND_OVER_AFTER;
-use crate::plugin::runtime::pool::{self, GuestPoolError};
-use crate::plugin::runtime::thread_cpu;
+use batch::{Ran, call_guest, run_batch, timed};
 use policy::apply_policy;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
@@ -235,7 +235,7 @@ impl PluginHandler {
             let (outcome, ended) = call_guest(shared, slot, None, started);
             // The outcome says it all; the policy still counts it, backs off and quarantines.
             let _ = apply_policy(shared, slot, &outcome);
-            (outcome, ended)
+            (outcome, Ran::one(started, ended))
         };
         let done = match self.take_slot().await {
             Ok(slot) => self.on_guest_thread(tracing::Span::current(), slot, start).await,
@@ -386,13 +386,13 @@ impl PluginHandler {
     }
 
     /// Runs `job` with the plugin's slot on a guest thread, inside `span` and the caller's
-    /// tracing subscriber. The job is given the instant it started and returns its last
-    /// clock reading with its value (see [`timed`]).
+    /// tracing subscriber. The job is given the instant it started and returns with its value
+    /// the record of its calls (see [`timed`]).
     async fn on_guest_thread<T: Send + 'static>(
         &self,
         span: tracing::Span,
         mut slot: OwnedMutexGuard<Slot>,
-        job: impl FnOnce(&Shared, &mut Slot, Instant) -> (T, Instant) + Send + 'static,
+        job: impl FnOnce(&Shared, &mut Slot, Instant) -> (T, Ran) + Send + 'static,
     ) -> Result<T, Skipped> {
         let shared = self.shared.clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
@@ -431,21 +431,6 @@ impl PluginHandler {
     }
 }
 
-/// Runs a job from the instant its pool stamped ([`pool::job_started`]), which `job` returns
-/// with its last clock reading (its calls chain their readings, each call's end the next one's
-/// start: one clock reading per call), and says how it went.
-fn timed<T>(job: impl FnOnce(Instant) -> (T, Instant)) -> (T, Took) {
-    let started = pool::job_started().unwrap_or_else(Instant::now);
-    thread_cpu::begin_sampling();
-    let (value, ended) = job(started);
-    let took = Took {
-        wall: ended.saturating_duration_since(started),
-        cpu: thread_cpu::take_samples(),
-        stalled_executor: pool::stalled_executor(),
-    };
-    (value, took)
-}
-
 impl PluginHandler {
     /// Waits, at most `within`, until no call of this plugin is in progress; says whether
     /// none is. A replacement waits so, after unregistering the old version, so that the old
@@ -478,84 +463,6 @@ impl GuestPoolError {
     }
 }
 
-/// Runs in the blocking pool: starts an instance if needed and makes the call, from
-/// `started` (a clock reading just taken); returns the outcome and the reading at its end.
-fn call_guest(
-    shared: &Shared,
-    slot: &mut Slot,
-    notification: Option<&Notification>,
-    mut started: Instant,
-) -> (CallOutcome, Instant) {
-    if slot.instance.is_none() {
-        let outcome = shared.sandbox.instantiate();
-        let ended = Instant::now();
-        shared.metrics.call(ended.saturating_duration_since(started));
-        started = ended;
-        match outcome {
-            Ok(instance) => {
-                if slot.started_once {
-                    shared.metrics.restart();
-                }
-                slot.started_once = true;
-                slot.instance = Some(instance);
-            }
-            Err(outcome) => return (outcome, ended),
-        }
-    }
-    let Some(notification) = notification else { return (CallOutcome::Ok, started) };
-    let instance = slot.instance.as_mut().expect("instance started above");
-    let outcome = instance.deliver_from(notification, started);
-    let ended = Instant::now();
-    shared.metrics.call(ended.saturating_duration_since(started));
-    (outcome, ended)
-}
-
-/// Runs on a guest thread or the delivering one: delivers a batch from `started`, entry by
-/// entry, each entry's notifications in order; stops an entry at its first `Retry`, and the
-/// whole batch after a failure (trap, refused `init`) or once `budget` is spent. Entries not
-/// started get no results (the listener puts them back in front). Returns the results and
-/// the last clock reading.
-fn run_batch<'a>(
-    shared: &Shared,
-    slot: &mut Slot,
-    batch: impl ExactSizeIterator<Item = &'a [Notification]>,
-    started: Instant,
-    budget: Duration,
-) -> (Vec<EntryResults>, Instant) {
-    // One guard for the batch: its calls' own guards nest in it (see `GuestRunning`).
-    let _running = shared.sandbox.engine().guest_running();
-    let mut now = started;
-    let mut out = Vec::with_capacity(batch.len());
-    for entry in batch {
-        if !out.is_empty() && now.saturating_duration_since(started) >= budget {
-            break;
-        }
-        let mut results = Vec::with_capacity(entry.len());
-        let mut failed = false;
-        for notification in entry {
-            if shared.quarantined.load(Ordering::Acquire) {
-                shared.metrics.dropped_event();
-                results.push(Ok(Action::AwaitChange));
-                continue;
-            }
-            let (outcome, ended) = call_guest(shared, slot, Some(notification), now);
-            now = ended;
-            let result = apply_policy(shared, slot, &outcome);
-            failed = !matches!(outcome, CallOutcome::Ok | CallOutcome::Requeue(_) | CallOutcome::HandlerError(_));
-            let retry = matches!(result, Err(HandlerError::Retry(_)));
-            results.push(result);
-            if retry || failed {
-                break;
-            }
-        }
-        out.push(results);
-        if failed {
-            break;
-        }
-    }
-    (out, now)
-}
-
 #[async_trait]
 impl EventHandler for PluginHandler {
     async fn on_add(&self, obj: &Object, is_initial_list: bool) -> HandlerResult {
@@ -582,6 +489,8 @@ impl EventHandler for PluginHandler {
     }
 }
 
+#[path = "batch.rs"]
+mod batch;
 #[path = "policy.rs"]
 mod policy;
 

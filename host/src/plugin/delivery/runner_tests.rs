@@ -32,7 +32,7 @@ fn handler_on(engine: &PluginEngine, guest: Guest, policy: FailurePolicy, pool: 
 /// would make a test's premise flaky).
 fn earn_the_streak(h: &PluginHandler) {
     for _ in 0..FAST_STREAK {
-        h.count_call(Took { wall: Duration::from_micros(50), cpu: None, stalled_executor: false }, false);
+        h.count_call(Took::one(Duration::from_micros(50), None, false), false);
     }
 }
 
@@ -423,24 +423,15 @@ async fn a_call_descheduled_on_the_delivering_thread_does_not_send_the_plugin_ba
     let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
     let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool);
     let stays = |h: &PluginHandler| h.shared.placement.stays_on_pool.load(Ordering::Relaxed);
-    h.count_call(
-        Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_micros(100)), stalled_executor: false },
-        true,
-    );
+    h.count_call(Took::one(Duration::from_millis(50), Some(Duration::from_micros(100)), false), true);
     assert!(!stays(&h), "50 ms on the clock but 0.1 ms of CPU: descheduled, not computing");
-    h.count_call(
-        Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)), stalled_executor: false },
-        false,
-    );
+    h.count_call(Took::one(Duration::from_millis(50), Some(Duration::from_millis(20)), false), false);
     assert!(!stays(&h), "a long call on a guest thread is the watchdog's business");
-    h.count_call(
-        Took { wall: Duration::from_millis(50), cpu: Some(Duration::from_millis(20)), stalled_executor: false },
-        true,
-    );
+    h.count_call(Took::one(Duration::from_millis(50), Some(Duration::from_millis(20)), false), true);
     assert!(stays(&h), "20 ms of CPU on the delivering thread");
     let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
     let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool);
-    h.count_call(Took { wall: Duration::from_millis(50), cpu: None, stalled_executor: false }, true);
+    h.count_call(Took::one(Duration::from_millis(50), None, false), true);
     assert!(stays(&h), "without a thread CPU clock, the clock decides");
 }
 
@@ -450,23 +441,19 @@ async fn a_call_descheduled_on_the_delivering_thread_does_not_send_the_plugin_ba
 async fn a_preempted_short_call_keeps_the_fast_streak() {
     let pool = GuestPool::new(2);
     let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool);
-    let preempted =
-        Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)), stalled_executor: false };
+    let preempted = Took::one(Duration::from_millis(5), Some(Duration::from_micros(100)), false);
     for _ in 0..FAST_STREAK {
         assert!(!h.shared.placement.may_run_here());
         h.count_call(preempted, false);
     }
     assert!(h.shared.placement.may_run_here(), "short calls in CPU time, however long on the clock");
-    h.count_call(
-        Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_millis(2)), stalled_executor: false },
-        false,
-    );
+    h.count_call(Took::one(Duration::from_millis(5), Some(Duration::from_millis(2)), false), false);
     assert!(!h.shared.placement.may_run_here(), "a call that computed for 2 ms resets the streak");
     for _ in 0..FAST_STREAK {
-        h.count_call(Took { wall: Duration::from_micros(100), cpu: None, stalled_executor: false }, false);
+        h.count_call(Took::one(Duration::from_micros(100), None, false), false);
     }
     assert!(h.shared.placement.may_run_here(), "calls that saw no epoch tick: the clock decides");
-    h.count_call(Took { wall: Duration::from_millis(2), cpu: None, stalled_executor: false }, false);
+    h.count_call(Took::one(Duration::from_millis(2), None, false), false);
     assert!(!h.shared.placement.may_run_here(), "2 ms on the clock, no CPU measured: slow");
 }
 
@@ -477,9 +464,8 @@ async fn a_preempted_short_call_keeps_the_fast_streak() {
 async fn a_call_that_held_up_the_executor_makes_later_calls_hand_it_over_first() {
     let pool = GuestPool::new(2);
     let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool);
-    let short = Took { wall: Duration::from_micros(100), cpu: None, stalled_executor: false };
-    let stalled =
-        Took { wall: Duration::from_millis(5), cpu: Some(Duration::from_micros(100)), stalled_executor: true };
+    let short = Took::one(Duration::from_micros(100), None, false);
+    let stalled = Took::one(Duration::from_millis(5), Some(Duration::from_micros(100)), true);
     let first_calls =
         |h: &PluginHandler| (0..10_000).take_while(|_| h.shared.placement.takes_a_call_after_a_stall()).count();
     h.count_call(stalled, false);
@@ -499,4 +485,51 @@ async fn a_call_that_held_up_the_executor_makes_later_calls_hand_it_over_first()
     h.count_call(stalled, true);
     assert_eq!(first_calls(&h), 128, "a second time: twice as long");
     assert!(!h.shared.placement.stays_on_pool.load(Ordering::Relaxed), "its calls still run where they are delivered");
+}
+
+/// A batch is judged call by call: under load a listener's batch of short calls runs past
+/// `FAST_CALL` as a whole, and counted as one call it would keep a fast plugin on the guest
+/// threads (a hop per batch) for as long as the load lasts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_is_judged_call_by_call() {
+    let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
+    let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool);
+    let placement = &h.shared.placement;
+    let batch = |wall: Duration, cpu: Option<Duration>, calls: u32, longest: Duration| Took {
+        wall,
+        cpu,
+        stalled_executor: false,
+        calls,
+        longest,
+    };
+    let busy = Duration::from_millis(5);
+    h.count_call(batch(busy, None, 1000, Duration::from_micros(5)), false);
+    assert!(placement.may_run_here(), "a thousand 5 µs calls are a thousand fast calls, not one of 5 ms");
+    h.count_call(batch(busy, None, 10, Duration::from_millis(2)), false);
+    assert!(!placement.may_run_here(), "one of its calls took 2 ms on the clock, no CPU measured: slow");
+    h.count_call(batch(busy, Some(Duration::from_micros(300)), 3, Duration::from_millis(2)), false);
+    assert_eq!(placement.fast_streak.load(Ordering::Relaxed), 3, "each call computed 0.3 ms at most: three fast calls");
+    h.count_call(batch(busy, None, 0, Duration::ZERO), false);
+    assert_eq!(placement.fast_streak.load(Ordering::Relaxed), 3, "a batch that called nothing is not judged");
+    h.count_call(batch(Duration::from_millis(20), None, 4000, Duration::from_micros(5)), true);
+    assert!(
+        !placement.stays_on_pool.load(Ordering::Relaxed),
+        "20 ms of short calls on the delivering thread: none of them ran long"
+    );
+}
+
+/// What a batch records of its calls: one per event, and the longest on the clock.
+#[tokio::test]
+async fn a_batch_records_each_of_its_calls() {
+    let h = handler(Guest { on_update: Behaviour::Log, ..Guest::default() }, FailurePolicy::default());
+    assert!(matches!(h.warm_up().await, CallOutcome::Ok));
+    let entries = updates(&["a", "b", "c"]);
+    let mut slot = h.slot.try_lock().expect("no call in progress");
+    let started = quanta::Instant::now();
+    let (results, ran) =
+        run_batch(&h.shared, &mut slot, entries.iter().map(Vec::as_slice), started, Duration::from_secs(3600));
+    assert_eq!(results.len(), 3);
+    assert_eq!(ran.calls, 3, "one call per event");
+    let wall = ran.ended.saturating_duration_since(started);
+    assert!(ran.longest > Duration::ZERO && ran.longest <= wall, "{:?} of {wall:?}", ran.longest);
 }

@@ -17,8 +17,8 @@
 //! stalled plugin costs its neighbours neither a guest thread nor, for long, more than a
 //! tenth of a core.
 //!
-//! **An idle pool's job runs where it is asked for** ([`here`]): on the executor thread that
-//! asks for it, with no thread woken.
+//! **A job runs where it is asked for while the pool has a place free** ([`here`]): on the
+//! executor thread that asks for it, with no thread woken.
 //!
 //! Jobs are stamped, and calls timed, by `quanta`'s clock: the CPU's time-stamp counter where
 //! it is invariant (about 10 ns a reading here, against 25–28 ns for the system's monotonic
@@ -28,7 +28,7 @@
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -98,11 +98,13 @@ struct Shared {
     work: Condvar,
     /// Wakes the watchdog (a job started, or shutdown).
     watch: Condvar,
-    /// A job asked to run on its caller's thread goes to the pool's threads instead: a job
-    /// runs or waits there, or the pool is shut down. Kept in step with `state` under its
-    /// lock ([`Shared::publish`]); read without it by [`GuestPool::try_run_here`], whose
-    /// jobs keep out of `state` altogether: a lone event takes no lock of the pool's.
-    refuse_here: AtomicBool,
+    /// The places in the pool its own threads' jobs take: those running and those queued,
+    /// at most `size` (`size` once it is shut down). A job asked to run on its caller's
+    /// thread runs there only while these and the jobs run so (`borrowed`) leave a place
+    /// free. Kept in step with `state` under its lock ([`Shared::publish`]); read without it
+    /// by [`GuestPool::try_run_here`], whose jobs keep out of `state` altogether: a lone
+    /// event takes no lock of the pool's.
+    taken_by_pool: AtomicUsize,
     /// Jobs run on the threads that asked for them that hold a place in the pool now (not
     /// given back: see [`Borrowed::give_back`]).
     borrowed: AtomicUsize,
@@ -170,16 +172,20 @@ impl Shared {
         self.publish(&state);
     }
 
-    /// Keeps `refuse_here` in step with `state` (under its lock, after any change to the
+    /// Keeps `taken_by_pool` in step with `state` (under its lock, after any change to the
     /// queued jobs, the workers' jobs or shutdown). A worker that handed its last result
     /// over counts as free (`job_done`), even before it is back waiting for the next job.
-    /// The flag is written only when it changes: every lone event reads it, and a pool job
+    /// The count is written only when it changes: every lone event reads it, and a pool job
     /// publishes as it starts, as it hands its result over and as it ends.
     fn publish(&self, state: &State) {
-        let busy = !state.jobs.is_empty() || state.workers.iter().any(Worker::runs_a_job);
-        let refuse = state.shutdown || busy;
-        if self.refuse_here.load(Ordering::Relaxed) != refuse {
-            self.refuse_here.store(refuse, Ordering::Release);
+        let taken = if state.shutdown {
+            self.size
+        } else {
+            let running = state.workers.iter().filter(|w| w.runs_a_job()).count();
+            (running + state.jobs.len()).min(self.size)
+        };
+        if self.taken_by_pool.load(Ordering::Relaxed) != taken {
+            self.taken_by_pool.store(taken, Ordering::Release);
         }
     }
 }
@@ -227,7 +233,7 @@ impl GuestPool {
             state: Mutex::default(),
             work: Condvar::new(),
             watch: Condvar::new(),
-            refuse_here: AtomicBool::new(false),
+            taken_by_pool: AtomicUsize::new(0),
             borrowed: AtomicUsize::new(0),
             borrowed_runs: AtomicU64::new(0),
         });

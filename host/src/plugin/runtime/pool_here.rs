@@ -1,12 +1,16 @@
 //! [`GuestPool::try_run_here`]: a job run on the thread that asks for it.
 //!
-//! **An idle pool's job runs where it is asked for.** Waking a sleeping guest thread, and then
-//! the executor thread that awaits the result, costs two thread wake-ups — tens of
-//! microseconds on a virtual machine, ten times a plugin's call — which a busy pool amortizes
-//! over batches but a lone event pays in full. [`GuestPool::try_run_here`] runs a job on the
-//! calling thread instead, when that is a worker of a multi-threaded tokio runtime and no pool
-//! thread is busy. What happens to that thread's other tasks meanwhile is the caller's
-//! choice ([`HandOver`]):
+//! **A job runs where it is asked for while the pool has a place free.** Waking a sleeping
+//! guest thread, and then the executor thread that awaits the result, costs two thread
+//! wake-ups — tens of microseconds on a virtual machine, ten times a plugin's call — which a
+//! busy pool amortizes over batches but a lone event pays in full; and a job queued behind
+//! another plugin's batch waits for it. [`GuestPool::try_run_here`] runs a job on the calling
+//! thread instead, when that is a worker of a multi-threaded tokio runtime and the pool has a
+//! place free: the jobs of its own threads (running or queued) and the jobs run so take fewer
+//! places than its size. So the jobs run here take no more places than the pool's own jobs
+//! leave them, and a busy guest thread — a slow plugin's call, another plugin's batch — does
+//! not send every other job to queue behind it (and keep the pool busy in turn). What happens to the calling thread's other tasks
+//! meanwhile is the caller's choice ([`HandOver`]):
 //! - [`HandOver::First`]: tokio's `block_in_place` hands them to another thread (a
 //!   blocking-pool thread, which this one does not wait for) before the job starts, so the
 //!   job holds up no task — under load that keeps the executor's other work going while the
@@ -178,15 +182,16 @@ impl GuestPool {
         let Here::MultiThread { global_queue_depth } = executor::here() else { return Err(job) };
         if WORKER.with(std::cell::Cell::get).is_some()
             || BORROWED.with_borrow(|b| b.as_ref().is_some_and(|b| b.running))
-            || self.shared.refuse_here.load(Ordering::Acquire)
         {
             return Err(job);
         }
-        let size = self.shared.size;
+        // The places the pool's own jobs leave: all of them while it is idle, none once it is
+        // shut down.
+        let free = self.shared.size.saturating_sub(self.shared.taken_by_pool.load(Ordering::Acquire));
         if self
             .shared
             .borrowed
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < size).then_some(n + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < free).then_some(n + 1))
             .is_err()
         {
             return Err(job);

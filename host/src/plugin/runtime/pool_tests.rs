@@ -193,25 +193,39 @@ async fn a_wait_outside_the_guest_is_not_a_stall() {
     assert_eq!(pool.waits(), 1);
 }
 
+/// A job runs here while the pool has a place free: a job on one of its two threads leaves
+/// one; jobs on both leave none, and the next job queues for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_busy_pools_jobs_queue_for_its_threads() {
-    let pool = GuestPool::new(1);
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let runner = pool.clone();
-    let running = tokio::spawn(async move { runner.run(move || released.recv().is_ok()).await });
-    while pool.busy() == 0 {
-        tokio::task::yield_now().await;
-    }
+async fn a_job_runs_here_only_while_the_pool_has_a_place_free() {
+    let pool = GuestPool::new(2);
+    let block = |pool: &GuestPool| {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let runner = pool.clone();
+        (release, tokio::spawn(async move { runner.run(move || released.recv().is_ok()).await }))
+    };
+    let until_busy = async |pool: &GuestPool, n: usize| {
+        while pool.busy() < n {
+            tokio::task::yield_now().await;
+        }
+    };
+    let (release_first, first) = block(&pool);
+    until_busy(&pool, 1).await;
+    let ran = pool.try_run_here(|| HandOver::IfItStalls, || 7).ok().expect("a place is free: run here");
+    assert_eq!(ran.unwrap(), 7);
+    let (release_second, second) = block(&pool);
+    until_busy(&pool, 2).await;
     let decided = std::cell::Cell::new(false);
     let hand_over = || {
         decided.set(true);
         HandOver::IfItStalls
     };
-    assert!(pool.try_run_here(hand_over, || 7).is_err(), "a job runs in the pool: this one waits its turn");
+    assert!(pool.try_run_here(hand_over, || 7).is_err(), "both threads run a job: this one waits its turn");
     assert!(!decided.get(), "no hand-over is decided for a job that does not run here");
-    release.send(()).unwrap();
-    assert!(running.await.unwrap().unwrap());
-    assert_eq!(pool.borrowed_runs(), 0);
+    release_first.send(()).unwrap();
+    release_second.send(()).unwrap();
+    assert!(first.await.unwrap().unwrap());
+    assert!(second.await.unwrap().unwrap());
+    assert_eq!(pool.borrowed_runs(), 1);
 }
 
 /// On the workers of the runtime `wink` builds (marked, see `executor`), as on any other: a
