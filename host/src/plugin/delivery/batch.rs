@@ -1,7 +1,8 @@
 //! Running a job of guest calls — a listener's batch, or a plugin's start — and keeping the
-//! record of how its calls went ([`Took`]), which [`Placement`](crate::plugin::delivery::placement::Placement) judges
-//! call by call: a batch of a thousand short calls that together ran for milliseconds is a
-//! thousand fast calls, not one slow one.
+//! record of how its calls went ([`Took`]), which
+//! [`Placement`](crate::plugin::delivery::placement::Placement) judges call by call: a batch
+//! of a thousand short calls that together ran for milliseconds is a thousand fast calls,
+//! not one slow one.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -35,8 +36,9 @@ impl Ran {
 }
 
 /// Runs a job from the instant its pool stamped ([`pool::job_started`]), which `job` is given
-/// and returns with its last clock reading (its calls chain their readings, each call's end
-/// the next one's start: one clock reading per call), and says how it went.
+/// and returns with the record of its calls ([`Ran`]: its last clock reading among them — its
+/// calls chain their readings, each call's end the next one's start, one reading per call),
+/// and says how it went.
 pub(super) fn timed<T>(job: impl FnOnce(Instant) -> (T, Ran)) -> (T, Took) {
     let started = pool::job_started().unwrap_or_else(Instant::now);
     thread_cpu::begin_sampling();

@@ -90,6 +90,13 @@ struct State {
     shutdown: bool,
 }
 
+impl State {
+    /// Jobs running on the pool's threads that hold a place in it (not slow calls moved out).
+    fn running_jobs(&self) -> usize {
+        self.workers.iter().filter(|w| w.runs_a_job()).count()
+    }
+}
+
 struct Shared {
     size: usize,
     slow_call: Duration,
@@ -178,12 +185,7 @@ impl Shared {
     /// The count is written only when it changes: every lone event reads it, and a pool job
     /// publishes as it starts, as it hands its result over and as it ends.
     fn publish(&self, state: &State) {
-        let taken = if state.shutdown {
-            self.size
-        } else {
-            let running = state.workers.iter().filter(|w| w.runs_a_job()).count();
-            (running + state.jobs.len()).min(self.size)
-        };
+        let taken = if state.shutdown { self.size } else { (state.running_jobs() + state.jobs.len()).min(self.size) };
         if self.taken_by_pool.load(Ordering::Relaxed) != taken {
             self.taken_by_pool.store(taken, Ordering::Release);
         }
@@ -262,8 +264,7 @@ impl GuestPool {
 
     /// Jobs running now on the pool's threads (not counting slow calls moved out of it).
     pub fn busy(&self) -> usize {
-        let state = self.shared.state.lock();
-        let on_pool_threads = state.workers.iter().filter(|w| w.runs_a_job()).count();
+        let on_pool_threads = self.shared.state.lock().running_jobs();
         on_pool_threads + self.shared.borrowed.load(Ordering::Acquire)
     }
 

@@ -9,8 +9,8 @@
 //! place free: the jobs of its own threads (running or queued) and the jobs run so take fewer
 //! places than its size. So the jobs run here take no more places than the pool's own jobs
 //! leave them, and a busy guest thread — a slow plugin's call, another plugin's batch — does
-//! not send every other job to queue behind it (and keep the pool busy in turn). What happens to the calling thread's other tasks
-//! meanwhile is the caller's choice ([`HandOver`]):
+//! not send every other job to queue behind it (and keep the pool busy in turn). What happens
+//! to the calling thread's other tasks meanwhile is the caller's choice ([`HandOver`]):
 //! - [`HandOver::First`]: tokio's `block_in_place` hands them to another thread (a
 //!   blocking-pool thread, which this one does not wait for) before the job starts, so the
 //!   job holds up no task — under load that keeps the executor's other work going while the
