@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
 use super::manifest::{MANIFEST_FILE, Manifest};
@@ -65,17 +66,16 @@ impl FileDigests {
     /// (a missing or unreadable component counts as empty). `None` if the manifest cannot
     /// be read.
     pub fn fingerprint(&mut self, dir: &Path) -> Option<String> {
-        let manifest_path = dir.join(MANIFEST_FILE);
-        let component_of = |text: &[u8]| {
-            Manifest::parse(&String::from_utf8_lossy(text), &manifest_path).ok().map(|m| m.component_path())
-        };
-        let (manifest, component) = self.digest(&manifest_path, Some(&component_of))?;
-        let mut hash = Sha256::new();
-        hash.update(manifest);
-        if let Some((digest, _)) = component.and_then(|path| self.digest(&path, None)) {
-            hash.update(digest);
-        }
-        Some(hex::encode(hash.finalize()))
+        fingerprint_with(&mut Exclusive(self), dir).fingerprint
+    }
+
+    /// [`fingerprint`](Self::fingerprint) with the digests shared between threads: the lock
+    /// is held to look up and record digests, not while files are read and hashed, so that
+    /// several plugins are fingerprinted at once. Also returns the manifest, when it was
+    /// read to take the fingerprint (its digest was not remembered) and parses: exactly the
+    /// text the fingerprint covers, for the caller to load without reading it again.
+    pub fn fingerprint_shared(digests: &Mutex<Self>, dir: &Path) -> Fingerprinted {
+        fingerprint_with(&mut Shared(digests), dir)
     }
 
     /// Starts a pass: entries not used by the end of it are dropped by [`FileDigests::end_pass`].
@@ -89,51 +89,129 @@ impl FileDigests {
         self.files.retain(|_, r| r.pass == pass);
     }
 
-    /// The digest of `path` (and what `derive` made of its contents when it was read),
-    /// hashing the file only if its size or modification time changed.
-    fn digest(&mut self, path: &Path, derive: Option<Derive<'_>>) -> Option<([u8; 32], Option<PathBuf>)> {
-        let Ok(meta) = std::fs::metadata(path) else {
-            self.files.remove(path);
-            return None;
-        };
-        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        if let Some(r) = self.files.get_mut(path)
-            && r.settled
-            && r.len == meta.len()
-            && r.modified == modified
-        {
-            r.pass = self.pass;
-            return Some((r.digest, r.component.clone()));
+    /// The remembered digest of `path` if its size and modification time did not move
+    /// since it was hashed (and it had settled then); marks it used by this pass.
+    fn remembered(&mut self, path: &Path, len: u64, modified: SystemTime) -> Option<Digested> {
+        let r = self.files.get_mut(path).filter(|r| r.settled && r.len == len && r.modified == modified)?;
+        r.pass = self.pass;
+        Some(Digested { digest: r.digest, component: r.component.clone(), manifest: None })
+    }
+
+    /// Records what hashing `path` found.
+    fn record(&mut self, path: &Path, hashed: &Hashed, remembered: Remembered) {
+        if let Some(read) = hashed.read {
+            self.stats.files_hashed += 1;
+            self.stats.bytes_hashed += read;
         }
-        let now = SystemTime::now();
-        // Only component files (no `derive`) are shared by identity: a manifest names its
-        // own folder's files.
-        let identity = derive.is_none().then(|| FileIdentity::settled(&meta, now)).flatten();
-        let known = identity.and_then(|id| self.by_identity.get(&id));
-        let (digest, component) = match known {
-            Some(digest) => (digest, None),
-            None => {
-                let (digest, read, component) = hash_file(path, &meta, modified, derive)?;
-                self.stats.files_hashed += 1;
-                self.stats.bytes_hashed += read;
-                if let Some(identity) = identity {
-                    self.by_identity.insert(identity, digest);
-                }
-                (digest, component)
-            }
-        };
-        // Sizes and times read before the contents: if the file changes in between, the
-        // next pass sees a different (size, time) and hashes again.
-        let settled = settled_by(modified, now);
-        let remembered =
-            Remembered { len: meta.len(), modified, settled, digest, component: component.clone(), pass: self.pass };
-        self.files.insert(path.to_owned(), remembered);
-        Some((digest, component))
+        if let Some(identity) = hashed.identity {
+            self.by_identity.insert(identity, remembered.digest);
+        }
+        self.files.insert(path.to_owned(), Remembered { pass: self.pass, ..remembered });
     }
 }
 
-/// What a manifest's contents say about the files it names (its component's path).
-type Derive<'a> = &'a dyn Fn(&[u8]) -> Option<PathBuf>;
+/// A plugin's fingerprint, and its manifest when it was read to take it.
+#[derive(Debug, Default)]
+pub struct Fingerprinted {
+    /// See [`FileDigests::fingerprint`].
+    pub fingerprint: Option<String>,
+    /// The manifest the fingerprint covers, if it was read now and parses.
+    pub manifest: Option<Manifest>,
+}
+
+/// How the fingerprinting functions reach the digests: owned, or behind a lock taken for
+/// each look-up and record.
+trait Access {
+    fn with<R>(&mut self, f: impl FnOnce(&mut FileDigests) -> R) -> R;
+}
+
+struct Exclusive<'a>(&'a mut FileDigests);
+
+impl Access for Exclusive<'_> {
+    fn with<R>(&mut self, f: impl FnOnce(&mut FileDigests) -> R) -> R {
+        f(self.0)
+    }
+}
+
+struct Shared<'a>(&'a Mutex<FileDigests>);
+
+impl Access for Shared<'_> {
+    fn with<R>(&mut self, f: impl FnOnce(&mut FileDigests) -> R) -> R {
+        f(&mut self.0.lock())
+    }
+}
+
+fn fingerprint_with(digests: &mut impl Access, dir: &Path) -> Fingerprinted {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let parse = |text: &[u8]| Manifest::parse(&String::from_utf8_lossy(text), &manifest_path).ok();
+    let Some(manifest) = digest(digests, &manifest_path, Some(&parse)) else {
+        return Fingerprinted::default();
+    };
+    let mut hash = Sha256::new();
+    hash.update(manifest.digest);
+    if let Some(component) = manifest.component.and_then(|path| digest(digests, &path, None)) {
+        hash.update(component.digest);
+    }
+    Fingerprinted { fingerprint: Some(hex::encode(hash.finalize())), manifest: manifest.manifest }
+}
+
+/// A file's digest, with what its contents say when it is a manifest.
+struct Digested {
+    digest: [u8; 32],
+    /// For a manifest: the component file it names (`None` if it does not parse).
+    component: Option<PathBuf>,
+    /// For a manifest read now: what it parsed to.
+    manifest: Option<Manifest>,
+}
+
+/// What hashing a file found, beside its digest.
+struct Hashed {
+    /// The bytes read to hash it (`None`: its identity was known, nothing was read).
+    read: Option<u64>,
+    /// Its identity, when it is a settled component file.
+    identity: Option<FileIdentity>,
+}
+
+/// The digest of `path` (and, for a manifest, what `parse` made of its contents), hashing
+/// the file only if its size or modification time changed.
+fn digest(digests: &mut impl Access, path: &Path, parse: Option<Parse<'_>>) -> Option<Digested> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        digests.with(|d| d.files.remove(path));
+        return None;
+    };
+    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    if let Some(known) = digests.with(|d| d.remembered(path, meta.len(), modified)) {
+        return Some(known);
+    }
+    let now = SystemTime::now();
+    // Only component files (no `parse`) are shared by identity: a manifest names its own
+    // folder's files.
+    let identity = parse.is_none().then(|| FileIdentity::settled(&meta, now)).flatten();
+    let known = identity.and_then(|id| digests.with(|d| d.by_identity.get(&id)));
+    let (digest, hashed, manifest) = match known {
+        Some(digest) => (digest, Hashed { read: None, identity: None }, None),
+        None => {
+            let (digest, read, manifest) = hash_file(path, &meta, modified, parse)?;
+            (digest, Hashed { read: Some(read), identity }, manifest)
+        }
+    };
+    // Sizes and times read before the contents: if the file changes in between, the next
+    // pass sees a different (size, time) and hashes again.
+    let component = manifest.as_ref().map(Manifest::component_path);
+    let remembered = Remembered {
+        len: meta.len(),
+        modified,
+        settled: settled_by(modified, now),
+        digest,
+        component: component.clone(),
+        pass: 0,
+    };
+    digests.with(|d| d.record(path, &hashed, remembered));
+    Some(Digested { digest, component, manifest })
+}
+
+/// What a manifest's contents parse to.
+type Parse<'a> = &'a dyn Fn(&[u8]) -> Option<Manifest>;
 
 /// The manifest is read whole to find its component; a larger file is not a manifest.
 const MANIFEST_MAX: u64 = 1 << 20;
@@ -141,24 +219,24 @@ const MANIFEST_MAX: u64 = 1 << 20;
 /// (the loader refuses them anyway, from their metadata).
 const HASHED_COMPONENT_MAX: u64 = 1 << 30;
 
-/// Hashes `path`. With `derive` (the manifest) the file is read whole, up to
+/// Hashes `path`. With `parse` (the manifest) the file is read whole, up to
 /// [`MANIFEST_MAX`], and handed to it; any other file is streamed through the hash, never
-/// held in memory. Returns the digest, the bytes read and what `derive` made of them.
+/// held in memory. Returns the digest, the bytes read and what `parse` made of them.
 fn hash_file(
     path: &Path,
     meta: &std::fs::Metadata,
     modified: SystemTime,
-    derive: Option<Derive<'_>>,
-) -> Option<([u8; 32], u64, Option<PathBuf>)> {
+    parse: Option<Parse<'_>>,
+) -> Option<([u8; 32], u64, Option<Manifest>)> {
     use std::io::Read;
     let mut hash = Sha256::new();
     let mut file = std::fs::File::open(path).ok()?;
-    match derive {
-        Some(derive) => {
+    match parse {
+        Some(parse) => {
             let mut bytes = Vec::new();
             file.take(MANIFEST_MAX).read_to_end(&mut bytes).ok()?;
             hash.update(&bytes);
-            Some((hash.finalize().into(), bytes.len() as u64, derive(&bytes)))
+            Some((hash.finalize().into(), bytes.len() as u64, parse(&bytes)))
         }
         None if meta.len() > HASHED_COMPONENT_MAX => {
             hash.update(meta.len().to_le_bytes());
@@ -255,6 +333,24 @@ mod tests {
         assert_eq!(digests.fingerprint(dir.path()).unwrap(), fresh);
         assert_eq!(digests.fingerprint(dir.path()).unwrap(), fresh);
         assert_eq!(digests.stats().files_hashed, 4, "hashed once more after settling, then remembered");
+    }
+
+    #[test]
+    fn a_shared_fingerprint_hands_over_the_manifest_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        plugin(dir.path(), b"\0asm-one");
+        let digests = Mutex::new(FileDigests::default());
+        let first = FileDigests::fingerprint_shared(&digests, dir.path());
+        assert_eq!(
+            first.manifest.map(|m| m.name.to_string()).as_deref(),
+            Some("p"),
+            "read now: parsed once, handed over"
+        );
+        let again = FileDigests::fingerprint_shared(&digests, dir.path());
+        assert!(again.manifest.is_none(), "remembered: not read again");
+        assert_eq!(again.fingerprint, first.fingerprint);
+        assert_eq!(digests.lock().fingerprint(dir.path()), first.fingerprint, "the same fingerprint either way");
+        assert_eq!(digests.lock().stats().files_hashed, 2);
     }
 
     #[test]

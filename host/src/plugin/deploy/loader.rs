@@ -22,7 +22,7 @@ use wasmtime::component::Component;
 use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
 use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, wasi};
 use crate::plugin::runtime::bindings::{WitVersion, check_exports};
-use crate::plugin::runtime::engine::{CacheOutcome, EngineError, PluginEngine};
+use crate::plugin::runtime::engine::{CacheOutcome, Compiled, EngineError, PluginEngine};
 use crate::plugin::runtime::file_identity::FileIdentity;
 use crate::plugin::runtime::footprint::InitialMemory;
 use crate::plugin::runtime::instance::{PluginPre, Sandbox, SandboxSettings, linker};
@@ -234,15 +234,25 @@ pub fn load_manifest(
         return Err(LoadError::MemoryAbovePoolMax { path, plugin, limit, max });
     }
     let component_path = manifest.component_path();
-    let (bytes, identity) = read_component(&component_path, limits.max_component_size)?;
-    check_header(&bytes, &component_path)?;
-    // A component wasmparser cannot read is left to the compiler, whose error says more.
-    let initial_memory = InitialMemory::of(&bytes).unwrap_or_default();
-    if initial_memory.total() > limit {
-        let (path, plugin) = (component_path, manifest.name.to_string());
-        return Err(LoadError::InitialMemoryAboveLimit { path, plugin, initial: initial_memory, limit });
-    }
-    let (compiled, pre) = prepare_component(&bytes, identity, &component_path, engine)?;
+    let above_limit = |initial: InitialMemory| {
+        let (path, plugin) = (component_path.clone(), manifest.name.to_string());
+        Err(LoadError::InitialMemoryAboveLimit { path, plugin, initial, limit })
+    };
+    let (compiled, pre) = match known_component(&component_path, engine, limits.max_component_size) {
+        Some((compiled, _)) if compiled.initial_memory.total() > limit => return above_limit(compiled.initial_memory),
+        Some(known) => known,
+        None => {
+            let (bytes, identity) = read_component(&component_path, limits.max_component_size)?;
+            check_header(&bytes, &component_path)?;
+            // A component wasmparser cannot read is left to the compiler, whose error says more.
+            let initial_memory = InitialMemory::of(&bytes).unwrap_or_default();
+            if initial_memory.total() > limit {
+                return above_limit(initial_memory);
+            }
+            prepare_component(&bytes, identity, &component_path, engine)?
+        }
+    };
+    let initial_memory = compiled.initial_memory;
     Ok(LoadedPlugin {
         manifest: Arc::new(manifest),
         component_path,
@@ -252,6 +262,14 @@ pub fn load_manifest(
         digest: compiled.digest,
         initial_memory,
     })
+}
+
+/// The component at `path`, compiled and linked, if the engine read that file (or a hard
+/// link to it) before and keeps it: many tenants' copies of one plugin read it once. Files
+/// modified too recently to be told apart by their metadata are read (see [`FileIdentity`]).
+fn known_component(path: &Path, engine: &PluginEngine, max: u64) -> Option<(Compiled, PluginPre)> {
+    let meta = std::fs::metadata(path).ok().filter(|meta| meta.len() <= max)?;
+    engine.linked_file(&FileIdentity::settled(&meta, std::time::SystemTime::now())?)
 }
 
 /// Reads a component file of at most `max` bytes, refusing a larger one from its metadata
@@ -301,7 +319,7 @@ pub fn prepare_component(
     identity: Option<FileIdentity>,
     path: &Path,
     engine: &PluginEngine,
-) -> Result<(crate::plugin::runtime::engine::Compiled, PluginPre), LoadError> {
+) -> Result<(Compiled, PluginPre), LoadError> {
     let path_buf = || path.to_owned();
     check_header(bytes, path)?;
     let compiled =

@@ -231,3 +231,27 @@ fn an_oversized_component_file_is_refused_from_its_metadata() {
     let err = load_manifest(manifest, &engine(None), &LoadLimits { max_component_size: 1024 }).unwrap_err();
     assert!(matches!(err, LoadError::ComponentTooLarge { max: 1024, .. }), "{err:?}");
 }
+
+/// A component file the engine read before and still keeps (the same file, or a hard link
+/// to it, unchanged by its metadata) is not read again: here its bytes are overwritten in
+/// place with its size and time kept, and the plugin still loads the component read first.
+#[test]
+fn a_component_file_known_by_its_identity_is_not_read_again() {
+    let bytes = Guest::default().component();
+    let dir = plugin_dir(&bytes);
+    let component = dir.0.join("demo.wasm");
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options().write(true).open(&component).unwrap().set_modified(long_ago).unwrap();
+    let engine = engine(None);
+    let first = load_plugin(&dir.0, &engine).unwrap();
+    let file = std::fs::File::options().write(true).open(&component).unwrap();
+    std::io::Write::write_all(&mut &file, &vec![0u8; bytes.len()]).unwrap();
+    file.set_modified(long_ago).unwrap();
+    let second = load_plugin(&dir.0, &engine).unwrap();
+    assert_eq!(second.digest, first.digest, "the component read first, the file not read again");
+    assert_eq!(second.initial_memory, first.initial_memory);
+    assert_eq!(second.cache, CacheOutcome::Hit);
+    // Once the file's metadata moves, it is read (and here refused: it is no longer wasm).
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(30)).unwrap();
+    assert!(matches!(load_plugin(&dir.0, &engine), Err(LoadError::NotWasm { .. })));
+}

@@ -24,9 +24,10 @@
 //!   leases are taken before the old ones are released.
 //! - **Remove**: the listeners are unregistered; queued events are dropped.
 //!
-//! - **Memory**: each plugin reserves its memory from the host's [`MemoryBudget`] before its
-//!   component is read; a plugin that does not fit is refused, and its reservation is
-//!   released when it is removed or replaced. After plugins are deployed, replaced or
+//! - **Memory**: each plugin reserves its memory from the host's [`MemoryBudget`] as it is
+//!   registered, in the folder's order; one that does not fit is refused (before its
+//!   component is read, when it does not fit already), and its reservation is released
+//!   when it is removed or replaced. After plugins are deployed, replaced or
 //!   removed, the compile cache is pruned, keeping the deployed plugins' components.
 //!
 //! A plugin holds an [`InformerLease`] on each informer it listens to or may read from: the
@@ -216,7 +217,7 @@ pub struct PluginRegistry {
     pool: GuestPool,
     plugins: tokio::sync::Mutex<BTreeMap<String, Deployed>>,
     /// Plugin file digests by (size, modification time), for rescans.
-    digests: parking_lot::Mutex<FileDigests>,
+    digests: Arc<parking_lot::Mutex<FileDigests>>,
     /// Folder scans and failed deploys waiting for their retry.
     scans: scan::ScanState,
     memory_budget: MemoryBudget,
@@ -267,7 +268,7 @@ impl PluginRegistry {
             metrics,
             pool,
             plugins: tokio::sync::Mutex::default(),
-            digests: parking_lot::Mutex::default(),
+            digests: Arc::default(),
             scans: scan::ScanState::new(DEPLOY_RETRY),
             memory_budget: MemoryBudget::unlimited(),
             load_limits: LoadLimits::default(),
@@ -392,23 +393,13 @@ impl PluginRegistry {
     /// registered before the start all take part in resolving the resync check period (a
     /// handler added after start cannot lower it).
     async fn deploy_unstarted(&self, dir: &Path) -> Result<String, RegistryError> {
-        let fingerprint = self.digests.lock().fingerprint(dir);
-        self.deploy_version(dir, fingerprint).await
+        self.deploy_read(dir, None).await
     }
 
-    /// Deploys the plugin in `dir` whose files had `fingerprint` before they were loaded.
-    async fn deploy_version(&self, dir: &Path, fingerprint: Option<String>) -> Result<String, RegistryError> {
-        self.deploy_read(dir, fingerprint, None).await
-    }
-
-    /// [`deploy_version`](Self::deploy_version) with the plugin's files perhaps already read
-    /// (`read`, from [`read_plugin`](Self::read_plugin)).
-    async fn deploy_read(
-        &self,
-        dir: &Path,
-        fingerprint: Option<String>,
-        read: Option<Result<Read, RegistryError>>,
-    ) -> Result<String, RegistryError> {
+    /// [`deploy_unstarted`](Self::deploy_unstarted) with the plugin's files perhaps already
+    /// read (`read`, from [`read_plugin`](Self::read_plugin)); they are read here otherwise,
+    /// once the plugin is known to run on this member.
+    async fn deploy_read(&self, dir: &Path, read: Option<Read>) -> Result<String, RegistryError> {
         let shard = match self.placement(dir) {
             shard::Placement::Here(shard) => shard,
             shard::Placement::Elsewhere(name) => {
@@ -419,11 +410,11 @@ impl PluginRegistry {
                 return Ok(name);
             }
         };
-        let read = match read {
+        let Read { fingerprint, plugin } = match read {
             Some(read) => read,
-            None => Self::finish_read(dir, self.read_plugin(dir)).await,
+            None => self.finish_read(dir, self.read_plugin(dir)).await,
         };
-        let Started { loaded, handler, grants, memory } = self.load(read).await?;
+        let Started { loaded, handler, grants, memory } = self.load(plugin).await?;
         let name = loaded.name().to_owned();
         let mut plugins = self.plugins.lock().await;
         if let Some(existing) = plugins.get(&name)

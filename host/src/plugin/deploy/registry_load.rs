@@ -1,15 +1,17 @@
-//! Loading a plugin for the registry: its files read on a blocking thread (manifest, memory
-//! reservation, component, metric series), then its cache grants, cluster link and handler,
-//! and its start (`init`) unless plugins start on their first event.
+//! Loading a plugin for the registry: its files read on a blocking thread (manifest,
+//! component, metric series), then, in the order of the scan, its memory reservation, cache
+//! grants, cluster link and handler, and its start (`init`) unless plugins start on their
+//! first event.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{FactoryCache, PluginRegistry, RegistryError};
+use super::{FactoryCache, FileDigests, PluginRegistry, RegistryError};
 use crate::informer::crash::panic_message;
 use crate::informer::{InformerLease, ResourceKey};
 use crate::plugin::delivery::metrics::PluginMetrics;
 use crate::plugin::delivery::runner::PluginHandler;
+use crate::plugin::deploy::fingerprint::Fingerprinted;
 use crate::plugin::deploy::loader::{LoadError, LoadedPlugin, load_manifest, load_plugin_manifest};
 use crate::plugin::deploy::start::PluginStart;
 use crate::plugin::imports::CacheResolver;
@@ -25,49 +27,70 @@ pub(super) struct Started {
 }
 
 /// A plugin's files being read on a blocking thread (see [`PluginRegistry::read_plugin`]).
-pub(super) type Reading = tokio::task::JoinHandle<Result<Read, RegistryError>>;
+pub(super) type Reading = tokio::task::JoinHandle<Read>;
 
 /// A plugin's files as read.
 pub(super) struct Read {
+    /// The fingerprint its files had before they were loaded (see
+    /// [`FileDigests`](super::FileDigests)).
+    pub(super) fingerprint: Option<String>,
+    /// What loading them made.
+    pub(super) plugin: Result<ReadPlugin, RegistryError>,
+}
+
+/// A plugin loaded from its files.
+pub(super) struct ReadPlugin {
     /// Its manifest and component.
-    pub(super) loaded: LoadedPlugin,
-    /// Its memory, reserved.
-    pub(super) memory: MemoryReservation,
+    loaded: LoadedPlugin,
     /// Its metric series.
-    pub(super) metrics: PluginMetrics,
+    metrics: PluginMetrics,
 }
 
 impl PluginRegistry {
-    /// Starts reading `dir`'s plugin on a blocking thread — manifest, memory reservation,
-    /// component (compiling a large one takes seconds: kept off the async threads; the
-    /// memory is reserved before the component is read) — for [`load`](Self::load).
+    /// Starts reading `dir`'s plugin on a blocking thread — fingerprint, manifest, component
+    /// (compiling a large one takes seconds: kept off the async threads) — for
+    /// [`load`](Self::load), which reserves its memory. The manifest read to fingerprint the
+    /// plugin is the one loaded, parsed once. A plugin that does not fit in the memory left
+    /// is refused before its component is read; several reads may run at once (see
+    /// [`sync_dir`](Self::sync_dir)), each reservation is still made in turn.
     pub(super) fn read_plugin(&self, dir: &Path) -> Reading {
         self.scans.count_attempt();
         let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
-        let (path, metrics) = (dir.to_owned(), self.metrics.clone());
+        let (path, metrics, digests) = (dir.to_owned(), self.metrics.clone(), self.digests.clone());
         tokio::task::spawn_blocking(move || {
-            let manifest = load_plugin_manifest(&path).map_err(LoadError::from)?;
-            let memory = budget.reserve(&manifest)?;
-            let loaded = load_manifest(manifest, &engine, &limits)?;
-            // Creating a plugin's metric series (at zero) takes a few microseconds: here,
-            // beside the rest of the reading, rather than on the registering thread.
-            let metrics = metrics.plugin(loaded.name());
-            Ok::<_, RegistryError>(Read { loaded, memory, metrics })
+            let Fingerprinted { fingerprint, manifest } = FileDigests::fingerprint_shared(&digests, &path);
+            let plugin = (|| {
+                let manifest = match manifest {
+                    Some(manifest) => manifest,
+                    None => load_plugin_manifest(&path).map_err(LoadError::from)?,
+                };
+                budget.fits(&manifest)?;
+                let loaded = load_manifest(manifest, &engine, &limits)?;
+                // Creating a plugin's metric series (at zero) takes a few microseconds: here,
+                // beside the rest of the reading, rather than on the registering thread.
+                let metrics = metrics.plugin(loaded.name());
+                Ok(ReadPlugin { loaded, metrics })
+            })();
+            Read { fingerprint, plugin }
         })
     }
 
     /// What [`read_plugin`](Self::read_plugin) read from `dir`.
-    pub(super) async fn finish_read(dir: &Path, reading: Reading) -> Result<Read, RegistryError> {
-        reading.await.map_err(|join| RegistryError::LoadPanicked {
-            dir: dir.to_owned(),
-            message: join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p)),
-        })?
+    pub(super) async fn finish_read(&self, dir: &Path, reading: Reading) -> Read {
+        reading.await.unwrap_or_else(|join| Read {
+            fingerprint: self.digests.lock().fingerprint(dir),
+            plugin: Err(RegistryError::LoadPanicked {
+                dir: dir.to_owned(),
+                message: join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p)),
+            }),
+        })
     }
 
     /// Loads the plugin read from its folder, and starts it (unless plugins start on their
     /// first event).
-    pub(super) async fn load(&self, read: Result<Read, RegistryError>) -> Result<Started, RegistryError> {
-        let Read { loaded, memory, metrics } = read?;
+    pub(super) async fn load(&self, read: Result<ReadPlugin, RegistryError>) -> Result<Started, RegistryError> {
+        let ReadPlugin { loaded, metrics } = read?;
+        let memory = self.memory_budget.reserve(&loaded.manifest)?;
         let name = loaded.name().to_owned();
         let mut grants = Vec::new();
         for grant in &loaded.manifest.cache {

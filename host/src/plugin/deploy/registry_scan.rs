@@ -9,7 +9,7 @@
 //!   5-minute cap), and at once when its files change. [`PluginRegistry::watch_dir`] wakes
 //!   up for the next retry on its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +34,13 @@ pub const DEPLOY_RETRY: BackoffConfig = BackoffConfig {
     // Longer than the cap: a plugin that keeps failing never starts over at 1 s.
     reset_after: Duration::from_secs(900),
 };
+
+/// How many plugins' files a scan reads ahead of the one it registers: one per core, at
+/// most 4 (a read that compiles is itself parallel and holds the component's bytes).
+fn reads_ahead() -> usize {
+    static AHEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AHEAD.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 4))
+}
 
 /// What the registry's folder scans have cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,6 +78,11 @@ impl ScanState {
 
     pub(super) fn count_attempt(&self) {
         self.attempts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the last deploy of the plugin in `dir` failed.
+    fn has_failed(&self, dir: &Path) -> bool {
+        self.failed.lock().contains_key(dir)
     }
 
     /// Whether the failed plugin in `dir` waits: same files, retry time not reached.
@@ -145,43 +157,52 @@ impl PluginRegistry {
         }
         self.scans.failed.lock().retain(|dir, _| dirs.contains(dir));
         self.digests.lock().begin_pass();
-        let fingerprints: Vec<Option<String>> = {
-            let mut digests = self.digests.lock();
-            dirs.iter().map(|dir| digests.fingerprint(dir)).collect()
-        };
-        self.digests.lock().end_pass();
         let mut due = Vec::new();
-        for (dir, fingerprint) in dirs.into_iter().zip(fingerprints) {
+        for dir in dirs {
             let current = deployed.iter().find(|(_, d, _)| *d == dir).map(|(_, _, f)| f.clone());
-            if current.is_some() && current.as_ref() == Some(&fingerprint) {
-                self.scans.succeeded(&dir);
-                continue;
+            // A new plugin is due whatever its files: its read takes the fingerprint. A
+            // deployed one is due if its files changed, a failed one if they changed or its
+            // retry is due.
+            if current.is_some() || self.scans.has_failed(&dir) {
+                let fingerprint = self.digests.lock().fingerprint(&dir);
+                if current.as_ref() == Some(&fingerprint) {
+                    self.scans.succeeded(&dir);
+                    continue;
+                }
+                if self.scans.backing_off(&dir, &fingerprint) {
+                    continue;
+                }
             }
-            if !self.scans.backing_off(&dir, &fingerprint) {
-                due.push((dir, fingerprint, current.is_some()));
-            }
+            due.push((dir, current.is_some()));
         }
         let mut errors = Vec::new();
-        let mut due = due.into_iter().peekable();
-        let mut reading = due.peek().map(|(dir, ..)| self.read_plugin(dir));
-        while let Some((dir, fingerprint, replacing)) = due.next() {
-            let read = match reading.take() {
-                Some(reading) => Some(Self::finish_read(&dir, reading).await),
-                None => None,
+        let (mut reads, mut started) = (VecDeque::new(), 0);
+        for (i, (dir, _)) in due.iter().enumerate() {
+            // Plugins' files are read on blocking threads, up to `reads_ahead()` beyond the
+            // one registering now, and registered (memory reserved, started, listening) one
+            // at a time in the folder's order. Reads never pass a replacement not registered
+            // yet: its old version gives its memory back as it goes, and a read refuses a
+            // plugin that does not fit in what is left.
+            while started < due.len() && started - i <= reads_ahead() && !due[i..started].iter().any(|d| d.1) {
+                reads.push_back(self.read_plugin(&due[started].0));
+                started += 1;
+            }
+            let read = match reads.pop_front() {
+                Some(reading) => self.finish_read(dir, reading).await,
+                None => self.finish_read(dir, self.read_plugin(dir)).await,
             };
-            // The next plugin's files are read (on a blocking thread) while this one
-            // registers: reads stay one at a time and in order, as memory is reserved. Not
-            // beside a replacement, whose old version gives its memory back as it goes.
-            reading = due.peek().filter(|_| !replacing).map(|(dir, ..)| self.read_plugin(dir));
-            match self.deploy_read(&dir, fingerprint.clone(), read).await {
-                Ok(_) => self.scans.succeeded(&dir),
+            let fingerprint = read.fingerprint.clone();
+            match self.deploy_read(dir, Some(read)).await {
+                Ok(_) => self.scans.succeeded(dir),
                 Err(err) => {
-                    let retry_in = self.scans.failed(&dir, fingerprint);
+                    let retry_in = self.scans.failed(dir, fingerprint);
                     tracing::error!(dir = %dir.display(), error = %Chain(&err), ?retry_in, "plugin not deployed");
                     errors.push(err);
                 }
             }
         }
+        // After every read: the fingerprints taken by the reads count as this pass's.
+        self.digests.lock().end_pass();
         self.factory.start();
         self.prune_cache().await;
         Ok(errors)

@@ -348,3 +348,29 @@ async fn a_plugin_started_on_its_first_event_holds_no_instance_until_then() {
     assert!(matches!(err, RegistryError::Start { .. }), "{err}");
     eager.factory().shutdown().await;
 }
+
+/// Plugins' files are read several at once, but their memory is reserved in the folder's
+/// order: of two plugins that do not fit together, the first deploys, whichever read ends
+/// first; a smaller plugin after them still fits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_reserve_memory_in_the_folder_order_while_their_files_are_read_at_once() {
+    for round in 0..5 {
+        let root = tempfile::tempdir().unwrap();
+        for (name, memory) in [("a", "64Mi"), ("b", "64Mi"), ("c", "8Mi")] {
+            let dir = write_plugin(root.path(), name, Guest::default());
+            std::fs::write(dir.join(MANIFEST_FILE), format!("{}limits: {{memory: {memory}}}\n", pods_manifest(name)))
+                .unwrap();
+            age(&dir.join(MANIFEST_FILE));
+        }
+        let budget = MemoryBudget::new((64 + 8) << 20);
+        let registry = registry_over(&MemorySource::default()).with_memory_budget(budget.clone());
+        let failed = registry.sync_dir(root.path()).await.unwrap();
+        assert!(
+            matches!(failed.as_slice(), [RegistryError::Budget(e)] if e.plugin == "b"),
+            "round {round}: {failed:?}"
+        );
+        let deployed: Vec<String> = registry.status().await.into_iter().map(|s| s.name).collect();
+        assert_eq!(deployed, ["a", "c"], "round {round}");
+        assert_eq!(budget.reserved(), (64 + 8) << 20);
+    }
+}

@@ -144,13 +144,25 @@ impl MemoryBudget {
         Ok(())
     }
 
+    /// Whether `manifest`'s plugin fits in what is left now, without reserving it: an early
+    /// refusal for a caller that reserves later (while nothing is released in between, a
+    /// plugin that does not fit now does not fit then).
+    pub fn fits(&self, manifest: &Manifest) -> Result<(), BudgetExceeded> {
+        let requested = reservation_of(manifest);
+        let available = self.available_to(manifest, &self.0.state.lock());
+        if requested > available {
+            return Err(self.exceeded(manifest, requested, available));
+        }
+        Ok(())
+    }
+
     /// Reserves `manifest`'s plugin's memory, or says why it does not fit. The plugin's own
     /// earlier reservations (the version it replaces) do not count against it.
     pub fn reserve(&self, manifest: &Manifest) -> Result<MemoryReservation, BudgetExceeded> {
         let plugin = manifest.name.as_str();
         let requested = reservation_of(manifest);
         let mut state = self.0.state.lock();
-        let available = self.0.total.saturating_sub(state.reserved_except(Some(plugin)));
+        let available = self.available_to(manifest, &state);
         if requested > available {
             return Err(self.exceeded(manifest, requested, available));
         }
@@ -158,6 +170,11 @@ impl MemoryBudget {
         state.next_id += 1;
         state.update(plugin, |held| held.push((id, requested)));
         Ok(MemoryReservation { budget: self.clone(), plugin: plugin.to_owned(), id, bytes: requested })
+    }
+
+    /// What `manifest`'s plugin may reserve: the total less every other plugin's reservations.
+    fn available_to(&self, manifest: &Manifest, state: &State) -> u64 {
+        self.0.total.saturating_sub(state.reserved_except(Some(manifest.name.as_str())))
     }
 
     fn exceeded(&self, manifest: &Manifest, requested: u64, available: u64) -> BudgetExceeded {

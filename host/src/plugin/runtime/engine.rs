@@ -48,6 +48,7 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::cache_prune::{PruneReport, prune};
 use super::file_identity::{FileIdentity, KnownDigests};
+use super::footprint::InitialMemory;
 use super::instance::PluginPre;
 use super::ticker::{EpochTicker, GuestRunning};
 
@@ -227,6 +228,9 @@ pub struct Compiled {
     pub outcome: CacheOutcome,
     /// The sha256 of the component's bytes, in hex.
     pub digest: String,
+    /// Its memory before its first call (zero if wasmparser cannot read it: the compiler
+    /// would have refused it).
+    pub initial_memory: InitialMemory,
 }
 
 struct Inner {
@@ -238,7 +242,7 @@ struct Inner {
     cache_hits: AtomicU64,
     temp_counter: AtomicU64,
     /// Recently used components by digest, most recent first.
-    in_memory: parking_lot::Mutex<std::collections::VecDeque<(String, Component, Linked)>>,
+    in_memory: parking_lot::Mutex<std::collections::VecDeque<Compiled>>,
     /// Ticks while guest code runs; stops with the engine.
     ticker: EpochTicker,
     /// The digests of component files read, by file identity.
@@ -371,7 +375,7 @@ impl PluginEngine {
     /// [`EngineConfig::cache_max_size`] (see `super::cache_prune`). Returns what it did to
     /// the folder, `None` without one. Blocking (reads the folder).
     pub fn prune_cache(&self, in_use: &std::collections::HashSet<String>) -> Option<PruneReport> {
-        self.0.in_memory.lock().retain(|(digest, ..)| in_use.contains(digest));
+        self.0.in_memory.lock().retain(|compiled| in_use.contains(&compiled.digest));
         let dir = self.0.config.cache_dir.as_ref()?;
         match prune(dir, &self.0.engine_hash, in_use, self.0.config.cache_max_size) {
             Ok(report) => {
@@ -424,41 +428,54 @@ impl PluginEngine {
                 digest
             }
         };
-        if let Some((component, linked)) = self.remembered(&digest) {
+        if let Some(compiled) = self.remembered(&digest) {
             self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Compiled { component, linked, outcome: CacheOutcome::Hit, digest });
+            return Ok(compiled);
         }
         let compiled = self.compile_or_load(bytes, digest)?;
         self.remember(&compiled);
         Ok(compiled)
     }
 
-    fn remembered(&self, digest: &str) -> Option<(Component, Linked)> {
+    /// The component in the file at `identity`, compiled and linked, if this engine read that
+    /// file (or a hard link to it) before and still keeps its component in memory: the file
+    /// need not be read again. (`identity` is a settled file's: see [`FileIdentity`].)
+    pub fn linked_file(&self, identity: &FileIdentity) -> Option<(Compiled, PluginPre)> {
+        let compiled = self.remembered(&self.0.known_digests.get(identity)?)?;
+        let pre = compiled.linked.get()?.clone();
+        self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
+        Some((compiled, pre))
+    }
+
+    fn remembered(&self, digest: &str) -> Option<Compiled> {
         let mut in_memory = self.0.in_memory.lock();
-        let at = in_memory.iter().position(|(d, ..)| d == digest)?;
+        let at = in_memory.iter().position(|c| c.digest == digest)?;
         let entry = in_memory.remove(at)?;
-        let found = (entry.1.clone(), entry.2.clone());
+        let found = Compiled { outcome: CacheOutcome::Hit, ..entry.clone() };
         in_memory.push_front(entry);
         Some(found)
     }
 
     fn remember(&self, compiled: &Compiled) {
         let mut in_memory = self.0.in_memory.lock();
-        in_memory.retain(|(d, ..)| *d != compiled.digest);
-        in_memory.push_front((compiled.digest.clone(), compiled.component.clone(), compiled.linked.clone()));
+        in_memory.retain(|c| c.digest != compiled.digest);
+        in_memory.push_front(compiled.clone());
         in_memory.truncate(MEMORY_CACHE_SIZE);
     }
 
     fn compile_or_load(&self, bytes: &[u8], digest: String) -> Result<Compiled, EngineError> {
-        let Some(path) = self.cache_path(&digest) else {
-            let component = self.compile_now(bytes)?;
-            return Ok(Compiled { component, linked: Linked::default(), outcome: CacheOutcome::Disabled, digest });
+        let initial_memory = InitialMemory::of(bytes).unwrap_or_default();
+        let path = self.cache_path(&digest);
+        let compiled =
+            |component, outcome| Compiled { component, linked: Linked::default(), outcome, digest, initial_memory };
+        let Some(path) = path else {
+            return Ok(compiled(self.compile_now(bytes)?, CacheOutcome::Disabled));
         };
         if path.exists() {
             match self.load_cached(&path) {
                 Ok(component) => {
                     self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Compiled { component, linked: Linked::default(), outcome: CacheOutcome::Hit, digest });
+                    return Ok(compiled(component, CacheOutcome::Hit));
                 }
                 Err(e) => tracing::warn!(path = %path.display(), error = %e, "corrupt compile cache file; recompiling"),
             }
@@ -472,7 +489,7 @@ impl PluginEngine {
             }
             Err(e) => tracing::warn!(error = %e, "cannot serialize a compiled component for the cache"),
         }
-        Ok(Compiled { component, linked: Linked::default(), outcome: CacheOutcome::Miss, digest })
+        Ok(compiled(component, CacheOutcome::Miss))
     }
 
     fn compile_now(&self, bytes: &[u8]) -> Result<Component, EngineError> {
