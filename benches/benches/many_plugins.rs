@@ -9,9 +9,10 @@
 //! - start time (folder scan, manifests, compile or load from the cache, pre-link,
 //!   instantiate + `init` of every plugin, listener registration) with a cold (empty) and a
 //!   warm compiled-component cache, and the RSS then — each start in a fresh process (this
-//!   binary re-runs itself), so RSS figures do not mix; the 10,000 Rust plugins also started
-//!   on their first event (`--start-plugins on-first-event`: deployed and listening, no
-//!   instance until an event comes);
+//!   binary re-runs itself), so RSS figures do not mix; then a rescan of the unchanged
+//!   folder (what the folder watcher runs on any change in it); the 10,000 Rust plugins
+//!   also started on their first event (`--start-plugins on-first-event`: deployed and
+//!   listening, no instance until an event comes);
 //! - instantiation time (instance + `init`) of one plugin per language (criterion);
 //! - the cost of one event: an update of a Pod in a namespace one plugin watches, until that
 //!   plugin's guest was called, with 10, 100, 1,000 and 10,000 plugins deployed — all the
@@ -49,6 +50,9 @@ struct StartReport {
     /// Of `rss_after`, file-backed or shared pages.
     #[serde(default)]
     rss_shared_after: usize,
+    /// A rescan of the unchanged folder after the start (after RSS was read).
+    #[serde(default)]
+    rescan: Duration,
 }
 
 fn tenant(i: usize) -> String {
@@ -115,7 +119,7 @@ fn child_start(folder: &Path, cache: &Path, start: PluginStart) {
         for e in failed.iter().take(3) {
             eprintln!("many_plugins: failed: {e}");
         }
-        let report = StartReport {
+        let mut report = StartReport {
             plugins: registry.status().await.len(),
             failed: failed.len(),
             start,
@@ -124,7 +128,11 @@ fn child_start(folder: &Path, cache: &Path, start: PluginStart) {
             rss_before,
             rss_after: rss(),
             rss_shared_after: rss_shared(),
+            rescan: Duration::ZERO,
         };
+        let rescan = Instant::now();
+        registry.sync_dir(folder).await.expect("rescanning the plugins folder");
+        report.rescan = rescan.elapsed();
         factory.shutdown().await;
         report
     });
@@ -278,7 +286,9 @@ fn main() {
         "Plugins deployed from a folder by `PluginRegistry::sync_dir`, as `wink run` does, over an in-memory \
          source; the engine's instance pool sized to the plugin count. Start = scan, manifests, compile (cold: \
          empty cache) or load the compiled component (warm), pre-link, instantiate + `init` every plugin \
-         (started on first event: none, no event comes), register its listener; each start in a fresh process, RSS read there. Per-event cost: an update of \
+         (started on first event: none, no event comes), register its listener; each start in a fresh process, \
+         RSS read there, then the unchanged folder rescanned (as the folder watcher does on any change in it). \
+         Per-event cost: an update of \
          a Pod in `tenant-00000` (watched by one plugin) until that plugin's guest was called, medians.",
     );
     let mut table = Table::new(
@@ -293,6 +303,7 @@ fn main() {
             "of it file/shared",
             "RSS Δ",
             "deployed",
+            "rescan, unchanged",
         ],
     );
     for (label, cache, r) in &starts {
@@ -306,6 +317,7 @@ fn main() {
             human_bytes(r.rss_shared_after as f64),
             human_bytes(r.rss_after as f64 - r.rss_before as f64),
             format!("{} ({} failed)", r.plugins, r.failed),
+            human_duration(r.rescan),
         ]);
     }
     report.tables.push(table);

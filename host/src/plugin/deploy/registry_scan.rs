@@ -151,15 +151,21 @@ impl PluginRegistry {
             self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
         for (name, dir, _) in &deployed {
             // Plugins deployed from elsewhere (another folder, a registry) are not this scan's.
-            if dir.parent() == Some(root) && !dirs.contains(dir) {
+            if dir.parent() == Some(root) && dirs.binary_search(dir).is_err() {
                 self.remove_unpruned(name).await;
             }
         }
-        self.scans.failed.lock().retain(|dir, _| dirs.contains(dir));
+        self.scans.failed.lock().retain(|dir, _| dirs.binary_search(dir).is_ok());
+        // Each folder's deployed version, looked up by folder (a rescan of a large folder is
+        // linear in its plugins).
+        let mut by_dir: HashMap<&Path, &Option<String>> = HashMap::with_capacity(deployed.len());
+        for (_, dir, fingerprint) in &deployed {
+            by_dir.entry(dir.as_path()).or_insert(fingerprint);
+        }
         self.digests.lock().begin_pass();
         let mut due = Vec::new();
         for dir in dirs {
-            let current = deployed.iter().find(|(_, d, _)| *d == dir).map(|(_, _, f)| f.clone());
+            let current = by_dir.get(dir.as_path()).map(|f| (*f).clone());
             // A new plugin is due whatever its files: its read takes the fingerprint. A
             // deployed one is due if its files changed, a failed one if they changed or its
             // retry is due.

@@ -247,6 +247,9 @@ struct Inner {
     ticker: EpochTicker,
     /// The digests of component files read, by file identity.
     known_digests: KnownDigests<String>,
+    /// A lock per digest being compiled or loaded, so that plugins of one component read at
+    /// once (a folder's reads run in parallel) compile it once: the others wait for it.
+    compiling: parking_lot::Mutex<std::collections::HashMap<String, Arc<parking_lot::Mutex<()>>>>,
 }
 
 /// The host's wasmtime engine. Cheap to clone; the epoch ticker stops with the last clone.
@@ -326,6 +329,7 @@ impl PluginEngine {
             in_memory: parking_lot::Mutex::default(),
             ticker,
             known_digests: KnownDigests::default(),
+            compiling: parking_lot::Mutex::default(),
         })))
     }
 
@@ -432,9 +436,24 @@ impl PluginEngine {
             self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(compiled);
         }
-        let compiled = self.compile_or_load(bytes, digest)?;
-        self.remember(&compiled);
-        Ok(compiled)
+        let lock = self.0.compiling.lock().entry(digest.clone()).or_default().clone();
+        let result = {
+            let _compiling = lock.lock();
+            match self.remembered(&digest) {
+                // Compiled by another plugin's read while this one waited.
+                Some(compiled) => {
+                    self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    Ok(compiled)
+                }
+                None => self.compile_or_load(bytes, digest.clone()).inspect(|compiled| self.remember(compiled)),
+            }
+        };
+        let mut compiling = self.0.compiling.lock();
+        // The last one out removes the lock (the map's and this one are the only handles).
+        if Arc::strong_count(&lock) == 2 {
+            compiling.remove(&digest);
+        }
+        result
     }
 
     /// The component in the file at `identity`, compiled and linked, if this engine read that

@@ -71,6 +71,29 @@ async fn copies_of_one_component_share_its_code_in_memory() {
     assert_eq!(engine.compile(&component(6)).unwrap().outcome, CacheOutcome::Disabled, "evicted");
 }
 
+/// A folder's plugins are read in parallel: copies of one component read at once compile
+/// it once, the others waiting for it and sharing its code.
+#[tokio::test]
+async fn one_component_compiled_by_several_threads_at_once_is_compiled_once() {
+    let engine = PluginEngine::new(small(None)).unwrap();
+    let bytes = crate::plugin::test_guests::Guest::default().component();
+    let start = std::sync::Barrier::new(4);
+    let digests: Vec<String> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    engine.compile(&bytes).unwrap().digest
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert!(digests.windows(2).all(|pair| pair[0] == pair[1]));
+    assert_eq!((engine.compilations(), engine.cache_hits()), (1, 3));
+    assert!(engine.0.compiling.lock().is_empty(), "no lock is left behind");
+}
+
 #[tokio::test]
 async fn engines_with_other_settings_do_not_share_cache_files() {
     let dir = TempDir::new("settings");
