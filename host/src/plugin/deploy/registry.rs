@@ -66,7 +66,7 @@ mod scan;
 #[path = "registry_shard.rs"]
 mod shard;
 
-use load::{Read, Started};
+use load::{Read, Started, Starting};
 pub use shard::Ownership;
 
 pub use scan::{DEPLOY_RETRY, ScanStats};
@@ -173,6 +173,23 @@ impl Listening {
     fn stop(self) {
         self.unregister();
     }
+}
+
+/// A plugin folder on its way to being deployed (see [`PluginRegistry::begin_deploy`]).
+enum Deploying {
+    /// Run by another member of the shard group (the plugin's name): nothing to deploy here.
+    Elsewhere(String),
+    /// Loaded here, and starting.
+    Here(Box<Arriving>),
+}
+
+/// A plugin loaded on this member and starting, for [`PluginRegistry::finish_deploy`].
+struct Arriving {
+    /// The fingerprint its files had before they were loaded.
+    fingerprint: Option<String>,
+    /// A shardable plugin's slice.
+    shard: Option<Slice>,
+    starting: Starting,
 }
 
 /// How long a replacement waits for the old version's call in progress to end.
@@ -397,9 +414,18 @@ impl PluginRegistry {
     }
 
     /// [`deploy_unstarted`](Self::deploy_unstarted) with the plugin's files perhaps already
-    /// read (`read`, from [`read_plugin`](Self::read_plugin)); they are read here otherwise,
-    /// once the plugin is known to run on this member.
+    /// read (`read`, from [`read_plugin`](Self::read_plugin)).
     async fn deploy_read(&self, dir: &Path, read: Option<Read>) -> Result<String, RegistryError> {
+        match self.begin_deploy(dir, read).await? {
+            Deploying::Elsewhere(name) => Ok(name),
+            Deploying::Here(arriving) => self.finish_deploy(dir, *arriving).await,
+        }
+    }
+
+    /// The first half of deploying the plugin in `dir`: where it runs, then (here) its files
+    /// (read now unless `read` has them, once the plugin is known to run on this member),
+    /// its memory, grants and handler, and its start, left running.
+    async fn begin_deploy(&self, dir: &Path, read: Option<Read>) -> Result<Deploying, RegistryError> {
         let shard = match self.placement(dir) {
             shard::Placement::Here(shard) => shard,
             shard::Placement::Elsewhere(name) => {
@@ -407,14 +433,22 @@ impl PluginRegistry {
                     tracing::info!(plugin = %name, "plugin handed over: another member runs it now");
                 }
                 tracing::debug!(plugin = %name, "plugin run by another member of the shard group");
-                return Ok(name);
+                return Ok(Deploying::Elsewhere(name));
             }
         };
         let Read { fingerprint, plugin } = match read {
             Some(read) => read,
             None => self.finish_read(dir, self.read_plugin(dir)).await,
         };
-        let Started { loaded, handler, grants, memory } = self.load(plugin).await?;
+        let starting = self.starting(self.load(plugin)?);
+        Ok(Deploying::Here(Box::new(Arriving { fingerprint, shard, starting })))
+    }
+
+    /// The second half: once the plugin started, it listens, replacing the version deployed
+    /// from the same folder, if any.
+    async fn finish_deploy(&self, dir: &Path, arriving: Arriving) -> Result<String, RegistryError> {
+        let Arriving { fingerprint, shard, starting } = arriving;
+        let Started { loaded, handler, grants, memory } = starting.started().await?;
         let name = loaded.name().to_owned();
         let mut plugins = self.plugins.lock().await;
         if let Some(existing) = plugins.get(&name)

@@ -1,7 +1,8 @@
 //! Loading a plugin for the registry: its files read on a blocking thread (manifest,
 //! component, metric series), then, in the order of the scan, its memory reservation, cache
-//! grants, cluster link and handler, and its start (`init`) unless plugins start on their
-//! first event.
+//! grants, cluster link and handler, and its start (`init`, on a guest thread) unless plugins
+//! start on their first event. Several plugins' starts may run at once; the registry waits
+//! for each before it registers it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,9 +17,10 @@ use crate::plugin::deploy::loader::{LoadError, LoadedPlugin, load_manifest, load
 use crate::plugin::deploy::start::PluginStart;
 use crate::plugin::imports::CacheResolver;
 use crate::plugin::runtime::budget::MemoryReservation;
-use crate::plugin::runtime::outcome::CallOutcome;
+use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 
-/// A loaded and started plugin, not yet listening.
+/// A loaded plugin, not yet listening: started, or being started (see
+/// [`PluginRegistry::starting`]).
 pub(super) struct Started {
     pub(super) loaded: LoadedPlugin,
     pub(super) handler: Arc<PluginHandler>,
@@ -86,9 +88,9 @@ impl PluginRegistry {
         })
     }
 
-    /// Loads the plugin read from its folder, and starts it (unless plugins start on their
-    /// first event).
-    pub(super) async fn load(&self, read: Result<ReadPlugin, RegistryError>) -> Result<Started, RegistryError> {
+    /// Loads the plugin read from its folder: reserves its memory, takes its cache grants and
+    /// builds its handler, for [`start`](Self::start).
+    pub(super) fn load(&self, read: Result<ReadPlugin, RegistryError>) -> Result<Started, RegistryError> {
         let ReadPlugin { loaded, metrics } = read?;
         let memory = self.memory_budget.reserve(&loaded.manifest)?;
         let name = loaded.name().to_owned();
@@ -113,14 +115,21 @@ impl PluginRegistry {
         };
         let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
             .with_start_gate(self.caches_synced(&loaded));
-        let outcome = match self.start {
-            PluginStart::OnDeploy => handler.warm_up().await,
-            PluginStart::OnFirstEvent => CallOutcome::Ok,
+        Ok(Started { loaded, handler: Arc::new(handler), grants, memory })
+    }
+
+    /// Starts a loaded plugin's instance (`init`, on a guest thread) unless plugins start on
+    /// their first event. The start runs as its own task, so that the caller may load the
+    /// next plugins meanwhile; [`Starting::started`] waits for it.
+    pub(super) fn starting(&self, plugin: Started) -> Starting {
+        let start = match self.start {
+            PluginStart::OnDeploy => {
+                let handler = plugin.handler.clone();
+                Some(tokio::spawn(async move { handler.warm_up().await }))
+            }
+            PluginStart::OnFirstEvent => None,
         };
-        match outcome {
-            CallOutcome::Ok => Ok(Started { loaded, handler: Arc::new(handler), grants, memory }),
-            outcome => Err(RegistryError::Start { name, outcome }),
-        }
+        Starting { plugin, start }
     }
 
     /// Whether every informer `plugin` watches or reads has synced (its start gate).
@@ -131,5 +140,26 @@ impl PluginRegistry {
             watched.chain(m.cache.iter().map(|g| ResourceKey::new(&g.api_version, &g.kind))).collect();
         let factory = self.factory.clone();
         Arc::new(move || keys.iter().all(|key| factory.existing(key).is_some_and(|informer| informer.has_synced())))
+    }
+}
+
+/// A plugin whose start runs (see [`PluginRegistry::starting`]).
+pub(super) struct Starting {
+    plugin: Started,
+    start: Option<tokio::task::JoinHandle<CallOutcome>>,
+}
+
+impl Starting {
+    /// The plugin once started, or why it could not start.
+    pub(super) async fn started(self) -> Result<Started, RegistryError> {
+        let Some(start) = self.start else { return Ok(self.plugin) };
+        let outcome = start.await.unwrap_or_else(|join| {
+            let message = join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p));
+            CallOutcome::Trap(TrapKind::Other(format!("host panic: {message}")))
+        });
+        match outcome {
+            CallOutcome::Ok => Ok(self.plugin),
+            outcome => Err(RegistryError::Start { name: self.plugin.loaded.name().to_owned(), outcome }),
+        }
     }
 }

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{PluginRegistry, RegistryError};
+use super::{Deploying, PluginRegistry, RegistryError};
 use crate::errors::Chain;
 use crate::informer::{Backoff, BackoffConfig};
 use crate::plugin::deploy::manifest::MANIFEST_FILE;
@@ -35,9 +35,10 @@ pub const DEPLOY_RETRY: BackoffConfig = BackoffConfig {
     reset_after: Duration::from_secs(900),
 };
 
-/// How many plugins' files a scan reads ahead of the one it registers: one per core, at
-/// most 4 (a read that compiles is itself parallel and holds the component's bytes).
-fn reads_ahead() -> usize {
+/// How many plugins a scan reads, and starts, ahead of the one it loads or registers: one
+/// per core, at most 4 (a read that compiles is itself parallel and holds the component's
+/// bytes).
+fn ahead() -> usize {
     static AHEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *AHEAD.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 4))
 }
@@ -182,36 +183,66 @@ impl PluginRegistry {
             due.push((dir, current.is_some()));
         }
         let mut errors = Vec::new();
-        let (mut reads, mut started) = (VecDeque::new(), 0);
-        for (i, (dir, _)) in due.iter().enumerate() {
-            // Plugins' files are read on blocking threads, up to `reads_ahead()` beyond the
-            // one registering now, and registered (memory reserved, started, listening) one
-            // at a time in the folder's order. Reads never pass a replacement not registered
-            // yet: its old version gives its memory back as it goes, and a read refuses a
-            // plugin that does not fit in what is left.
-            while started < due.len() && started - i <= reads_ahead() && !due[i..started].iter().any(|d| d.1) {
-                reads.push_back(self.read_plugin(&due[started].0));
-                started += 1;
+        let (mut reads, mut read) = (VecDeque::new(), 0);
+        let mut starting = VecDeque::new();
+        for (i, (dir, replacing)) in due.iter().enumerate() {
+            // Plugins' files are read on blocking threads, up to `ahead()` beyond the one
+            // loaded now, and loaded (memory reserved, handler built, start begun) one at a
+            // time in the folder's order. Reads never pass a replacement not registered yet:
+            // its old version gives its memory back as it goes, and a read refuses a plugin
+            // that does not fit in what is left.
+            while read < due.len() && read - i <= ahead() && !due[i..read].iter().any(|d| d.1) {
+                reads.push_back(self.read_plugin(&due[read].0));
+                read += 1;
             }
-            let read = match reads.pop_front() {
+            let files = match reads.pop_front() {
                 Some(reading) => self.finish_read(dir, reading).await,
                 None => self.finish_read(dir, self.read_plugin(dir)).await,
             };
-            let fingerprint = read.fingerprint.clone();
-            match self.deploy_read(dir, Some(read)).await {
-                Ok(_) => self.scans.succeeded(dir),
-                Err(err) => {
-                    let retry_in = self.scans.failed(dir, fingerprint);
-                    tracing::error!(dir = %dir.display(), error = %Chain(&err), ?retry_in, "plugin not deployed");
-                    errors.push(err);
+            let fingerprint = files.fingerprint.clone();
+            match self.begin_deploy(dir, Some(files)).await {
+                Ok(Deploying::Here(arriving)) => starting.push_back((dir, fingerprint, arriving)),
+                Ok(Deploying::Elsewhere(_)) => self.scans.succeeded(dir),
+                Err(err) => errors.push(self.deploy_failed(dir, fingerprint, err)),
+            }
+            // Up to `ahead()` plugins start (on guest threads) while the next load; each is
+            // registered (listening) in the folder's order once it started. A replacement
+            // is registered before the next plugin loads.
+            while starting.len() > ahead() || (*replacing && !starting.is_empty()) {
+                if let Some((dir, fingerprint, arriving)) = starting.pop_front() {
+                    self.registered(dir, fingerprint, self.finish_deploy(dir, *arriving).await, &mut errors);
                 }
             }
+        }
+        while let Some((dir, fingerprint, arriving)) = starting.pop_front() {
+            self.registered(dir, fingerprint, self.finish_deploy(dir, *arriving).await, &mut errors);
         }
         // After every read: the fingerprints taken by the reads count as this pass's.
         self.digests.lock().end_pass();
         self.factory.start();
         self.prune_cache().await;
         Ok(errors)
+    }
+
+    /// Records how the deploy of `dir`'s plugin (whose files had `fingerprint`) ended.
+    fn registered(
+        &self,
+        dir: &Path,
+        fingerprint: Option<String>,
+        result: Result<String, RegistryError>,
+        errors: &mut Vec<RegistryError>,
+    ) {
+        match result {
+            Ok(_) => self.scans.succeeded(dir),
+            Err(err) => errors.push(self.deploy_failed(dir, fingerprint, err)),
+        }
+    }
+
+    /// Schedules the retry of `dir`'s failed deploy, and says why it failed.
+    fn deploy_failed(&self, dir: &Path, fingerprint: Option<String>, err: RegistryError) -> RegistryError {
+        let retry_in = self.scans.failed(dir, fingerprint);
+        tracing::error!(dir = %dir.display(), error = %Chain(&err), ?retry_in, "plugin not deployed");
+        err
     }
 
     /// Watches a plugins folder and reconciles when something in it changes, and when a

@@ -374,3 +374,29 @@ async fn plugins_reserve_memory_in_the_folder_order_while_their_files_are_read_a
         assert_eq!(budget.reserved(), (64 + 8) << 20);
     }
 }
+
+/// A folder's plugins start several at once: each start's outcome is its own plugin's — a
+/// plugin whose `init` refuses or traps is reported and not deployed, and its neighbours,
+/// starting beside it, are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_starting_at_once_each_report_their_own_start() {
+    let root = tempfile::tempdir().unwrap();
+    let refuses = Guest { init: Behaviour::Reject, ..Guest::default() };
+    let traps = Guest { init: Behaviour::Unreachable, ..Guest::default() };
+    let guests = [("a", Guest::default()), ("b", refuses), ("c", Guest::default()), ("d", traps)];
+    for (name, guest) in guests.iter().chain(&[("e", Guest::default()), ("f", Guest::default())]) {
+        write_plugin(root.path(), name, *guest);
+    }
+    let registry = registry_over(&MemorySource::default());
+    let failed = registry.sync_dir(root.path()).await.unwrap();
+    let names: Vec<&str> = failed
+        .iter()
+        .map(|e| match e {
+            RegistryError::Start { name, .. } => name.as_str(),
+            other => panic!("not a start failure: {other}"),
+        })
+        .collect();
+    assert_eq!(names, ["b", "d"]);
+    let deployed: Vec<String> = registry.status().await.into_iter().map(|s| s.name).collect();
+    assert_eq!(deployed, ["a", "c", "e", "f"]);
+}
