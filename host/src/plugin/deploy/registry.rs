@@ -25,9 +25,9 @@
 //! - **Remove**: the listeners are unregistered; queued events are dropped.
 //!
 //! - **Memory**: each plugin reserves its memory from the host's [`MemoryBudget`] as it is
-//!   registered, in the folder's order; one that does not fit is refused (before its
-//!   component is read, when it does not fit already), and its reservation is released
-//!   when it is removed or replaced. After plugins are deployed, replaced or
+//!   loaded, in the folder's order; one that does not fit once the plugins before it are
+//!   registered (a plugin that fails to start gives its memory back) is refused, and its
+//!   reservation is released when it is removed or replaced. After plugins are deployed, replaced or
 //!   removed, the compile cache is pruned, keeping the deployed plugins' components.
 //!
 //! A plugin holds an [`InformerLease`] on each informer it listens to or may read from: the

@@ -33,8 +33,7 @@ pub(super) type Reading = tokio::task::JoinHandle<Read>;
 
 /// A plugin's files as read.
 pub(super) struct Read {
-    /// The fingerprint its files had before they were loaded (see
-    /// [`FileDigests`](super::FileDigests)).
+    /// The fingerprint its files had before they were loaded (see [`FileDigests`]).
     pub(super) fingerprint: Option<String>,
     /// What loading them made.
     pub(super) plugin: Result<ReadPlugin, RegistryError>,
@@ -89,7 +88,7 @@ impl PluginRegistry {
     }
 
     /// Loads the plugin read from its folder: reserves its memory, takes its cache grants and
-    /// builds its handler, for [`start`](Self::start).
+    /// builds its handler, for [`starting`](Self::starting).
     pub(super) fn load(&self, read: Result<ReadPlugin, RegistryError>) -> Result<Started, RegistryError> {
         let ReadPlugin { loaded, metrics } = read?;
         let memory = self.memory_budget.reserve(&loaded.manifest)?;

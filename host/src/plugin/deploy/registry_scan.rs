@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Deploying, PluginRegistry, RegistryError};
+use super::{Arriving, Deploying, PluginRegistry, RegistryError};
 use crate::errors::Chain;
 use crate::informer::{Backoff, BackoffConfig};
 use crate::plugin::deploy::manifest::MANIFEST_FILE;
@@ -184,7 +184,7 @@ impl PluginRegistry {
         }
         let mut errors = Vec::new();
         let (mut reads, mut read) = (VecDeque::new(), 0);
-        let mut starting = VecDeque::new();
+        let mut starting: VecDeque<(&PathBuf, Option<String>, Box<Arriving>)> = VecDeque::new();
         for (i, (dir, replacing)) in due.iter().enumerate() {
             // Plugins' files are read on blocking threads, up to `ahead()` beyond the one
             // loaded now, and loaded (memory reserved, handler built, start begun) one at a
@@ -200,7 +200,17 @@ impl PluginRegistry {
                 None => self.finish_read(dir, self.read_plugin(dir)).await,
             };
             let fingerprint = files.fingerprint.clone();
-            match self.begin_deploy(dir, Some(files)).await {
+            let mut begun = self.begin_deploy(dir, Some(files)).await;
+            if matches!(begun, Err(RegistryError::Budget(_))) && !starting.is_empty() {
+                // A plugin still starting may fail and give its memory back: as if plugins
+                // deployed one at a time, this one's reservation is decided once those
+                // before it registered (its files read again: remembered, not hashed).
+                while let Some((dir, fingerprint, arriving)) = starting.pop_front() {
+                    self.registered(dir, fingerprint, self.finish_deploy(dir, *arriving).await, &mut errors);
+                }
+                begun = self.begin_deploy(dir, None).await;
+            }
+            match begun {
                 Ok(Deploying::Here(arriving)) => starting.push_back((dir, fingerprint, arriving)),
                 Ok(Deploying::Elsewhere(_)) => self.scans.succeeded(dir),
                 Err(err) => errors.push(self.deploy_failed(dir, fingerprint, err)),

@@ -400,3 +400,23 @@ async fn plugins_starting_at_once_each_report_their_own_start() {
     let deployed: Vec<String> = registry.status().await.into_iter().map(|s| s.name).collect();
     assert_eq!(deployed, ["a", "c", "e", "f"]);
 }
+
+/// A plugin that does not fit beside one still starting is decided once that one is done,
+/// as if plugins deployed one at a time: here the first's `init` refuses, its memory is
+/// given back, and the second, which fits alone, deploys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_held_by_a_plugin_that_fails_to_start_goes_to_the_next() {
+    let root = tempfile::tempdir().unwrap();
+    let refuses = Guest { init: Behaviour::Reject, ..Guest::default() };
+    for (name, guest) in [("a", refuses), ("b", Guest::default())] {
+        let dir = write_plugin(root.path(), name, guest);
+        std::fs::write(dir.join(MANIFEST_FILE), format!("{}limits: {{memory: 64Mi}}\n", pods_manifest(name))).unwrap();
+        age(&dir.join(MANIFEST_FILE));
+    }
+    let budget = MemoryBudget::new((64 + 8) << 20);
+    let registry = registry_over(&MemorySource::default()).with_start(PluginStart::OnDeploy).with_memory_budget(budget);
+    let failed = registry.sync_dir(root.path()).await.unwrap();
+    assert!(matches!(failed.as_slice(), [RegistryError::Start { name, .. }] if name == "a"), "{failed:?}");
+    let deployed: Vec<String> = registry.status().await.into_iter().map(|s| s.name).collect();
+    assert_eq!(deployed, ["b"]);
+}

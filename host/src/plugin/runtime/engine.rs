@@ -458,7 +458,8 @@ impl PluginEngine {
 
     /// The component in the file at `identity`, compiled and linked, if this engine read that
     /// file (or a hard link to it) before and still keeps its component in memory: the file
-    /// need not be read again. (`identity` is a settled file's: see [`FileIdentity`].)
+    /// need not be read again. (`identity` is a settled file's, whose metadata identify its
+    /// contents.)
     pub fn linked_file(&self, identity: &FileIdentity) -> Option<(Compiled, PluginPre)> {
         let compiled = self.remembered(&self.0.known_digests.get(identity)?)?;
         let pre = compiled.linked.get()?.clone();
