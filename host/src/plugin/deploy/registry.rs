@@ -410,13 +410,7 @@ impl PluginRegistry {
     /// registered before the start all take part in resolving the resync check period (a
     /// handler added after start cannot lower it).
     async fn deploy_unstarted(&self, dir: &Path) -> Result<String, RegistryError> {
-        self.deploy_read(dir, None).await
-    }
-
-    /// [`deploy_unstarted`](Self::deploy_unstarted) with the plugin's files perhaps already
-    /// read (`read`, from [`read_plugin`](Self::read_plugin)).
-    async fn deploy_read(&self, dir: &Path, read: Option<Read>) -> Result<String, RegistryError> {
-        match self.begin_deploy(dir, read).await? {
+        match self.begin_deploy(dir, None).await? {
             Deploying::Elsewhere(name) => Ok(name),
             Deploying::Here(arriving) => self.finish_deploy(dir, *arriving).await,
         }

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Arriving, Deploying, PluginRegistry, RegistryError};
+use super::{Deploying, PluginRegistry, RegistryError};
 use crate::errors::Chain;
 use crate::informer::{Backoff, BackoffConfig};
 use crate::plugin::deploy::manifest::MANIFEST_FILE;
@@ -42,6 +42,10 @@ fn ahead() -> usize {
     static AHEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *AHEAD.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 4))
 }
+
+/// A plugin of the scan whose start runs: its folder, the fingerprint its files had, and
+/// the plugin.
+type Arriving<'a> = (&'a Path, Option<String>, Box<super::Arriving>);
 
 /// What the registry's folder scans have cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -184,7 +188,7 @@ impl PluginRegistry {
         }
         let mut errors = Vec::new();
         let (mut reads, mut read) = (VecDeque::new(), 0);
-        let mut starting: VecDeque<(&PathBuf, Option<String>, Box<Arriving>)> = VecDeque::new();
+        let mut starting: VecDeque<Arriving<'_>> = VecDeque::new();
         for (i, (dir, replacing)) in due.iter().enumerate() {
             // Plugins' files are read on blocking threads, up to `ahead()` beyond the one
             // loaded now, and loaded (memory reserved, handler built, start begun) one at a
@@ -195,19 +199,15 @@ impl PluginRegistry {
                 reads.push_back(self.read_plugin(&due[read].0));
                 read += 1;
             }
-            let files = match reads.pop_front() {
-                Some(reading) => self.finish_read(dir, reading).await,
-                None => self.finish_read(dir, self.read_plugin(dir)).await,
-            };
+            let reading = reads.pop_front().unwrap_or_else(|| self.read_plugin(dir));
+            let files = self.finish_read(dir, reading).await;
             let fingerprint = files.fingerprint.clone();
             let mut begun = self.begin_deploy(dir, Some(files)).await;
             if matches!(begun, Err(RegistryError::Budget(_))) && !starting.is_empty() {
                 // A plugin still starting may fail and give its memory back: as if plugins
                 // deployed one at a time, this one's reservation is decided once those
                 // before it registered (its files read again: remembered, not hashed).
-                while let Some((dir, fingerprint, arriving)) = starting.pop_front() {
-                    self.registered(dir, fingerprint, self.finish_deploy(dir, *arriving).await, &mut errors);
-                }
+                self.register_until(&mut starting, 0, &mut errors).await;
                 begun = self.begin_deploy(dir, None).await;
             }
             match begun {
@@ -218,15 +218,9 @@ impl PluginRegistry {
             // Up to `ahead()` plugins start (on guest threads) while the next load; each is
             // registered (listening) in the folder's order once it started. A replacement
             // is registered before the next plugin loads.
-            while starting.len() > ahead() || (*replacing && !starting.is_empty()) {
-                if let Some((dir, fingerprint, arriving)) = starting.pop_front() {
-                    self.registered(dir, fingerprint, self.finish_deploy(dir, *arriving).await, &mut errors);
-                }
-            }
+            self.register_until(&mut starting, if *replacing { 0 } else { ahead() }, &mut errors).await;
         }
-        while let Some((dir, fingerprint, arriving)) = starting.pop_front() {
-            self.registered(dir, fingerprint, self.finish_deploy(dir, *arriving).await, &mut errors);
-        }
+        self.register_until(&mut starting, 0, &mut errors).await;
         // After every read: the fingerprints taken by the reads count as this pass's.
         self.digests.lock().end_pass();
         self.factory.start();
@@ -234,17 +228,20 @@ impl PluginRegistry {
         Ok(errors)
     }
 
-    /// Records how the deploy of `dir`'s plugin (whose files had `fingerprint`) ended.
-    fn registered(
+    /// Registers the starting plugins in order, from the first, until at most `keep` are
+    /// left starting; records how each deploy ended.
+    async fn register_until(
         &self,
-        dir: &Path,
-        fingerprint: Option<String>,
-        result: Result<String, RegistryError>,
+        starting: &mut VecDeque<Arriving<'_>>,
+        keep: usize,
         errors: &mut Vec<RegistryError>,
     ) {
-        match result {
-            Ok(_) => self.scans.succeeded(dir),
-            Err(err) => errors.push(self.deploy_failed(dir, fingerprint, err)),
+        while starting.len() > keep {
+            let Some((dir, fingerprint, arriving)) = starting.pop_front() else { break };
+            match self.finish_deploy(dir, *arriving).await {
+                Ok(_) => self.scans.succeeded(dir),
+                Err(err) => errors.push(self.deploy_failed(dir, fingerprint, err)),
+            }
         }
     }
 

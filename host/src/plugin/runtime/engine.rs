@@ -432,19 +432,15 @@ impl PluginEngine {
                 digest
             }
         };
-        if let Some(compiled) = self.remembered(&digest) {
-            self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
+        if let Some(compiled) = self.remembered_hit(&digest) {
             return Ok(compiled);
         }
         let lock = self.0.compiling.lock().entry(digest.clone()).or_default().clone();
         let result = {
             let _compiling = lock.lock();
-            match self.remembered(&digest) {
-                // Compiled by another plugin's read while this one waited.
-                Some(compiled) => {
-                    self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    Ok(compiled)
-                }
+            // Compiled by another plugin's read while this one waited, or compiled now.
+            match self.remembered_hit(&digest) {
+                Some(compiled) => Ok(compiled),
                 None => self.compile_or_load(bytes, digest.clone()).inspect(|compiled| self.remember(compiled)),
             }
         };
@@ -465,6 +461,13 @@ impl PluginEngine {
         let pre = compiled.linked.get()?.clone();
         self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
         Some((compiled, pre))
+    }
+
+    /// [`remembered`](Self::remembered), counted as a cache hit.
+    fn remembered_hit(&self, digest: &str) -> Option<Compiled> {
+        let compiled = self.remembered(digest)?;
+        self.0.cache_hits.fetch_add(1, Ordering::Relaxed);
+        Some(compiled)
     }
 
     fn remembered(&self, digest: &str) -> Option<Compiled> {
