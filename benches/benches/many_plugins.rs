@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, SamplingMode};
 use serde::{Deserialize, Serialize};
 use wink::informer::{InformerFactory, ListerWatcher, ResourceKey, SourceError};
-use wink::plugin::{GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart};
+use wink::plugin::{Allocation, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart};
 use wink::source::{MemorySource, MemorySourceOptions};
 use wink_benches::mem::{human_bytes, rss, rss_shared};
 use wink_benches::plugins::{self, Language, PluginSettings};
@@ -99,6 +99,9 @@ fn pods_provider(source: MemorySource) -> Arc<dyn wink::informer::SourceProvider
 /// A host over `source` with an engine for `instances` instances caching in `cache`.
 fn host(source: &MemorySource, instances: u32, cache: &Path) -> (PluginEngine, Arc<InformerFactory>, PluginRegistry) {
     let engine = PluginEngine::new(plugins::engine_config(instances, Some(cache.to_owned()))).expect("engine");
+    if let Allocation::OnDemand { fallback_reason: Some(why) } = engine.allocation() {
+        eprintln!("many_plugins: the instance pool for {instances} instances was not reserved ({why}): on-demand");
+    }
     let factory = Arc::new(InformerFactory::new(pods_provider(source.clone())));
     let registry = PluginRegistry::new(engine.clone(), factory.clone(), MetricsRegistry::new(), GuestPool::per_core());
     (engine, factory, registry)

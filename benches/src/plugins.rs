@@ -80,18 +80,10 @@ pub fn built_in_language(language: Language) -> Vec<PathBuf> {
 
 /// Engine settings for `instances` plugin instances, with a compile cache in `cache_dir`.
 pub fn engine_config(instances: u32, cache_dir: Option<PathBuf>) -> EngineConfig {
-    // The default pool holds 1000 instances of up to 4 GiB each; a host of many small
-    // plugins sizes the pool to its plugin count and caps each memory at what manifests ask.
-    // Interpreted guests (Python, JavaScript) hold dozens of core instances, several tables
-    // and memories per component; a Rust guest holds a few.
-    let pool = PoolLimits {
-        total_component_instances: instances.max(16),
-        total_core_instances: instances.saturating_mul(32).max(256),
-        total_memories: instances.saturating_mul(4).max(64),
-        total_tables: instances.saturating_mul(8).max(128),
-        max_memory_size: 64 << 20,
-        ..PoolLimits::default()
-    };
+    // The default pool has places for 1000 instances of up to 4 GiB each; a host of many
+    // small plugins sizes the pool to its plugin count (`wink run --max-instances`) and caps
+    // each memory at what manifests ask.
+    let pool = PoolLimits { max_memory_size: 64 << 20, ..PoolLimits::for_instances(instances.max(16)) };
     EngineConfig { pool: Some(pool), cache_dir, ..EngineConfig::default() }
 }
 

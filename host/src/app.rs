@@ -27,8 +27,8 @@ use crate::plugin::imports::ClusterContext;
 use crate::plugin::imports::cache::NoCache;
 use crate::plugin::runtime::engine::DEFAULT_CACHE_MAX_SIZE;
 use crate::plugin::{
-    BudgetExceeded, CacheOutcome, CallOutcome, EngineConfig, EngineError, GuestPool, LoadError, LoadLimits,
-    MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError,
+    BudgetExceeded, CacheOutcome, CallOutcome, DEFAULT_MAX_INSTANCES, EngineConfig, EngineError, GuestPool, LoadError,
+    LoadLimits, MemoryBudget, MetricsRegistry, PluginEngine, PluginRegistry, PoolLimits, RegistryError,
 };
 use crate::replay;
 use crate::serve::{Endpoints, serve};
@@ -168,7 +168,8 @@ pub struct RunOptions {
     pub record: Option<PathBuf>,
 }
 
-/// What the host lets its plugins take: memory, component size, compile cache size.
+/// What the host lets its plugins take: memory, component size, compile cache size, live
+/// instances.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bounds {
     /// The memory all plugins may reserve together, in bytes (`None`: half of the
@@ -178,11 +179,18 @@ pub struct Bounds {
     pub load: LoadLimits,
     /// The size the compile cache folder is pruned to, in bytes.
     pub cache_max_size: u64,
+    /// The plugin instances the instance pool has places for ([`PoolLimits::for_instances`]).
+    pub max_instances: u32,
 }
 
 impl Default for Bounds {
     fn default() -> Self {
-        Self { plugin_memory_budget: None, load: LoadLimits::default(), cache_max_size: DEFAULT_CACHE_MAX_SIZE }
+        Self {
+            plugin_memory_budget: None,
+            load: LoadLimits::default(),
+            cache_max_size: DEFAULT_CACHE_MAX_SIZE,
+            max_instances: DEFAULT_MAX_INSTANCES,
+        }
     }
 }
 
@@ -228,7 +236,12 @@ pub async fn pull(reference: &str, dir: &Path, oci: OciOptions) -> Result<(Strin
 }
 
 fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, EngineError> {
-    PluginEngine::new(EngineConfig { cache_dir, cache_max_size: bounds.cache_max_size, ..EngineConfig::default() })
+    PluginEngine::new(EngineConfig {
+        pool: Some(PoolLimits::for_instances(bounds.max_instances)),
+        cache_dir,
+        cache_max_size: bounds.cache_max_size,
+        ..EngineConfig::default()
+    })
 }
 
 /// Runs plugins until `shutdown` fires; returns one summary line per plugin.

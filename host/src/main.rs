@@ -243,6 +243,11 @@ struct BoundsArgs {
     /// The size the compile cache folder is pruned to (components in use always stay).
     #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = parse_byte_size)]
     cache_max_size: u64,
+    /// The most plugin instances alive at once: the size of the instance pool reserved at
+    /// start (each started plugin holds one).
+    #[arg(long, value_name = "N", default_value_t = wink::plugin::DEFAULT_MAX_INSTANCES,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_instances: u32,
 }
 
 impl BoundsArgs {
@@ -251,6 +256,7 @@ impl BoundsArgs {
             plugin_memory_budget: self.plugin_memory_budget,
             load: LoadLimits { max_component_size: self.max_component_size },
             cache_max_size: self.cache_max_size,
+            max_instances: self.max_instances,
         }
     }
 }

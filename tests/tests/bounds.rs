@@ -12,6 +12,9 @@
 //!   released too;
 //! - `wink run` refuses a component over `--max-component-size` without reading it, and
 //!   serves the other plugins;
+//! - `wink run` refuses to start a plugin once every place of the instance pool
+//!   (`--max-instances`) is held, saying so, keeps serving the others, and deploys it once a
+//!   removed plugin's instance gives its place back;
 //! - `wink run` prunes the compile cache (`--cache-max-size`): another engine's files go,
 //!   the deployed plugin's compiled component stays even over the bound, and goes once the
 //!   plugin is removed.
@@ -139,6 +142,33 @@ async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_rele
     stderr.wait_for("b-second's replacement", replaced).await;
     install_plugin("event-recorder", plugins.path(), "c-third", Some(&with_memory("32Mi")));
     stderr.wait_for("c-third's initial add", initial_add("c-third")).await;
+    child.sigterm();
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+}
+
+#[tokio::test]
+async fn run_refuses_a_plugin_beyond_the_instance_pool_until_a_place_is_free() {
+    let cluster = cluster_with_a_pod();
+    let plugins = tempfile::tempdir().unwrap();
+    let first = install_plugin("event-recorder", plugins.path(), "a-first", None);
+    install_plugin("event-recorder", plugins.path(), "b-second", None);
+    let mut child = run(plugins.path(), cluster.path(), &["--no-cache", "--max-instances", "1"]);
+    let stderr = child.stderr.clone();
+
+    let refusal = stderr
+        .wait_for("the refusal", |l| {
+            (l.contains("plugin not deployed") && l.contains("b-second")).then(|| l.to_owned())
+        })
+        .await;
+    for part in ["cannot instantiate", "the instance pool is full", "limit of 1"] {
+        assert!(refusal.contains(part), "`{part}` missing from: {refusal}");
+    }
+    stderr.wait_for("a-first's initial add", initial_add("a-first")).await;
+
+    // Removing a-first drops its instance: b-second's retry finds the place free.
+    std::fs::remove_dir_all(&first).unwrap();
+    stderr.wait_for("b-second's initial add", initial_add("b-second")).await;
     child.sigterm();
     let exit = child.wait_exit().await;
     assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));

@@ -51,7 +51,9 @@ pub use imports::log::{LOG_TARGET, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};
 pub use imports::{CacheResolver, CacheScope, ClusterAccess, ClusterContext, ClusterLink, NamespaceGrant};
 pub use runtime::bindings::WitVersion;
 pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
-pub use runtime::engine::{Allocation, CacheOutcome, EngineConfig, EngineError, PluginEngine, PoolLimits};
+pub use runtime::engine::{
+    Allocation, CacheOutcome, DEFAULT_MAX_INSTANCES, EngineConfig, EngineError, PluginEngine, PoolLimits,
+};
 pub use runtime::executor::runtime_builder;
 pub use runtime::footprint::InitialMemory;
 pub use runtime::guest_text::{GuestText, MAX_GUEST_TEXT};

@@ -198,7 +198,10 @@ async fn an_exhausted_instance_pool_is_retried_without_quarantine() {
     assert_eq!(holder.warm_up().await, CallOutcome::Ok);
     let starved = handler_on(&engine, Guest::default(), policy(OnError::Skip, 1), GuestPool::new(2));
     let err = starved.on_add(&pod("a"), false).await.unwrap_err();
-    assert!(matches!(&err, HandlerError::Retry(why) if why.contains("cannot instantiate")), "{err:?}");
+    assert!(
+        matches!(&err, HandlerError::Retry(why) if why.contains("cannot instantiate: the instance pool is full")),
+        "{err:?}"
+    );
     assert!(!starved.is_quarantined());
     assert_eq!(starved.metrics().traps_of("instantiation"), 1);
 }

@@ -97,17 +97,19 @@ pub enum EngineError {
     },
 }
 
-/// Limits of the pooling allocator. The defaults fit about a thousand small plugins.
+/// Limits of the pooling allocator, which reserves address space for all its places when the
+/// engine starts (only what instances touch becomes memory). [`PoolLimits::for_instances`]
+/// sizes every kind of place for a number of plugin instances; the default is for 1000.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolLimits {
-    /// Concurrent component instances (one per live plugin instance). Default 1000.
+    /// Concurrent component instances (one per live plugin instance).
     pub total_component_instances: u32,
-    /// Concurrent core instances (a component holds several). Default 10 000.
+    /// Concurrent core instances (a component holds several).
     pub total_core_instances: u32,
     /// Concurrent linear memories. Each reserves address space (about 4 GiB) but only what
-    /// is touched is memory. Default 1000.
+    /// is touched is memory.
     pub total_memories: u32,
-    /// Concurrent tables. Default 2000.
+    /// Concurrent tables.
     pub total_tables: u32,
     /// The most elements of one table. Default 65 536 (interpreters have large tables).
     pub table_elements: usize,
@@ -122,13 +124,30 @@ pub struct PoolLimits {
     pub max_component_instance_size: usize,
 }
 
+/// The plugin instances [`PoolLimits::default`] has places for.
+pub const DEFAULT_MAX_INSTANCES: u32 = 1000;
+
 impl Default for PoolLimits {
     fn default() -> Self {
+        Self::for_instances(DEFAULT_MAX_INSTANCES)
+    }
+}
+
+impl PoolLimits {
+    /// Places for `instances` plugin instances of any of the guest languages: each holds one
+    /// component instance, and at most two memories and two tables (a JavaScript component
+    /// has two memories; Rust, C and Python components one, each with two tables) and a few
+    /// dozen core instances (an interpreter's component is many modules). Memories take the
+    /// most address space: 10,000 instances reserve about 80 TiB of the 128 TiB a 64-bit
+    /// Linux process has; a pool that cannot be reserved falls back to on-demand allocation
+    /// (see [`Allocation`]).
+    pub fn for_instances(instances: u32) -> Self {
+        let instances = instances.max(1);
         Self {
-            total_component_instances: 1000,
-            total_core_instances: 10_000,
-            total_memories: 1000,
-            total_tables: 2000,
+            total_component_instances: instances,
+            total_core_instances: instances.saturating_mul(32),
+            total_memories: instances.saturating_mul(2),
+            total_tables: instances.saturating_mul(4),
             table_elements: 65_536,
             max_tables_per_module: 4,
             max_memory_size: 4 << 30,
@@ -136,9 +155,7 @@ impl Default for PoolLimits {
             max_component_instance_size: 4 << 20,
         }
     }
-}
 
-impl PoolLimits {
     /// Small limits for tests and tools that run a handful of instances.
     pub fn small() -> Self {
         Self {

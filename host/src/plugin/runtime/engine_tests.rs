@@ -138,6 +138,21 @@ fn unreservable_pool_falls_back_to_on_demand() {
     );
 }
 
+#[test]
+fn a_pool_for_ten_thousand_plugins_is_reserved() {
+    // Sized per kind of place for what the guest languages' components hold, not four
+    // memories each: that reserved more address space than a process has, and the engine
+    // fell back to on-demand allocation.
+    let engine =
+        PluginEngine::new(EngineConfig { pool: Some(PoolLimits::for_instances(10_000)), ..EngineConfig::default() })
+            .unwrap();
+    assert!(
+        matches!(engine.allocation(), Allocation::Pooling(limits) if limits.total_component_instances == 10_000),
+        "{:?}",
+        engine.allocation()
+    );
+}
+
 #[tokio::test]
 async fn loading_a_cache_file_marks_it_used_and_pruning_keeps_the_components_in_use() {
     let dir = TempDir::new("prune-engine");

@@ -56,7 +56,14 @@ impl TrapKind {
     /// Classifies the error of a failed instantiation: a trap when the guest caused it (its
     /// start code trapped, its initial memory is over the cap), else [`TrapKind::Instantiation`].
     pub fn of_instantiation(error: &wasmtime::Error) -> Self {
-        Self::classify(error).unwrap_or_else(|| TrapKind::Instantiation(describe(error)))
+        Self::classify(error).unwrap_or_else(|| {
+            if let Some(full) = error.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+                // Every place of a kind is held by running plugins: the pool's size, not the
+                // plugin, is at fault.
+                return TrapKind::Instantiation(format!("the instance pool is full ({full})"));
+            }
+            TrapKind::Instantiation(describe(error))
+        })
     }
 
     fn classify(error: &wasmtime::Error) -> Option<Self> {
