@@ -5,7 +5,7 @@
 //! for each before it registers it.
 
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Waker};
@@ -34,8 +34,13 @@ pub(super) struct Started {
     pub(super) memory: MemoryReservation,
 }
 
-/// A plugin's files being read on a blocking thread (see [`PluginRegistry::read_plugin`]).
-pub(super) type Reading = tokio::task::JoinHandle<Read>;
+/// Plugins' files being read on a blocking thread (see [`PluginRegistry::read_plugins`]).
+pub(super) struct Reading {
+    /// Their folders, in the order they are read.
+    dirs: Vec<PathBuf>,
+    /// Each one's read, or the message of the panic that ended it.
+    handle: tokio::task::JoinHandle<Vec<Result<Read, String>>>,
+}
 
 /// A plugin's files as read.
 pub(super) struct Read {
@@ -54,22 +59,32 @@ pub(super) struct ReadPlugin {
 }
 
 impl PluginRegistry {
-    /// Starts reading `dir`'s plugin on a blocking thread — fingerprint, manifest, component
-    /// (compiling a large one takes seconds: kept off the async threads) — for
-    /// [`load`](Self::load), which reserves its memory. The manifest read to fingerprint the
-    /// plugin is the one loaded, parsed once. A plugin that does not fit in the memory left
-    /// is refused before its component is read; several reads may run at once (see
-    /// [`sync_dir`](Self::sync_dir)), each reservation is still made in turn.
+    /// Starts reading `dir`'s plugin on a blocking thread (see
+    /// [`read_plugins`](Self::read_plugins)).
     pub(super) fn read_plugin(&self, dir: &Path) -> Reading {
-        self.scans.count_attempt();
+        self.read_plugins(vec![dir.to_owned()])
+    }
+
+    /// Starts reading the plugins of `dirs`, in turn, on one blocking thread — fingerprint,
+    /// manifest, component (compiling a large one takes seconds: kept off the async threads)
+    /// — for [`load`](Self::load), which reserves their memory. The manifest read to
+    /// fingerprint a plugin is the one loaded, parsed once. A plugin that does not fit in the
+    /// memory left is refused before its component is read; several reads may run at once
+    /// (see [`sync_dir`](Self::sync_dir)), each reservation is still made in turn. Reading
+    /// several plugins in one go wakes a blocking thread, and then the caller, once for them
+    /// all rather than once each.
+    pub(super) fn read_plugins(&self, dirs: Vec<PathBuf>) -> Reading {
+        for _ in &dirs {
+            self.scans.count_attempt();
+        }
         let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
-        let (path, metrics, digests) = (dir.to_owned(), self.metrics.clone(), self.digests.clone());
-        tokio::task::spawn_blocking(move || {
-            let Fingerprinted { fingerprint, manifest } = FileDigests::fingerprint_shared(&digests, &path);
+        let (metrics, digests) = (self.metrics.clone(), self.digests.clone());
+        let read = move |path: &Path| {
+            let Fingerprinted { fingerprint, manifest } = FileDigests::fingerprint_shared(&digests, path);
             let plugin = (|| {
                 let manifest = match manifest {
                     Some(manifest) => manifest,
-                    None => load_plugin_manifest(&path).map_err(LoadError::from)?,
+                    None => load_plugin_manifest(path).map_err(LoadError::from)?,
                 };
                 budget.fits(&manifest)?;
                 let loaded = load_manifest(manifest, &engine, &limits)?;
@@ -79,17 +94,47 @@ impl PluginRegistry {
                 Ok(ReadPlugin { loaded, metrics })
             })();
             Read { fingerprint, plugin }
-        })
+        };
+        let reading = dirs.clone();
+        let handle = tokio::task::spawn_blocking(move || {
+            reading
+                .iter()
+                .map(|path| {
+                    // One plugin's panic is its own failure, not its neighbours'.
+                    std::panic::catch_unwind(AssertUnwindSafe(|| read(path))).map_err(|panic| panic_message(&*panic))
+                })
+                .collect()
+        });
+        Reading { dirs, handle }
+    }
+
+    /// What [`read_plugins`](Self::read_plugins) read, in the order of its folders.
+    pub(super) async fn finish_reads(&self, reading: Reading) -> Vec<Read> {
+        let Reading { dirs, handle } = reading;
+        let reads: Vec<Result<Read, String>> = match handle.await {
+            Ok(reads) => reads,
+            Err(join) => {
+                let message = join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p));
+                dirs.iter().map(|_| Err(message.clone())).collect()
+            }
+        };
+        dirs.iter()
+            .zip(reads)
+            .map(|(dir, read)| {
+                read.unwrap_or_else(|message| Read {
+                    fingerprint: self.digests.lock().fingerprint(dir),
+                    plugin: Err(RegistryError::LoadPanicked { dir: dir.clone(), message }),
+                })
+            })
+            .collect()
     }
 
     /// What [`read_plugin`](Self::read_plugin) read from `dir`.
     pub(super) async fn finish_read(&self, dir: &Path, reading: Reading) -> Read {
-        reading.await.unwrap_or_else(|join| Read {
+        let read = self.finish_reads(reading).await.pop();
+        read.unwrap_or_else(|| Read {
             fingerprint: self.digests.lock().fingerprint(dir),
-            plugin: Err(RegistryError::LoadPanicked {
-                dir: dir.to_owned(),
-                message: join.try_into_panic().map_or_else(|_| "cancelled".to_owned(), |p| panic_message(&*p)),
-            }),
+            plugin: Err(RegistryError::LoadPanicked { dir: dir.to_owned(), message: "nothing was read".to_owned() }),
         })
     }
 

@@ -43,6 +43,19 @@ fn ahead() -> usize {
     *AHEAD.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, 4))
 }
 
+/// The most plugins one blocking thread reads in a run (see [`run_end`]).
+const READ_RUN: usize = 16;
+
+/// Where the run of reads that begins at `due[from]` ends: the `begun`-th run of a scan reads
+/// `2^begun` plugins, at most [`READ_RUN`] — the first plugins deploy at once, and a large
+/// folder wakes a thread once per run rather than once per plugin — and a run ends with a
+/// replacement (the next ones are read once it is registered).
+fn run_end(due: &[(PathBuf, bool)], from: usize, begun: u32) -> usize {
+    let most = READ_RUN.min(1 << begun.min(8));
+    let end = due.len().min(from + most);
+    due[from..end].iter().position(|d| d.1).map_or(end, |at| from + at + 1)
+}
+
 /// A plugin of the scan whose start runs: its folder, the fingerprint its files had, and
 /// the plugin.
 type Arriving<'a> = (&'a Path, Option<String>, Box<super::Arriving>);
@@ -186,27 +199,39 @@ impl PluginRegistry {
             }
             due.push((dir, current.is_some()));
         }
-        let mut errors = Vec::new();
-        let (mut reads, mut read) = (VecDeque::new(), 0);
+        let (mut errors, mut reads_begun) = (Vec::new(), 0);
+        // Runs of plugins being read, and plugins read but not loaded yet, in folder order.
+        let (mut reads, mut ready, mut read) = (VecDeque::new(), VecDeque::new(), 0);
         let mut starting: VecDeque<Arriving<'_>> = VecDeque::new();
         for (i, (dir, replacing)) in due.iter().enumerate() {
-            // Plugins' files are read on blocking threads, up to `ahead()` beyond the one
-            // loaded now, and loaded (memory reserved, handler built, start begun) one at a
-            // time in the folder's order. Reads never pass a replacement not registered yet:
-            // its old version gives its memory back as it goes, and a read refuses a plugin
-            // that does not fit in what is left.
-            while read < due.len() && read - i <= ahead() && !due[i..read].iter().any(|d| d.1) {
-                reads.push_back(self.read_plugin(&due[read].0));
-                read += 1;
+            // Plugins' files are read on blocking threads, in up to `ahead()` runs beyond the
+            // one loaded now, and loaded (memory reserved, handler built, start begun) one at
+            // a time in the folder's order. Reads never pass a replacement not registered
+            // yet: its old version gives its memory back as it goes, and a read refuses a
+            // plugin that does not fit in what is left.
+            while read < due.len() && reads.len() < ahead() && !due[i..read].iter().any(|d| d.1) {
+                let end = run_end(&due, read, reads_begun);
+                reads_begun += 1;
+                reads.push_back(self.read_plugins(due[read..end].iter().map(|d| d.0.clone()).collect()));
+                read = end;
             }
-            let reading = reads.pop_front().unwrap_or_else(|| self.read_plugin(dir));
-            let files = self.finish_read(dir, reading).await;
+            if ready.is_empty()
+                && let Some(reading) = reads.pop_front()
+            {
+                ready.extend(self.finish_reads(reading).await);
+            }
+            let files = match ready.pop_front() {
+                Some(files) => files,
+                None => self.finish_read(dir, self.read_plugin(dir)).await,
+            };
             let fingerprint = files.fingerprint.clone();
             let mut begun = self.begin_deploy(dir, Some(files)).await;
-            if matches!(begun, Err(RegistryError::Budget(_))) && !starting.is_empty() {
-                // A plugin still starting may fail and give its memory back: as if plugins
-                // deployed one at a time, this one's reservation is decided once those
-                // before it registered (its files read again: remembered, not hashed).
+            if matches!(begun, Err(RegistryError::Budget(_))) {
+                // Read ahead, the plugin was checked against the memory left then; a plugin
+                // before it may have failed to start since, or may yet, and given its memory
+                // back. As if plugins deployed one at a time, this one's reservation is
+                // decided once those before it registered, on a fresh read (its files
+                // remembered, not hashed again).
                 self.register_until(&mut starting, 0, &mut errors).await;
                 begun = self.begin_deploy(dir, None).await;
             }
@@ -290,5 +315,32 @@ impl PluginRegistry {
             }
             let _ = watcher.await;
         }))
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+
+    /// Folders `p0`, `p1`…, the ones at `replacing` replacements of deployed plugins.
+    fn due(count: usize, replacing: &[usize]) -> Vec<(PathBuf, bool)> {
+        (0..count).map(|i| (PathBuf::from(format!("p{i}")), replacing.contains(&i))).collect()
+    }
+
+    #[test]
+    fn runs_of_reads_double_up_to_their_cap_and_end_with_a_replacement() {
+        let new = due(40, &[]);
+        let (mut sizes, mut from, mut begun) = (Vec::new(), 0, 0);
+        while from < new.len() {
+            let end = run_end(&new, from, begun);
+            sizes.push(end - from);
+            (from, begun) = (end, begun + 1);
+        }
+        assert_eq!(sizes, [1, 2, 4, 8, 16, 9]);
+
+        let mixed = due(40, &[5]);
+        assert_eq!(run_end(&mixed, 2, 4), 6, "the run ends with the replacement");
+        assert_eq!(run_end(&mixed, 5, 4), 6, "a replacement first is a run of one");
+        assert_eq!(run_end(&mixed, 6, 40), 22, "runs are capped");
     }
 }
