@@ -25,7 +25,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use wink_tests::binary::wink_binary;
-use wink_tests::process::{Running, field};
+use wink_tests::process::{Lines, Running, field};
 use wink_tests::{install_plugin, write_atomic};
 
 fn wink() -> Command {
@@ -113,23 +113,33 @@ fn initial_add(plugin: &str) -> impl Fn(&str) -> Option<()> + '_ {
     }
 }
 
+/// Waits for the log line refusing to deploy `plugin`, and checks that it says each of
+/// `parts`.
+async fn refusal(stderr: &Lines, plugin: &str, parts: &[&str]) {
+    let line = stderr
+        .wait_for("the refusal", |l| (l.contains("plugin not deployed") && l.contains(plugin)).then(|| l.to_owned()))
+        .await;
+    for part in parts {
+        assert!(line.contains(part), "`{part}` missing from: {line}");
+    }
+}
+
+/// Stops wink with SIGTERM and checks that it exits cleanly.
+async fn stop(mut child: Running) {
+    child.sigterm();
+    let exit = child.wait_exit().await;
+    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", child.stderr.snapshot().join("\n"));
+}
+
 #[tokio::test]
 async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_released() {
     let cluster = cluster_with_a_pod();
     let plugins = tempfile::tempdir().unwrap();
     let first = install_plugin("event-recorder", plugins.path(), "a-first", Some(&with_memory("32Mi")));
     install_plugin("event-recorder", plugins.path(), "b-second", Some(&with_memory("32Mi")));
-    let mut child = run(plugins.path(), cluster.path(), &["--no-cache", "--plugin-memory-budget", "48Mi"]);
+    let child = run(plugins.path(), cluster.path(), &["--no-cache", "--plugin-memory-budget", "48Mi"]);
     let stderr = child.stderr.clone();
-
-    let refusal = stderr
-        .wait_for("the refusal", |l| {
-            (l.contains("plugin not deployed") && l.contains("b-second")).then(|| l.to_owned())
-        })
-        .await;
-    for part in ["plugin b-second reserves 32Mi", "only 16Mi", "budget of 48Mi"] {
-        assert!(refusal.contains(part), "`{part}` missing from: {refusal}");
-    }
+    refusal(&stderr, "b-second", &["plugin b-second reserves 32Mi", "only 16Mi", "budget of 48Mi"]).await;
     stderr.wait_for("a-first's initial add", initial_add("a-first")).await;
 
     // Removing a-first releases its reservation: b-second now fits and is deployed.
@@ -142,9 +152,7 @@ async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_rele
     stderr.wait_for("b-second's replacement", replaced).await;
     install_plugin("event-recorder", plugins.path(), "c-third", Some(&with_memory("32Mi")));
     stderr.wait_for("c-third's initial add", initial_add("c-third")).await;
-    child.sigterm();
-    let exit = child.wait_exit().await;
-    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+    stop(child).await;
 }
 
 #[tokio::test]
@@ -153,25 +161,15 @@ async fn run_refuses_a_plugin_beyond_the_instance_pool_until_a_place_is_free() {
     let plugins = tempfile::tempdir().unwrap();
     let first = install_plugin("event-recorder", plugins.path(), "a-first", None);
     install_plugin("event-recorder", plugins.path(), "b-second", None);
-    let mut child = run(plugins.path(), cluster.path(), &["--no-cache", "--max-instances", "1"]);
+    let child = run(plugins.path(), cluster.path(), &["--no-cache", "--max-instances", "1"]);
     let stderr = child.stderr.clone();
-
-    let refusal = stderr
-        .wait_for("the refusal", |l| {
-            (l.contains("plugin not deployed") && l.contains("b-second")).then(|| l.to_owned())
-        })
-        .await;
-    for part in ["cannot instantiate", "the instance pool is full", "limit of 1"] {
-        assert!(refusal.contains(part), "`{part}` missing from: {refusal}");
-    }
+    refusal(&stderr, "b-second", &["cannot instantiate", "the instance pool is full", "limit of 1"]).await;
     stderr.wait_for("a-first's initial add", initial_add("a-first")).await;
 
     // Removing a-first drops its instance: b-second's retry finds the place free.
     std::fs::remove_dir_all(&first).unwrap();
     stderr.wait_for("b-second's initial add", initial_add("b-second")).await;
-    child.sigterm();
-    let exit = child.wait_exit().await;
-    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+    stop(child).await;
 }
 
 /// The peak resident memory of a process (`VmHWM`), in bytes, where `/proc` tells.
@@ -192,19 +190,14 @@ async fn run_refuses_an_oversized_component_without_reading_it_and_runs_the_othe
     // A sparse 2 GiB component: reading it would take 2 GiB of memory.
     let file = std::fs::File::options().write(true).open(huge.join("event-recorder.wasm")).unwrap();
     file.set_len(2 << 30).unwrap();
-    let mut child = run(plugins.path(), cluster.path(), &["--no-cache", "--max-component-size", "1Mi"]);
+    let child = run(plugins.path(), cluster.path(), &["--no-cache", "--max-component-size", "1Mi"]);
     let stderr = child.stderr.clone();
-    let refusal = stderr
-        .wait_for("the refusal", |l| (l.contains("plugin not deployed") && l.contains("b-huge")).then(|| l.to_owned()))
-        .await;
-    assert!(refusal.contains("is 2Gi, larger than the largest component this host loads (1Mi"), "{refusal}");
+    refusal(&stderr, "b-huge", &["is 2Gi, larger than the largest component this host loads (1Mi"]).await;
     stderr.wait_for("a-normal's initial add", initial_add("a-normal")).await;
     if let Some(peak) = peak_resident(child.id()) {
         assert!(peak < 1 << 30, "wink's resident memory peaked at {peak} bytes: the component was read");
     }
-    child.sigterm();
-    let exit = child.wait_exit().await;
-    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+    stop(child).await;
 }
 
 fn cwasm_files(dir: &Path) -> Vec<String> {
@@ -226,7 +219,7 @@ async fn run_prunes_the_compile_cache_but_never_a_component_in_use() {
     std::fs::write(&foreign, b"compiled by another wink").unwrap();
     let plugin = install_plugin("event-recorder", plugins.path(), "cached", None);
     let cache_dir = cache.path().to_str().unwrap();
-    let mut child = run(plugins.path(), cluster.path(), &["--cache-dir", cache_dir, "--cache-max-size", "0"]);
+    let child = run(plugins.path(), cluster.path(), &["--cache-dir", cache_dir, "--cache-max-size", "0"]);
     let stderr = child.stderr.clone();
 
     let pruned = |l: &str| l.contains("compile cache pruned").then(|| l.to_owned());
@@ -242,7 +235,5 @@ async fn run_prunes_the_compile_cache_but_never_a_component_in_use() {
     let evicted = |l: &str| (l.contains("compile cache pruned") && field(l, "evicted") == Some("1")).then_some(());
     stderr.wait_for("the prune after removal", evicted).await;
     assert_eq!(cwasm_files(cache.path()), Vec::<String>::new());
-    child.sigterm();
-    let exit = child.wait_exit().await;
-    assert!(exit.success(), "wink exited with {exit}; stderr:\n{}", stderr.snapshot().join("\n"));
+    stop(child).await;
 }

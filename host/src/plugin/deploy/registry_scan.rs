@@ -242,8 +242,13 @@ impl PluginRegistry {
             }
             // Up to `ahead()` plugins start (on guest threads) while the next load; each is
             // registered (listening) in the folder's order once it started. A replacement
-            // is registered before the next plugin loads.
-            self.register_until(&mut starting, if *replacing { 0 } else { ahead() }, &mut errors).await;
+            // is registered before the next plugin loads. A start takes a place in the
+            // instance pool: while few are left, plugins start one at a time, so that they
+            // take them in the folder's order (as they reserve memory), not in the order
+            // their starts happen to run.
+            let scarce = self.engine.free_instance_places().is_some_and(|free| free <= 2 * ahead() as u64);
+            let keep = if *replacing || scarce { 0 } else { ahead() };
+            self.register_until(&mut starting, keep, &mut errors).await;
         }
         self.register_until(&mut starting, 0, &mut errors).await;
         // After every read: the fingerprints taken by the reads count as this pass's.

@@ -35,10 +35,14 @@ fn write_plugin(root: &Path, name: &str, guest: Guest) -> PathBuf {
 }
 
 fn registry_over(pods: &MemorySource) -> PluginRegistry {
+    registry_on(engine(), pods)
+}
+
+fn registry_on(engine: PluginEngine, pods: &MemorySource) -> PluginRegistry {
     let pods = pods.clone();
     let provider: Arc<dyn SourceProvider> =
         Arc::new(move |_: &ResourceKey| Ok::<_, SourceError>(Arc::new(pods.clone()) as Arc<dyn ListerWatcher>));
-    PluginRegistry::new(engine(), Arc::new(InformerFactory::new(provider)), MetricsRegistry::new(), GuestPool::new(2))
+    PluginRegistry::new(engine, Arc::new(InformerFactory::new(provider)), MetricsRegistry::new(), GuestPool::new(2))
 }
 
 /// Polls `condition` (real time) until it holds; panics after 20 s.
@@ -419,4 +423,33 @@ async fn memory_held_by_a_plugin_that_fails_to_start_goes_to_the_next() {
     assert!(matches!(failed.as_slice(), [RegistryError::Start { name, .. }] if name == "a"), "{failed:?}");
     let deployed: Vec<String> = registry.status().await.into_iter().map(|s| s.name).collect();
     assert_eq!(deployed, ["b"]);
+}
+
+/// The instance pool's last places go to plugins in the folder's order, as memory does, not
+/// to whichever start runs first: with places for two, the third plugin is the one refused,
+/// every time (several scans, since the order of racing starts varies).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_take_the_instance_pools_last_places_in_the_folder_order() {
+    use crate::plugin::runtime::engine::{Allocation, EngineConfig, PoolLimits};
+    let root = tempfile::tempdir().unwrap();
+    for name in ["a", "b", "c"] {
+        write_plugin(root.path(), name, Guest::default());
+    }
+    for _ in 0..20 {
+        let limits = PoolLimits { total_component_instances: 2, ..PoolLimits::small() };
+        let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
+        if !matches!(engine.allocation(), Allocation::Pooling(_)) {
+            eprintln!("skipped: this machine cannot reserve the pooling allocator");
+            return;
+        }
+        let registry = registry_on(engine, &MemorySource::default()).with_start(PluginStart::OnDeploy);
+        let failed = registry.sync_dir(root.path()).await.unwrap();
+        assert!(
+            matches!(failed.as_slice(), [RegistryError::Start { name, outcome }]
+                if name == "c" && outcome.to_string().contains("the instance pool is full")),
+            "{failed:?}"
+        );
+        let deployed: Vec<String> = registry.status().await.into_iter().map(|s| s.name).collect();
+        assert_eq!(deployed, ["a", "b"]);
+    }
 }

@@ -360,6 +360,17 @@ impl PluginEngine {
         &self.0.allocation
     }
 
+    /// How many more plugin instances the pool has places for now: its free component
+    /// instances, or half its free memories if fewer (an instance may hold two). `None` with
+    /// on-demand allocation, which has no cap.
+    pub fn free_instance_places(&self) -> Option<u64> {
+        let Allocation::Pooling(limits) = &self.0.allocation else { return None };
+        let live = self.0.engine.pooling_allocator_metrics()?;
+        let instances = u64::from(limits.total_component_instances).saturating_sub(live.component_instances());
+        let memories = usize::try_from(limits.total_memories).unwrap_or(usize::MAX).saturating_sub(live.memories()) / 2;
+        Some(instances.min(u64::try_from(memories).unwrap_or(u64::MAX)))
+    }
+
     /// The settings the engine was built with.
     pub fn config(&self) -> &EngineConfig {
         &self.0.config
