@@ -74,9 +74,7 @@ impl PluginRegistry {
     /// several plugins in one go wakes a blocking thread, and then the caller, once for them
     /// all rather than once each.
     pub(super) fn read_plugins(&self, dirs: Vec<PathBuf>) -> Reading {
-        for _ in &dirs {
-            self.scans.count_attempt();
-        }
+        self.scans.count_attempts(dirs.len());
         let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
         let (metrics, digests) = (self.metrics.clone(), self.digests.clone());
         let read = move |path: &Path| {

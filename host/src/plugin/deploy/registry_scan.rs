@@ -94,8 +94,9 @@ impl ScanState {
         Self { retry, failed: parking_lot::Mutex::default(), scans: AtomicU64::new(0), attempts: AtomicU64::new(0) }
     }
 
-    pub(super) fn count_attempt(&self) {
-        self.attempts.fetch_add(1, Ordering::Relaxed);
+    /// Counts the deploys of `plugins` plugins as attempted (their reads begun).
+    pub(super) fn count_attempts(&self, plugins: usize) {
+        self.attempts.fetch_add(plugins as u64, Ordering::Relaxed);
     }
 
     /// Whether the last deploy of the plugin in `dir` failed.
