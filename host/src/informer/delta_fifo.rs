@@ -150,21 +150,22 @@ impl State {
     }
 }
 
-/// Collapses two trailing deletes into the more informative one.
+/// Collapses two trailing deletes into one, as client-go's `isDeletionDup` does: the older
+/// one, unless it is a tombstone (a deletion inferred by a relist) — a real delete carries
+/// the object's final state.
 fn dedup_deltas(deltas: &mut Vec<Delta>) {
     let n = deltas.len();
     if n < 2 {
         return;
     }
-    let (a, b) = (&deltas[n - 2], &deltas[n - 1]);
-    if a.kind != DeltaType::Deleted || b.kind != DeltaType::Deleted {
+    let (older, newer) = (&deltas[n - 2], &deltas[n - 1]);
+    if older.kind != DeltaType::Deleted || newer.kind != DeltaType::Deleted {
         return;
     }
-    if b.obj.is_tombstone() {
-        // Keep the older, real delete: it carries the final state.
-        deltas.pop();
-    } else {
+    if older.obj.is_tombstone() {
         deltas.remove(n - 2);
+    } else {
+        deltas.pop();
     }
 }
 
@@ -289,17 +290,17 @@ impl DeltaFifo {
     }
 
     /// Queues a `Deleted` delta, unless the key is neither known nor queued (nothing to
-    /// delete).
+    /// delete). Either way the queue counts as populated, as after any event.
     pub fn delete(&self, obj: Object) {
         let mut state = self.state.lock();
         let key = obj.shared_key();
+        state.populate_by_event(&key);
         let known = self.known.as_ref().is_some_and(|k| k.get_by_key(&key).is_some());
         if !known && !state.items.contains_key(&*key) {
             return;
         }
         let obj = self.transform(obj);
         state.queue_action(DeltaType::Deleted, DeltaObject::Object(obj));
-        state.populate_by_event(&key);
         drop(state);
         self.wake();
     }
@@ -369,16 +370,14 @@ impl DeltaFifo {
 
     /// Waits for a key, removes it with its deltas and calls `process(deltas,
     /// is_in_initial_list)` with the queue locked; returns what `process` returned, or
-    /// [`FifoClosed`] once closed. The key is gone whatever `process` does with it: nothing
+    /// [`FifoClosed`] once closed and drained (what was queued before `close` is still
+    /// popped, as in client-go). The key is gone whatever `process` does with it: nothing
     /// puts deltas back (client-go's `ErrRequeue`, which no informer of wink needs).
     pub async fn pop<T>(&self, process: impl FnOnce(Vec<Delta>, bool) -> T) -> Result<T, FifoClosed> {
         loop {
             let notified = self.notify.notified();
             {
                 let mut state = self.state.lock();
-                if state.closed {
-                    return Err(FifoClosed);
-                }
                 while let Some(key) = state.queue.pop_front() {
                     let Some(deltas) = state.items.remove(&*key) else { continue };
                     state.shrink_if_drained();
@@ -388,12 +387,16 @@ impl DeltaFifo {
                     }
                     return Ok(process(deltas, is_in_initial_list));
                 }
+                if state.closed {
+                    return Err(FifoClosed);
+                }
             }
             notified.await;
         }
     }
 
-    /// Closes the queue: current and future pops return [`FifoClosed`].
+    /// Closes the queue: a waiting pop, and every later one once what is queued has been
+    /// popped, returns [`FifoClosed`].
     pub fn close(&self) {
         self.state.lock().closed = true;
         self.notify.notify_waiters();

@@ -89,16 +89,25 @@ async fn consecutive_deletes_dedupe_keeping_the_real_delete() {
     assert_eq!(deltas[0].obj.object().resource_version(), "2");
 }
 
+/// Two real deletes in a row keep the older, as client-go's `isDeletionDup` does; a tombstone
+/// followed by a real delete keeps the real one.
 #[tokio::test]
-async fn consecutive_real_deletes_keep_the_newest() {
+async fn consecutive_real_deletes_keep_the_older() {
     let known = Indexer::new();
     known.add(pod("ns", "a", 1));
+    known.add(pod("ns", "b", 1));
     let fifo = DeltaFifo::new(Some(known.store()), true);
     fifo.delete(pod("ns", "a", 2));
     fifo.delete(pod("ns", "a", 3));
     let deltas = fifo.deltas("ns/a").unwrap();
     assert_eq!(deltas.len(), 1);
-    assert_eq!(deltas[0].obj.object().resource_version(), "3");
+    assert_eq!(deltas[0].obj.object().resource_version(), "2");
+    fifo.replace(vec![pod("ns", "a", 4)], "4");
+    fifo.delete(pod("ns", "b", 5));
+    let deltas = fifo.deltas("ns/b").unwrap();
+    assert_eq!(deltas.len(), 1);
+    assert!(!deltas[0].obj.is_tombstone(), "the real delete wins over the tombstone before it");
+    assert_eq!(deltas[0].obj.object().resource_version(), "5");
 }
 
 #[tokio::test]
@@ -106,6 +115,17 @@ async fn delete_of_an_unknown_key_is_ignored() {
     let fifo = DeltaFifo::new(Some(Indexer::new().store()), true);
     fifo.delete(pod("ns", "never-seen", 1));
     assert!(fifo.is_empty());
+}
+
+/// A delete counts as an event even when there is nothing to delete: a queue that had no
+/// list yet is populated (and, empty, synced) after it, as client-go's `Delete` sets
+/// `populated` first.
+#[tokio::test]
+async fn a_delete_of_an_unknown_key_still_populates_the_queue() {
+    let fifo = DeltaFifo::new(Some(Indexer::new().store()), true);
+    assert!(!fifo.has_synced());
+    fifo.delete(pod("ns", "never-seen", 1));
+    assert!(fifo.has_synced());
 }
 
 #[tokio::test]
@@ -166,6 +186,18 @@ async fn pop_hands_the_deltas_over_and_keeps_nothing() {
     let seen = fifo.pop(|deltas, _| deltas).await.unwrap();
     assert_eq!(kinds(&seen), [DeltaType::Added, DeltaType::Updated]);
     assert!(fifo.is_empty() && fifo.deltas("ns/a").is_none(), "nothing is put back");
+}
+
+/// A closed queue still hands over what was queued before `close`, then says it is closed
+/// (client-go's `Pop` returns `ErrFIFOClosed` only once the queue is empty).
+#[tokio::test]
+async fn a_closed_queue_is_drained_before_pop_says_it_is_closed() {
+    let fifo = DeltaFifo::new(None, true);
+    fifo.add(pod("ns", "a", 1));
+    fifo.close();
+    let popped = fifo.pop(|deltas, _| DeltaFifo::key_of(&deltas[0].obj).to_owned()).await;
+    assert_eq!(popped.as_deref(), Ok("ns/a"));
+    assert_eq!(fifo.pop(|_, _| ()).await.unwrap_err(), FifoClosed);
 }
 
 #[tokio::test]
