@@ -7,7 +7,9 @@
 //!  Empty ──list (paged)──▶ Listed{rv} ──watch(rv)──▶ Watching{rv, stream} ──event──▶ Watching
 //!    ▲  ╲ (streaming list)                             │ stream ended normally ──▶ Listed{rv}
 //!    │   ╲─▶ InitialEvents ──initial-events-end──▶ Watching                    (re-watch)
-//!    │        └─ any failure ──▶ Empty, listing at once  │ refused / 429 ──▶ Backoff → Listed{rv}
+//!    │        ├─ refused / 429 ──▶ Backoff → Empty, streaming again
+//!    │        ├─ closed early ──▶ Empty, streaming again at once
+//!    │        └─ any other failure ──▶ Empty, listing at once  │ refused / 429 ──▶ Backoff → Listed{rv}
 //!    └──────────────── Backoff{then} ◀── any other error (list, watch, stream)
 //! ```
 //!
@@ -16,6 +18,10 @@
 //!   "expired / too large resourceVersion" answer the LIST is repeated at once as a
 //!   consistent read (client-go's `relistResourceVersion`).
 //! - Bookmarks only advance the resourceVersion.
+//! - A streaming list refused with "connection refused" or 429 is asked for again after
+//!   backoff, and one closed before the end of its initial events is asked for again at
+//!   once (both as client-go's `watchList`); one closed within a second without any event,
+//!   or failing otherwise, falls back to LIST/WATCH at once.
 //! - A watch that ends normally (server timeout, stream closed) re-watches from the last
 //!   resourceVersion. A watch that fails with "connection refused" or 429 re-watches from it
 //!   after backoff (client-go's `isWatchErrorRetriable`). Any other watch failure (410 Gone,
@@ -78,9 +84,10 @@ pub struct ReflectorConfig {
     /// The informer's resync check period; zero disables resync (until changed through
     /// [`Reflector::with_resync_period_updates`]).
     pub resync_period: Duration,
-    /// Use a streaming list (`sendInitialEvents`) instead of LIST; a streaming list that fails
-    /// for any reason falls back to LIST/WATCH at once (for good when the source does not
-    /// support it).
+    /// Use a streaming list (`sendInitialEvents`) instead of LIST. One refused ("connection
+    /// refused", 429) is asked again after backoff, one closed before its initial events
+    /// ended is asked again at once, and one that fails otherwise falls back to LIST/WATCH at
+    /// once (for good when the source does not support it).
     pub use_watch_list: bool,
 }
 
@@ -107,6 +114,10 @@ pub enum State {
         stream: WatchStream,
         /// Objects received so far.
         items: Vec<Object>,
+        /// When the stream was opened.
+        started: Instant,
+        /// Events received so far (of any type).
+        events: u64,
     },
     /// The store is in step with `resource_version`: start a watch from it.
     Listed {
@@ -300,9 +311,17 @@ impl Reflector {
         State::Backoff { then: Box::new(then) }
     }
 
-    /// A streaming list failed, whatever the error: list and watch instead, at once (making
-    /// progress beats waiting for the stream), as client-go's `ListAndWatch` does after
-    /// `watchList` fails. The next attempt after a failure streams again.
+    /// A streaming list failed with `err`: a server that refused the connection or asked to
+    /// slow down (429) is asked for a streaming list again after backoff (a LIST would be the
+    /// heavier request), as client-go's `watchList` retries; any other failure falls back to
+    /// LIST/WATCH.
+    fn retry_streaming_or_list(&mut self, err: &SourceError) -> State {
+        if err.rewatches() { self.fail(err, State::Empty) } else { self.fall_back_to_list(err) }
+    }
+
+    /// A streaming list failed: list and watch instead, at once (making progress beats
+    /// waiting for the stream), as client-go's `ListAndWatch` does after `watchList` fails.
+    /// The next attempt after a failure streams again.
     fn fall_back_to_list(&mut self, err: &SourceError) -> State {
         tracing::warn!(error = %Chain(err), "streaming list failed; falling back to LIST/WATCH");
         self.stats.failed();
@@ -326,14 +345,14 @@ impl Reflector {
                 match self.lw.watch(&self.watch_params(String::new(), true)).await {
                     Ok(stream) => {
                         self.stats.watched();
-                        State::InitialEvents { stream, items: Vec::new() }
+                        State::InitialEvents { stream, items: Vec::new(), started: Instant::now(), events: 0 }
                     }
                     Err(SourceError::Unsupported(reason)) => {
                         tracing::info!(%reason, "streaming list unsupported; falling back to LIST");
                         self.watch_list_unsupported = true;
                         State::Empty
                     }
-                    Err(err) => self.fall_back_to_list(&err),
+                    Err(err) => self.retry_streaming_or_list(&err),
                 }
             }
             State::Empty => {
@@ -348,14 +367,14 @@ impl Reflector {
                     Err(err) => self.fail(&err, State::Empty),
                 }
             }
-            State::InitialEvents { mut stream, mut items } => match stream.next().await {
+            State::InitialEvents { mut stream, mut items, started, events } => match stream.next().await {
                 Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
                     items.push(obj);
-                    State::InitialEvents { stream, items }
+                    State::InitialEvents { stream, items, started, events: events + 1 }
                 }
                 Some(Ok(WatchEvent::Deleted(obj))) => {
                     items.retain(|o| o.key() != obj.key());
-                    State::InitialEvents { stream, items }
+                    State::InitialEvents { stream, items, started, events: events + 1 }
                 }
                 Some(Ok(WatchEvent::Bookmark { resource_version, initial_events_end: true })) => {
                     self.stats.listed();
@@ -363,12 +382,17 @@ impl Reflector {
                     self.set_rv(&resource_version);
                     State::Watching { resource_version, stream, started: Instant::now(), events: 1 }
                 }
-                Some(Ok(WatchEvent::Bookmark { .. })) => State::InitialEvents { stream, items },
-                Some(Ok(WatchEvent::Error(status))) => self.fall_back_to_list(&status.into()),
-                Some(Err(err)) => self.fall_back_to_list(&err),
-                None => {
-                    self.fall_back_to_list(&SourceError::Transport("stream ended before initial-events-end".into()))
+                Some(Ok(WatchEvent::Bookmark { .. })) => {
+                    State::InitialEvents { stream, items, started, events: events + 1 }
                 }
+                Some(Ok(WatchEvent::Error(status))) => self.retry_streaming_or_list(&status.into()),
+                Some(Err(err)) => self.retry_streaming_or_list(&err),
+                None if events == 0 && started.elapsed() < Duration::from_secs(1) => self.fall_back_to_list(
+                    &SourceError::Transport("very short streaming list: closed within a second without events".into()),
+                ),
+                // Closed before the end of its initial events (a server timeout, say): what
+                // it sent is dropped and a new streaming list starts at once.
+                None => State::Empty,
             },
             State::Listed { resource_version } => {
                 match self.lw.watch(&self.watch_params(resource_version.clone(), false)).await {

@@ -11,7 +11,7 @@ use crate::informer::indexer::Indexer;
 use crate::informer::list_watch::{ObjectList, Status};
 use crate::source::MemorySource;
 
-fn cm(name: &str) -> serde_json::Value {
+pub(super) fn cm(name: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": name}})
 }
 
@@ -301,7 +301,7 @@ async fn watch_start_failing_otherwise_relists_after_backoff() {
 
 /// Ends its first watch with the given error after one event; later watches are the
 /// memory source's.
-struct FailingWatch {
+pub(super) struct FailingWatch {
     src: MemorySource,
     error: parking_lot::Mutex<Option<SourceError>>,
 }
@@ -408,36 +408,6 @@ async fn resync_timer_resyncs_only_when_a_listener_is_due() {
     assert_eq!(deltas[0].0, DeltaType::Sync);
 }
 
-#[tokio::test(start_paused = true)]
-async fn streaming_list_replaces_at_the_initial_events_end_bookmark() {
-    let src = MemorySource::default();
-    src.apply(cm("a")).unwrap();
-    src.apply(cm("b")).unwrap();
-    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
-    let r = start(Arc::new(src.clone()), config, |r| r);
-    settle().await;
-    assert!(src.list_requests().is_empty(), "no LIST when streaming works");
-    assert!(src.watch_requests()[0].send_initial_events);
-    let deltas = drain(&r).await;
-    assert_eq!(deltas.len(), 2);
-    assert!(deltas.iter().all(|(k, _)| *k == DeltaType::Replaced));
-    assert!(r.fifo.has_synced());
-    src.apply(cm("c")).unwrap();
-    settle().await;
-    assert_eq!(drain(&r).await[0].0, DeltaType::Added, "the same stream goes on with live events");
-}
-
-#[tokio::test(start_paused = true)]
-async fn streaming_list_falls_back_to_list_when_unsupported() {
-    let src = MemorySource::new(crate::source::MemorySourceOptions { watch_list: false, ..Default::default() });
-    src.apply(cm("a")).unwrap();
-    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
-    let r = start(Arc::new(src.clone()), config, |r| r);
-    settle().await;
-    assert_eq!(src.list_requests().len(), 1);
-    assert_eq!(r.fifo.len(), 1);
-}
-
 /// client-go's `relistResourceVersion` and `Reflector.list`: the first LIST asks for "0"
 /// (paged: the watch cache ignores the limit, an unpaged server pages); a relist asks for the
 /// last synced resourceVersion without a limit, so the server may serve it from its watch
@@ -507,46 +477,6 @@ async fn an_unavailable_list_version_is_retried_at_once_as_a_consistent_read() {
     }
 }
 
-/// client-go's `ListAndWatch` with `useWatchList`: when `watchList` fails with any error (not
-/// only "unsupported"), the same attempt falls back to LIST/WATCH at once; a later attempt
-/// streams again.
-#[tokio::test(start_paused = true)]
-async fn a_failing_streaming_list_falls_back_to_list_at_once_whatever_the_error() {
-    let src = MemorySource::default();
-    src.apply(cm("a")).unwrap();
-    src.fail_next_watch(SourceError::Api(Status { code: 500, reason: "InternalError".into(), message: "boom".into() }));
-    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
-    let r = start(Arc::new(src.clone()), config, |r| r);
-    settle().await;
-    assert_eq!(src.list_requests().len(), 1, "listed at once, without backoff");
-    assert_eq!(r.fifo.len(), 1);
-    let watches = src.watch_requests();
-    assert_eq!(watches.len(), 2);
-    assert!(watches[0].send_initial_events && !watches[1].send_initial_events);
-    // A failure later starts over with a streaming list.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    src.send_watch_error(Status { code: 410, reason: "Expired".into(), message: "too old".into() });
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(src.watch_requests()[2].send_initial_events, "streams again after the next failure");
-}
-
-/// client-go's `ListAndWatch`: a streaming list that breaks off before its initial-events-end
-/// bookmark (an error in the stream) also falls back to LIST/WATCH at once.
-#[tokio::test(start_paused = true)]
-async fn a_streaming_list_breaking_off_falls_back_to_list_at_once() {
-    let src = MemorySource::default();
-    src.apply(cm("a")).unwrap();
-    let lw = Arc::new(FailingWatch {
-        src: src.clone(),
-        error: parking_lot::Mutex::new(Some(SourceError::Transport("connection reset".into()))),
-    });
-    let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
-    let r = start(lw, config, |r| r);
-    settle().await;
-    assert_eq!(src.list_requests().len(), 1, "listed at once, without backoff");
-    assert_eq!(r.fifo.len(), 1);
-}
-
 /// client-go's `watchWithResync`: each watch asks for `timeoutSeconds` random in
 /// `[minWatchTimeout, 2*minWatchTimeout)` with `minWatchTimeout` 5 minutes; the public
 /// option cannot go below it, only the test-only setting can.
@@ -571,3 +501,6 @@ async fn watch_timeouts_are_random_from_5_minutes_and_only_a_test_setting_lowers
     let short = timeouts(test).await;
     assert!(short.iter().all(|t| *t >= Duration::from_secs(1) && *t < Duration::from_secs(2)), "{short:?}");
 }
+
+#[path = "reflector_watch_list_tests.rs"]
+mod watch_list;
