@@ -83,7 +83,7 @@ impl Took {
 
 /// One plugin's record of its calls, which decides where its next deliveries run.
 #[derive(Debug, Default)]
-pub(super) struct Placement {
+pub(crate) struct Placement {
     /// Calls in a row that computed for less than [`FAST_CALL`], counted up to
     /// [`FAST_STREAK`] (a little past it when calls end at once).
     pub(super) fast_streak: AtomicU32,

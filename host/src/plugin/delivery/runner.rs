@@ -229,8 +229,23 @@ impl PluginHandler {
 
     /// Starts the instance now (instantiate + `init`) instead of on the first event, so a
     /// plugin that cannot start is reported at load time. Applies the failure policy like
-    /// any call.
+    /// any call. The start runs on a guest thread.
     pub async fn warm_up(&self) -> CallOutcome {
+        self.start_placed(None).await
+    }
+
+    /// [`warm_up`](Self::warm_up), where `starts` says: the record of the host's plugin
+    /// starts, kept as a plugin's record of its calls is ([`Placement`]). Once starts have
+    /// stayed fast, and while the guest pool has a place free, a start runs on the thread
+    /// that begins it (a folder scan's), as a fast plugin's delivery does: a start of a small
+    /// plugin costs less than the two thread wake-ups of a hop to a guest thread and back.
+    /// A slow start sends the next ones back to the guest threads, where starts run in
+    /// parallel, until they have stayed fast again.
+    pub(crate) async fn warm_up_placed(&self, starts: &Placement) -> CallOutcome {
+        self.start_placed(Some(starts)).await
+    }
+
+    async fn start_placed(&self, starts: Option<&Placement>) -> CallOutcome {
         let start = |shared: &Shared, slot: &mut Slot, started| {
             let (outcome, ended) = call_guest(shared, slot, None, started);
             // The outcome says it all; the policy still counts it, backs off and quarantines.
@@ -238,7 +253,25 @@ impl PluginHandler {
             (outcome, Ran::one(started, ended))
         };
         let done = match self.take_slot().await {
-            Ok(slot) => self.on_guest_thread(tracing::Span::current(), slot, start).await,
+            Ok(mut slot) => {
+                let here = starts.filter(|starts| starts.may_run_here()).and_then(|starts| {
+                    let job = || timed(|started| start(&self.shared, &mut slot, started));
+                    let done = self.pool.try_run_here(|| starts.hand_over(), job).ok()?;
+                    if matches!(done, Err(GuestPoolError::Panicked(_))) {
+                        // Host code panicked mid-start: the instance may be inconsistent.
+                        slot.instance = None;
+                    }
+                    Some((done, true))
+                });
+                let (done, ran_here) = match here {
+                    Some(here) => here,
+                    None => (self.run_on_guest_thread(tracing::Span::current(), slot, start).await, false),
+                };
+                if let (Some(starts), Ok((_, took))) = (starts, &done) {
+                    starts.count(&self.shared.name, *took, ran_here, self.pool.slow_call());
+                }
+                self.finish(done, ran_here)
+            }
             Err(skipped) => Err(skipped),
         };
         match done {
@@ -391,9 +424,21 @@ impl PluginHandler {
     async fn on_guest_thread<T: Send + 'static>(
         &self,
         span: tracing::Span,
-        mut slot: OwnedMutexGuard<Slot>,
+        slot: OwnedMutexGuard<Slot>,
         job: impl FnOnce(&Shared, &mut Slot, Instant) -> (T, Ran) + Send + 'static,
     ) -> Result<T, Skipped> {
+        let done = self.run_on_guest_thread(span, slot, job).await;
+        self.finish(done, false)
+    }
+
+    /// [`on_guest_thread`](Self::on_guest_thread)'s job, run: its value and how long it
+    /// took, not counted yet.
+    async fn run_on_guest_thread<T: Send + 'static>(
+        &self,
+        span: tracing::Span,
+        mut slot: OwnedMutexGuard<Slot>,
+        job: impl FnOnce(&Shared, &mut Slot, Instant) -> (T, Ran) + Send + 'static,
+    ) -> Result<(T, Took), GuestPoolError> {
         let shared = self.shared.clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let done = self
@@ -410,7 +455,7 @@ impl PluginHandler {
             // inconsistent.
             self.slot.lock().await.instance = None;
         }
-        self.finish(done, false)
+        done
     }
 
     /// A job's result: its record counted where the plugin's next calls run by (`ran_here`:

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::policy::restart_delay;
 use super::*;
-use crate::plugin::delivery::placement::FAST_STREAK;
+use crate::plugin::delivery::placement::{FAST_STREAK, Placement};
 use crate::plugin::deploy::manifest::OnError;
 use crate::plugin::runtime::engine::{EngineConfig, PluginEngine, PoolLimits};
 use crate::plugin::runtime::pool::HandOver;
@@ -535,4 +535,29 @@ async fn a_batch_records_each_of_its_calls() {
     assert_eq!(ran.calls, 3, "one call per event");
     let wall = ran.ended.saturating_duration_since(started);
     assert!(ran.longest > Duration::ZERO && ran.longest <= wall, "{:?} of {wall:?}", ran.longest);
+}
+
+/// Starts are placed as a plugin's calls are, on a record the host keeps of every start: they
+/// run on a guest thread until starts have stayed fast, then on the thread that begins them
+/// (no hop to a guest thread and back), until a slow one sends the next ones back to the
+/// guest threads. A handler's own `warm_up` always starts on a guest thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_run_where_they_are_begun_once_starts_have_stayed_fast() {
+    let (engine, pool) = (engine(), GuestPool::new(2));
+    let starts = Placement::default();
+    let plugin = |guest| handler_on(&engine, guest, FailurePolicy::default(), pool.clone());
+    assert_eq!(plugin(Guest::default()).warm_up_placed(&starts).await, CallOutcome::Ok);
+    assert_eq!(pool.borrowed_runs(), 0, "before starts have stayed fast, a start goes to a guest thread");
+    for _ in 0..FAST_STREAK {
+        starts.count("earlier", Took::one(Duration::from_micros(50), None, false), false, pool.slow_call());
+    }
+    assert_eq!(plugin(Guest::default()).warm_up().await, CallOutcome::Ok);
+    assert_eq!(pool.borrowed_runs(), 0, "warm_up starts on a guest thread");
+    assert_eq!(plugin(Guest::default()).warm_up_placed(&starts).await, CallOutcome::Ok);
+    assert_eq!(pool.borrowed_runs(), 1, "once starts have stayed fast, a start runs here");
+    let slow = plugin(Guest { init: Behaviour::Loop, ..Guest::default() }).warm_up_placed(&starts).await;
+    assert!(slow.to_string().contains("deadline exceeded"), "{slow}");
+    assert_eq!(pool.borrowed_runs(), 2, "the slow start ran here too");
+    assert_eq!(plugin(Guest::default()).warm_up_placed(&starts).await, CallOutcome::Ok);
+    assert_eq!(pool.borrowed_runs(), 2, "after a slow start, starts go to the guest threads again");
 }

@@ -54,6 +54,7 @@ use crate::informer::{
 };
 use crate::plugin::PluginEngine;
 use crate::plugin::delivery::metrics::MetricsRegistry;
+use crate::plugin::delivery::placement::Placement;
 use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
 use crate::plugin::imports::{CacheResolver, ClusterContext};
 use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
@@ -245,6 +246,9 @@ pub struct PluginRegistry {
     /// Plugins found but run by another member.
     parked: parking_lot::Mutex<BTreeMap<String, shard::Parked>>,
     start: PluginStart,
+    /// Where plugins' starts run, from how the last ones went (see
+    /// [`PluginHandler::warm_up_placed`](crate::plugin::delivery::runner::PluginHandler::warm_up_placed)).
+    starts: Arc<Placement>,
 }
 
 impl std::fmt::Debug for PluginRegistry {
@@ -293,6 +297,7 @@ impl PluginRegistry {
             ownership: None,
             parked: parking_lot::Mutex::default(),
             start: PluginStart::default(),
+            starts: Arc::default(),
         }
     }
 

@@ -174,9 +174,9 @@ impl PluginRegistry {
     pub(super) fn starting(&self, plugin: Started) -> Starting {
         let start = match self.start {
             PluginStart::OnDeploy => {
-                let handler = plugin.handler.clone();
+                let (handler, starts) = (plugin.handler.clone(), self.starts.clone());
                 let start: StartFuture =
-                    Box::pin(AssertUnwindSafe(async move { handler.warm_up().await }).catch_unwind());
+                    Box::pin(AssertUnwindSafe(async move { handler.warm_up_placed(&starts).await }).catch_unwind());
                 // Polled once here: that takes the plugin's slot and queues `init` for a
                 // guest thread. Whoever polls it next is woken by the answer.
                 let mut start = MaybeDone::Future(start);
