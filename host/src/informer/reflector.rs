@@ -18,9 +18,11 @@
 //!   "expired / too large resourceVersion" answer the LIST is repeated at once as a
 //!   consistent read (client-go's `relistResourceVersion`).
 //! - Bookmarks only advance the resourceVersion.
-//! - A streaming list refused with "connection refused" or 429 is asked for again after
+//! - A streaming list asks for the state not older than the last synced resourceVersion
+//!   (the most recent one before the first sync, and at once again after an "expired / too
+//!   large" answer). One refused with "connection refused" or 429 is asked for again after
 //!   backoff, and one closed before the end of its initial events is asked for again at
-//!   once (both as client-go's `watchList`); one closed within a second without any event,
+//!   once (all as client-go's `watchList`); one closed within a second without any event,
 //!   or failing otherwise, falls back to LIST/WATCH at once.
 //! - A watch that ends normally (server timeout, stream closed) re-watches from the last
 //!   resourceVersion. A watch that fails with "connection refused" or 429 re-watches from it
@@ -315,8 +317,19 @@ impl Reflector {
     /// slow down (429) is asked for a streaming list again after backoff (a LIST would be the
     /// heavier request), as client-go's `watchList` retries; any other failure falls back to
     /// LIST/WATCH.
+    /// A streaming list asked from a resourceVersion the server no longer has, or does not
+    /// have yet, is asked for again at once from the most recent state.
     fn retry_streaming_or_list(&mut self, err: &SourceError) -> State {
-        if err.rewatches() { self.fail(err, State::Empty) } else { self.fall_back_to_list(err) }
+        if err.rewatches() {
+            self.fail(err, State::Empty)
+        } else if (err.is_gone() || err.is_too_large_resource_version()) && !self.rewatch_resource_version().is_empty()
+        {
+            tracing::info!(error = %Chain(err), "resourceVersion unavailable; streaming the most recent state");
+            self.last_sync_rv_unavailable = true;
+            State::Empty
+        } else {
+            self.fall_back_to_list(err)
+        }
     }
 
     /// A streaming list failed: list and watch instead, at once (making progress beats
@@ -342,7 +355,7 @@ impl Reflector {
     pub async fn step(&mut self, state: State) -> State {
         match state {
             State::Empty if self.config.use_watch_list && !self.watch_list_unsupported && !self.fallback_to_list => {
-                match self.lw.watch(&self.watch_params(String::new(), true)).await {
+                match self.lw.watch(&self.watch_params(self.rewatch_resource_version(), true)).await {
                     Ok(stream) => {
                         self.stats.watched();
                         State::InitialEvents { stream, items: Vec::new(), started: Instant::now(), events: 0 }
@@ -378,6 +391,7 @@ impl Reflector {
                 }
                 Some(Ok(WatchEvent::Bookmark { resource_version, initial_events_end: true })) => {
                     self.stats.listed();
+                    self.last_sync_rv_unavailable = false;
                     self.fifo.replace(items, &resource_version);
                     self.set_rv(&resource_version);
                     State::Watching { resource_version, stream, started: Instant::now(), events: 1 }
@@ -466,6 +480,13 @@ impl Reflector {
     /// not paged (with a limit the server would read that exact version from etcd instead of
     /// serving a not-older state from its watch cache) unless a list at "0" came back paged,
     /// which shows the server pages anyway. At "0" the watch cache ignores the limit.
+    /// The resourceVersion a streaming list asks for (`NotOlderThan` it): the last synced one,
+    /// or the most recent state ("") before the first sync and once it is unavailable.
+    /// client-go's `rewatchResourceVersion`.
+    fn rewatch_resource_version(&self) -> String {
+        if self.last_sync_rv_unavailable { String::new() } else { self.last_sync_resource_version() }
+    }
+
     async fn list_all(&mut self) -> Result<(Vec<Object>, String), SourceError> {
         let resource_version = self.relist_resource_version();
         let specific = resource_version.as_deref().is_some_and(|rv| rv != "0");

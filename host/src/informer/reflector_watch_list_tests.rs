@@ -154,3 +154,26 @@ async fn a_streaming_list_closed_before_its_initial_events_ended_is_asked_for_ag
     assert_eq!(src.list_requests().len(), 1, "a very short streaming list falls back to LIST at once");
     assert_eq!(r.fifo.len(), 1);
 }
+
+/// client-go's `watchList` asks for the state not older than the last synced resourceVersion
+/// (`rewatchResourceVersion`): the most recent state ("") before the first sync, the synced
+/// version after it; one the server no longer has makes it ask again at once for the most
+/// recent state, still streaming.
+#[tokio::test(start_paused = true)]
+async fn a_streaming_relist_asks_for_the_last_synced_version_and_the_latest_once_it_expired() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let r = start(Arc::new(src.clone()), ReflectorConfig { use_watch_list: true, ..no_jitter() }, |r| r);
+    settle().await;
+    src.apply(cm("b")).unwrap();
+    settle().await;
+    let synced = r.rv.read().clone();
+    assert!(!synced.is_empty());
+    src.fail_next_watch(SourceError::Gone("too old resource version".into()));
+    src.send_watch_error(Status { code: 500, reason: "InternalError".into(), message: "etcd".into() });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let asked: Vec<(String, bool)> =
+        src.watch_requests().into_iter().map(|w| (w.resource_version, w.send_initial_events)).collect();
+    assert_eq!(asked, [(String::new(), true), (synced, true), (String::new(), true)]);
+    assert!(src.list_requests().is_empty(), "no LIST");
+}
