@@ -203,9 +203,9 @@ async fn resource(
                 },
                 _ => PatchType::Merge,
             };
-            // An apply body is YAML (JSON is YAML too).
+            // An apply body is YAML (JSON is YAML too), read as the API server reads it.
             let text = match patch_type {
-                PatchType::Apply { .. } => match serde_norway::from_str::<Value>(&text) {
+                PatchType::Apply { .. } => match crate::source::yaml11::one_document(&text) {
                     Ok(v) => v.to_string(),
                     Err(e) => return failure(&RequestError::BadRequest(format!("the apply body is not YAML: {e}"))),
                 },

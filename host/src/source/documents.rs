@@ -5,9 +5,13 @@
 //! and its kind and name where readable) while the file's other documents still load: where
 //! the parser fails, it starts again at the next `---` line. A `kind: List` (or any `*List`
 //! with `items`) stands for its items; an invalid item is skipped the same way, named by its
-//! index. A JSON file is one document. As kubectl reads them, a UTF-8 byte order mark at the
-//! start of the file is ignored, YAML merge keys (`<<: *anchor`) are applied, and mapping
-//! keys that are numbers or booleans become strings.
+//! index; an item of a typed list (`ConfigMapList`) without `apiVersion` and `kind` takes them
+//! from the list. A JSON file holds one object after another, each a document (a `.json`
+//! file that does not start like JSON is read as YAML). As kubectl reads them, a UTF-8 byte order mark at the
+//! start of the file is ignored, and YAML is read by YAML 1.1's rules (`0644` is 420, `yes`
+//! is `true`; see [`yaml11`](super::yaml11)), merge keys (`<<: *anchor`) applied, mapping
+//! keys that are numbers or booleans written as strings, a key given twice keeping its last
+//! value.
 //!
 //! Each object must have a string `apiVersion`, `kind` and `metadata.name`; the message says
 //! what is wrong (missing, empty, or not a string). Documents nested too deeply are refused
@@ -16,10 +20,9 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
-
 use super::dir::DirSourceError;
 use super::nesting::{Estimate, estimated_depth, split_documents, value_depth};
+use super::yaml11::{self, Yaml11Error};
 use crate::informer::object::{MAX_DEPTH, Object, ObjectError};
 
 /// Where an object is in its file.
@@ -161,6 +164,22 @@ fn is_list(document: &serde_json::Map<String, serde_json::Value>) -> bool {
         && document.get("items").is_some_and(serde_json::Value::is_array)
 }
 
+/// An item of a typed list (`ConfigMapList`, as the API server serves one) without
+/// `apiVersion` and `kind` takes them from the list, as kubectl's reader gives them.
+fn typed_item(list: &serde_json::Map<String, serde_json::Value>, mut item: serde_json::Value) -> serde_json::Value {
+    let text = |field: &str| list.get(field).and_then(serde_json::Value::as_str).unwrap_or_default();
+    let kind = text("kind").strip_suffix("List").unwrap_or_default();
+    if let Some(object) = item.as_object_mut()
+        && !kind.is_empty()
+        && !object.contains_key("kind")
+        && !object.contains_key("apiVersion")
+    {
+        object.insert("apiVersion".to_owned(), text("apiVersion").into());
+        object.insert("kind".to_owned(), kind.into());
+    }
+    item
+}
+
 /// Rewrites the `line N` of a YAML error located in one document as a line of the file.
 fn shift_lines(message: &str, first_line: usize) -> String {
     let mut out = String::with_capacity(message.len());
@@ -179,67 +198,6 @@ fn shift_lines(message: &str, first_line: usize) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// Why a YAML document could not be read.
-enum YamlError {
-    /// The parser's error.
-    Parse(serde_norway::Error),
-    /// The document is YAML, but not JSON: what is wrong.
-    NotJson(String),
-}
-
-/// A YAML document as JSON, merge keys applied.
-fn to_json_merged(mut value: serde_norway::Value) -> Result<serde_json::Value, YamlError> {
-    value.apply_merge().map_err(YamlError::Parse)?;
-    to_json(value).map_err(YamlError::NotJson)
-}
-
-/// A YAML value as JSON, as kubectl converts it: scalar mapping keys become strings
-/// (`1: a` is `{"1": "a"}`), tags are dropped. Recursion is bounded by the YAML parser's
-/// recursion limit.
-fn to_json(value: serde_norway::Value) -> Result<serde_json::Value, String> {
-    use serde_norway::Value as Yaml;
-    Ok(match value {
-        Yaml::Null => serde_json::Value::Null,
-        Yaml::Bool(b) => serde_json::Value::Bool(b),
-        Yaml::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into()
-            } else if let Some(u) = n.as_u64() {
-                u.into()
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f)
-                    .map(serde_json::Value::Number)
-                    .ok_or(format!("{n} is not a JSON number"))?
-            }
-        }
-        Yaml::String(s) => serde_json::Value::String(s),
-        Yaml::Sequence(items) => serde_json::Value::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?),
-        Yaml::Mapping(mapping) => {
-            let mut map = serde_json::Map::with_capacity(mapping.len());
-            for (key, value) in mapping {
-                map.insert(key_string(key)?, to_json(value)?);
-            }
-            serde_json::Value::Object(map)
-        }
-        Yaml::Tagged(tagged) => to_json(tagged.value)?,
-    })
-}
-
-/// A scalar YAML mapping key as a JSON object key.
-fn key_string(key: serde_norway::Value) -> Result<String, String> {
-    use serde_norway::Value as Yaml;
-    match key {
-        Yaml::Null => Ok("null".to_owned()),
-        Yaml::Bool(b) => Ok(b.to_string()),
-        Yaml::Number(n) => Ok(n.to_string()),
-        Yaml::String(s) => Ok(s),
-        Yaml::Tagged(tagged) => key_string(tagged.value),
-        Yaml::Sequence(_) => Err("a mapping key is a list, which JSON cannot hold".to_owned()),
-        Yaml::Mapping(_) => Err("a mapping key is a mapping, which JSON cannot hold".to_owned()),
-    }
 }
 
 /// Documents with their numbers in the file (from 1).
@@ -288,30 +246,22 @@ fn parse_yaml(path: &Path, text: &str) -> (NumberedDocuments, Refusals) {
     // The stream parsed: from the start, then from the document after each failure.
     let (mut first, mut offset, mut first_line) = (skip, 0, 1);
     'stream: while first < parts.len() {
-        for (j, doc) in serde_norway::Deserializer::from_str(&kept[offset..]).enumerate() {
+        for (j, value) in yaml11::documents(&kept[offset..]).enumerate() {
             let i = first + j;
             let number = i + 1 - skip;
             let estimate = estimates.get(i).copied().unwrap_or_default();
             if estimate.too_deep_to_parse() {
                 continue;
             }
-            let value = serde_norway::Value::deserialize(doc).map_err(YamlError::Parse).and_then(to_json_merged);
             match value {
                 Ok(value) if value_depth(&value) > MAX_DEPTH => {
                     refused.push(refuse(number, format!("nested deeper than {MAX_DEPTH} levels")));
                 }
                 Ok(serde_json::Value::Null) => {}
                 Ok(value) => docs.push((number, value)),
-                Err(YamlError::NotJson(message)) => refused.push(refuse(number, message)),
-                Err(YamlError::Parse(e)) => {
-                    // The parser's own recursion limit ("recursion limit exceeded") is only
-                    // possible where the estimate is deep.
-                    let message = if estimate.overall > MAX_DEPTH {
-                        e.to_string()
-                    } else {
-                        format!("invalid YAML: {}", shift_lines(&e.to_string(), first_line))
-                    };
-                    refused.push(refuse(number, message));
+                Err(Yaml11Error::NotJson(message)) => refused.push(refuse(number, message)),
+                Err(Yaml11Error::Parse(e)) => {
+                    refused.push(refuse(number, format!("invalid YAML: {}", shift_lines(&e, first_line))));
                     first = i + 1;
                     if let Some(&(next_offset, next_line)) = starts.get(first) {
                         (offset, first_line) = (next_offset, next_line);
@@ -330,11 +280,16 @@ fn parse_yaml(path: &Path, text: &str) -> (NumberedDocuments, Refusals) {
 /// [`ParsedManifest::refused`].
 pub fn parse_manifest_file(path: &Path, text: &str) -> Result<ParsedManifest, DirSourceError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let (docs, refused) = if path.extension().is_some_and(|e| e == "json") {
+    // As kubectl's reader, a `.json` file is read as JSON when it starts like JSON (one
+    // object after another, each a document), as YAML otherwise.
+    let json = path.extension().is_some_and(|e| e == "json") && text.trim_start().starts_with(['{', '[']);
+    let (docs, refused) = if json {
         // serde_json stops at its recursion limit, MAX_DEPTH, at once.
-        let value = serde_json::from_str(text)
+        let values: Result<Vec<serde_json::Value>, _> =
+            serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>().collect();
+        let values = values
             .map_err(|e| DirSourceError::Malformed { path: path.to_owned(), message: format!("invalid JSON: {e}") })?;
-        (vec![(1, value)], Vec::new())
+        (values.into_iter().enumerate().map(|(i, value)| (i + 1, value)).collect(), Vec::new())
     } else {
         parse_yaml(path, text)
     };
@@ -343,9 +298,12 @@ pub fn parse_manifest_file(path: &Path, text: &str) -> Result<ParsedManifest, Di
     for (document, doc) in docs {
         let items: Vec<(Option<usize>, serde_json::Value)> = match doc {
             serde_json::Value::Object(mut map) if is_list(&map) => match map.remove("items") {
-                Some(serde_json::Value::Array(items)) => {
-                    items.into_iter().enumerate().map(|(i, v)| (Some(i), v)).collect()
-                }
+                Some(serde_json::Value::Array(items)) => items
+                    .into_iter()
+                    .map(|item| typed_item(&map, item))
+                    .enumerate()
+                    .map(|(i, v)| (Some(i), v))
+                    .collect(),
                 _ => Vec::new(),
             },
             other => vec![(None, other)],

@@ -19,9 +19,10 @@ fn one_bad_document_is_skipped_alone_and_named_with_its_line_in_the_file() {
     let (objects, refused) = parse("a.yaml", &text);
     assert_eq!(objects, ["ConfigMap first", "ConfigMap last"]);
     assert_eq!(refused.len(), 1, "{refused:?}");
-    // The bad document starts on line 5 of the file; the error is on its third line.
+    // The bad document starts on line 5 of the file; the parser finds the flow sequence
+    // unclosed at the next document's marker, line 8.
     assert!(refused[0].starts_with("a.yaml: document 2: invalid YAML: "), "{refused:?}");
-    assert!(refused[0].contains("line 7 column"), "{refused:?}");
+    assert!(refused[0].contains("line 8 column"), "{refused:?}");
     assert!(refused[0].ends_with("; skipped"), "{refused:?}");
 }
 
@@ -34,7 +35,7 @@ fn each_invalid_object_says_what_is_wrong_and_the_others_load() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 42}\n".to_owned(),
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: shop}\n".to_owned(),
         "apiVersion: v1\nkind: ConfigMap\nmetadata: [name]\n".to_owned(),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n, namespace: [a]}\n".to_owned(),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n7, namespace: [a]}\n".to_owned(),
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-labels, labels: {a: [1]}}\n".to_owned(),
         "just a string\n".to_owned(),
         cm("also-good"),
@@ -49,7 +50,7 @@ fn each_invalid_object_says_what_is_wrong_and_the_others_load() {
             "m.yaml: document 4 (ConfigMap): `metadata.name` is a number, not a string; skipped",
             "m.yaml: document 5 (ConfigMap): missing `metadata.name`; skipped",
             "m.yaml: document 6 (ConfigMap): `metadata` is a list, not a mapping; skipped",
-            "m.yaml: document 7 (ConfigMap n): `metadata.namespace` is a list, not a string; skipped",
+            "m.yaml: document 7 (ConfigMap n7): `metadata.namespace` is a list, not a string; skipped",
             "m.yaml: document 8 (ConfigMap bad-labels): `metadata.labels.a`: invalid type: sequence, \
              expected a string; skipped",
             "m.yaml: document 9: not an object: the document is a string; skipped",
@@ -154,10 +155,9 @@ fn parsing_goes_on_after_each_bad_document() {
     assert_eq!(
         refused,
         [
-            "two-bad.yaml: document 2: invalid YAML: found unexpected document indicator at line 9 column 1, while \
-             scanning a quoted scalar at line 7 column 7; skipped",
-            "two-bad.yaml: document 4: invalid YAML: did not find expected node content at line 16 column 1, while \
-             parsing a flow node; skipped",
+            "two-bad.yaml: document 2: invalid YAML: invalid indentation in quoted scalar at line 7 column 7; skipped",
+            "two-bad.yaml: document 4: invalid YAML: while parsing a node, did not find expected node content at \
+             line 16 column 1; skipped",
         ]
     );
 }
@@ -167,4 +167,40 @@ fn a_directive_before_the_first_document_is_read() {
     let (objects, refused) = parse("d.yaml", &format!("%YAML 1.1\n---\n{}", cm("directed")));
     assert!(refused.is_empty(), "{refused:?}");
     assert_eq!(objects, ["ConfigMap directed"]);
+}
+
+/// kubectl reads YAML by YAML 1.1's rules: a volume's `defaultMode: 0644` is 420, a
+/// ConfigMap's `enabled: on` is `true` (which an API server refuses in `data`), a key given
+/// twice keeps its last value — where a YAML 1.2 reader sees the strings "0644" and "on" and
+/// refuses the duplicate.
+#[test]
+fn manifests_are_read_by_yaml_1_1_rules_as_kubectl_reads_them() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: mode}\nspec:\n  volumes:\n  \
+                - {name: s, secret: {secretName: s, defaultMode: 0644}}\n  - {name: c, configMap: {name: c, optional: yes}}\n\
+                ---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: flags}\ndata: {enabled: on, quoted: 'on', a: 1, a: 2}\n";
+    let parsed = parse_manifest_file(Path::new("y.yaml"), text).unwrap();
+    assert!(parsed.refused.is_empty(), "{:?}", parsed.refused);
+    let volumes = &parsed.objects[0].value["spec"]["volumes"];
+    assert_eq!(volumes[0]["secret"]["defaultMode"], 420);
+    assert_eq!(volumes[1]["configMap"]["optional"], true);
+    assert_eq!(parsed.objects[1].value["data"], serde_json::json!({"enabled": true, "quoted": "on", "a": 2}));
+}
+
+/// A `.json` file holds one object after another (each a document); one that does not start
+/// like JSON is read as YAML, and an empty one holds nothing — as kubectl's reader has them.
+#[test]
+fn json_files_hold_a_stream_of_objects_or_yaml() {
+    let one = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one"}}"#;
+    let two = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "two"}}"#;
+    assert_eq!(parse("s.json", &format!("{one}\n{two}\n")).0, ["ConfigMap one", "ConfigMap two"]);
+    assert_eq!(parse("y.json", &cm("yaml")).0, ["ConfigMap yaml"]);
+    assert_eq!(parse("e.json", " \n"), (vec![], vec![]));
+}
+
+/// Items of a typed list, as `kubectl get -o yaml` writes one, take their `apiVersion` and
+/// `kind` from it when they have neither.
+#[test]
+fn items_of_a_typed_list_take_its_kind() {
+    let text = "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: b}\n";
+    assert_eq!(parse("l.yaml", text).0, ["ConfigMap a", "Secret b"]);
 }

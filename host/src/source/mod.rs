@@ -13,6 +13,7 @@ mod memory_rewind;
 pub(crate) mod nesting;
 pub(crate) mod placement;
 pub(crate) mod scope;
+pub(crate) mod yaml11;
 
 pub use dir::{DirSource, DirSourceError, DirSourceOptions};
 pub use documents::{ManifestObject, ParsedManifest, parse_manifest_file};
