@@ -156,3 +156,16 @@ fn a_malformed_object_is_a_bad_request() {
     let err = create_in_default(&pods(), json!({"metadata": []})).unwrap_err();
     assert_eq!(err.code, 400);
 }
+
+/// A Secret's `stringData` is stored folded into its `data`; a value that is not a string
+/// is a bad request.
+#[test]
+fn create_folds_a_secrets_string_data_into_its_data() {
+    let secrets = ResourceDef::built_in("", "v1", "Secret", "secrets", true, false);
+    let obj =
+        put(create_in_default(&secrets, json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}})).unwrap());
+    assert_eq!(obj["data"], json!({"user": "YWRtaW4="}));
+    assert!(obj.get("stringData").is_none());
+    let err = create_in_default(&secrets, json!({"metadata": {"name": "t"}, "stringData": {"n": 1}})).unwrap_err();
+    assert_eq!(err.code, 400);
+}

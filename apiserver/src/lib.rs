@@ -41,6 +41,7 @@ pub mod managed_fields;
 pub mod object;
 pub mod patch;
 mod resource;
+pub mod secret;
 mod status;
 pub mod strategic;
 pub mod update;

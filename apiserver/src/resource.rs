@@ -84,6 +84,13 @@ impl ResourceDef {
         self.built_in && self.group.is_empty() && self.kind == "Service"
     }
 
+    /// Whether object names need only be path segments (RBAC's roles and bindings, whose
+    /// names such as `system:metrics-server` hold colons): apiserver's
+    /// `ValidatePathSegmentName`.
+    pub(crate) fn name_is_path_segment(&self) -> bool {
+        self.built_in && self.group == "rbac.authorization.k8s.io"
+    }
+
     /// One definition per served version of a CustomResourceDefinition object
     /// (`apiextensions.k8s.io/v1`).
     pub fn from_crd(crd: &Value) -> Result<Vec<ResourceDef>, CrdError> {

@@ -3,8 +3,8 @@
 //! The checks and their messages are the API server's (apimachinery's `IsDNS1123Subdomain`,
 //! `IsQualifiedName`, `IsValidLabelValue`, `ValidateAnnotations`): most names are DNS-1123
 //! subdomains (at most 253 characters), namespace names DNS-1123 labels (at most 63), service
-//! names DNS-1035 labels; label keys and annotation keys are qualified names; the annotations
-//! of one object hold at most 256 KiB. Each message the checker returns becomes one
+//! names DNS-1035 labels, RBAC role and binding names path segments; label keys and
+//! annotation keys are qualified names; the annotations of one object hold at most 256 KiB. Each message the checker returns becomes one
 //! [`FieldError`] at the real field path (`metadata.name`, `metadata.labels`...).
 
 use serde_json::Value;
@@ -152,13 +152,24 @@ pub fn label_value(value: &str) -> Vec<String> {
 
 /// The name rule of a resource's objects.
 fn name_errors(def: &ResourceDef, name: &str) -> Vec<String> {
-    if def.name_is_label() {
+    if def.name_is_path_segment() {
+        path_segment(name)
+    } else if def.name_is_label() {
         dns1123_label(name)
     } else if def.name_is_dns1035_label() {
         dns1035_label(name)
     } else {
         dns1123_subdomain(name)
     }
+}
+
+/// apimachinery's `IsValidPathSegmentName`: a name that may stand in a URL path as one
+/// segment — not `.` or `..`, no `/` or `%`.
+pub fn path_segment(name: &str) -> Vec<String> {
+    if let Some(dots) = [".", ".."].into_iter().find(|dots| name == *dots) {
+        return vec![format!("may not be '{dots}'")];
+    }
+    ["/", "%"].into_iter().filter(|c| name.contains(c)).map(|c| format!("may not contain '{c}'")).collect()
 }
 
 /// Validates an object's metadata: its name (when set), namespace (when set), labels and

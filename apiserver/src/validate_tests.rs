@@ -100,3 +100,14 @@ fn annotation_keys_are_qualified_names_of_any_case() {
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].value.as_deref(), Some("\"bad key\""));
 }
+
+/// RBAC's roles and bindings are named like `system:metrics-server`: their names need only
+/// be path segments (apimachinery's `ValidatePathSegmentName`).
+#[test]
+fn rbac_names_are_path_segments() {
+    let roles = ResourceDef::built_in("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, true);
+    assert!(object_meta(&roles, &json!({"metadata": {"name": "system:metrics-server"}})).is_empty());
+    assert_eq!(object_meta(&configmaps(), &json!({"metadata": {"name": "system:metrics-server"}})).len(), 1);
+    assert_eq!(path_segment(".."), ["may not be '..'"]);
+    assert_eq!(path_segment("a/b%c"), ["may not contain '/'", "may not contain '%'"]);
+}

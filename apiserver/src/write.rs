@@ -113,6 +113,9 @@ pub(crate) fn check_object(def: &ResourceDef, obj: &mut Value) -> Result<(), Sta
     }
     map.insert("apiVersion".into(), Value::String(expected_version));
     map.insert("kind".into(), Value::String(def.kind.clone()));
+    if def.built_in && crate::secret::is_secret(&def.group, &def.kind) {
+        crate::secret::fold_string_data(obj).map_err(Status::bad_request)?;
+    }
     Ok(())
 }
 

@@ -6,7 +6,8 @@
 //! the parser fails, it starts again at the next `---` line. A `kind: List` (or any `*List`
 //! with `items`) stands for its items; an invalid item is skipped the same way, named by its
 //! index; an item of a typed list (`ConfigMapList`) without `apiVersion` and `kind` takes them
-//! from the list. A JSON file holds one object after another, each a document (a `.json`
+//! from the list; a Secret's `stringData` is folded into its `data`, as the API server stores
+//! it. A JSON file holds one object after another, each a document (a `.json`
 //! file that does not start like JSON is read as YAML). As kubectl reads them, a UTF-8 byte order mark at the
 //! start of the file is ignored, and YAML is read by YAML 1.1's rules (`0644` is 420, `yes`
 //! is `true`; see [`yaml11`](super::yaml11)), merge keys (`<<: *anchor`) applied, mapping
@@ -150,6 +151,17 @@ fn validate(value: &serde_json::Value) -> Result<(), String> {
         }
         other => other.to_string(),
     })
+}
+
+/// What the API server would store of an object kubectl applies: a Secret's `stringData`
+/// folded into its `data`.
+fn as_stored(value: &mut serde_json::Value) -> Result<(), String> {
+    let text = |field: &str| value.get(field).and_then(serde_json::Value::as_str);
+    if text("apiVersion") == Some("v1") && text("kind").is_some_and(|kind| wink_apiserver::secret::is_secret("", kind))
+    {
+        wink_apiserver::secret::fold_string_data(value)?;
+    }
+    Ok(())
 }
 
 /// A refused document or item: `{path}: {location} ({Kind name}): {message}; skipped`.
@@ -308,9 +320,9 @@ pub fn parse_manifest_file(path: &Path, text: &str) -> Result<ParsedManifest, Di
             },
             other => vec![(None, other)],
         };
-        for (item, value) in items {
+        for (item, mut value) in items {
             let location = Location { document, item };
-            match validate(&value) {
+            match validate(&value).and_then(|()| as_stored(&mut value)) {
                 Ok(()) => objects.push(ManifestObject { location, value }),
                 Err(message) => {
                     refused.push(refusal(path, &location, Some(&value), &message));

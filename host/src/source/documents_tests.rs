@@ -204,3 +204,13 @@ fn items_of_a_typed_list_take_its_kind() {
     let text = "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: b}\n";
     assert_eq!(parse("l.yaml", text).0, ["ConfigMap a", "Secret b"]);
 }
+
+/// A Secret's `stringData` is served folded into its `data`, as the API server stores what
+/// kubectl applies.
+#[test]
+fn a_secrets_string_data_is_folded_into_its_data() {
+    let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {user: admin}\n";
+    let parsed = parse_manifest_file(Path::new("s.yaml"), text).unwrap();
+    assert_eq!(parsed.objects[0].value["data"], serde_json::json!({"user": "YWRtaW4="}));
+    assert!(parsed.objects[0].value.get("stringData").is_none());
+}
