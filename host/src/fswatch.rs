@@ -8,6 +8,10 @@
 //! files) would otherwise wake itself up again, forever. Metadata changes (permissions,
 //! timestamps) are ignored as well; the contents did not change.
 //!
+//! The folder's parent is watched too, for the folder's own name: a folder removed and made
+//! again, or a link to it switched, is watched again at its path and the callback asked for
+//! a rescan; the parent's other entries call nothing.
+//!
 //! Watch, then catch up: the callback is first called as soon as the watch is in place,
 //! with [`Changes::rescan`] set, so that a change made between the caller's own first scan
 //! and the start of the watch (a folder removed while the host was starting) is not missed —
@@ -93,6 +97,12 @@ pub fn is_change(kind: &EventKind) -> bool {
     }
 }
 
+/// The debounced watcher.
+type Debouncer = notify_debouncer_full::Debouncer<
+    notify_debouncer_full::notify::RecommendedWatcher,
+    notify_debouncer_full::RecommendedCache,
+>;
+
 /// Calls `on_change` (on a tokio task) after changes under `root` settle for `debounce`,
 /// until `cancel` fires. Bursts of changes are folded into one call; reads never call it.
 /// The first call, made once the watch is in place, asks for a rescan (see the module docs).
@@ -127,15 +137,39 @@ where
     })
     .map_err(error)?;
     debouncer.watch(root, RecursiveMode::Recursive).map_err(error)?;
+    // The folder's parent too, for the folder itself being replaced — removed and made
+    // again, or a link to it switched, as generators and deploy tools do: a watch follows
+    // the folder it was put on, not its name. Only changes to the folder's own name count.
+    let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
+    if let Some(parent) = absolute.parent()
+        && let Err(e) = debouncer.watch(parent, RecursiveMode::NonRecursive)
+    {
+        tracing::debug!(folder = %root.display(), error = %e, "cannot watch the folder's parent; its replacement goes unseen");
+    }
     let folder = root.to_owned();
     Ok(tokio::spawn(async move {
         // The watcher lives as long as the task.
-        let _debouncer = debouncer;
+        let mut debouncer = debouncer;
+        let replaced = |changes: &mut Changes| {
+            changes.paths.retain(|p| p.starts_with(&folder) || *p == absolute);
+            let replaced = changes.paths.iter().any(|p| *p == folder || *p == absolute);
+            changes.paths.retain(|p| *p != absolute || absolute == folder);
+            replaced
+        };
+        let rewatch = |debouncer: &mut Debouncer| {
+            // Whatever now stands at the folder's path is watched (if anything does: its
+            // parent's watch tells when it is back).
+            let _ = debouncer.unwatch(&folder);
+            if let Err(e) = debouncer.watch(&folder, RecursiveMode::Recursive) {
+                tracing::warn!(folder = %folder.display(), error = %e, "the watched folder is gone; waiting for it");
+            }
+        };
+        let shown = folder.clone();
         let mut call = move |changes: Changes| {
             // A panicking callback (a rescan) must not end the watch: the next change
             // rescans again.
             if let Err(panic) = crate::informer::crash::catch(|| on_change(changes)) {
-                tracing::error!(folder = %folder.display(), %panic, "handling a folder change panicked");
+                tracing::error!(folder = %shown.display(), %panic, "handling a folder change panicked");
             }
         };
         // Catching up with what changed before the watch was in place.
@@ -149,6 +183,10 @@ where
                     changes.add(batch);
                     while let Ok(batch) = rx.try_recv() {
                         changes.add(batch);
+                    }
+                    if replaced(&mut changes) {
+                        rewatch(&mut debouncer);
+                        changes.rescan = true;
                     }
                     if !changes.is_empty() {
                         call(changes);
@@ -272,6 +310,68 @@ mod tests {
         .unwrap();
         let first = tokio::time::timeout(Duration::from_secs(20), calls.recv()).await.unwrap().unwrap();
         assert!(first.rescan, "the callback is asked to look at everything again");
+        cancel.cancel();
+    }
+
+    /// Calls of a watch of `root`.
+    fn watch_calls(root: &Path) -> (tokio::sync::mpsc::UnboundedReceiver<Changes>, CancellationToken) {
+        let (tx, calls) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        watch_folder_changes(root, Duration::from_millis(20), cancel.clone(), move |c| {
+            let _ = tx.send(c);
+        })
+        .unwrap();
+        (calls, cancel)
+    }
+
+    /// Waits for a call that names `path`, or asks for a rescan (when `rescan`); every call
+    /// names only paths under `root`.
+    async fn call_for(
+        calls: &mut tokio::sync::mpsc::UnboundedReceiver<Changes>,
+        root: &Path,
+        path: &Path,
+        rescan: bool,
+    ) {
+        loop {
+            let changes = tokio::time::timeout(Duration::from_secs(20), calls.recv()).await.unwrap().unwrap();
+            assert!(changes.paths.iter().all(|p| p.starts_with(root)), "{changes:?}");
+            if (rescan && changes.rescan) || (!rescan && changes.paths.iter().any(|p| p == path)) {
+                return;
+            }
+        }
+    }
+
+    /// Regression: a watched folder removed and made again (as a generator regenerates its
+    /// output), or a link to it switched (as deploy tools switch releases), was no longer
+    /// watched: nothing in it was seen again. The folder's replacement asks for a rescan and
+    /// what then stands at its path is watched; its siblings' changes call nothing.
+    #[tokio::test]
+    async fn a_replaced_folder_is_watched_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("out");
+        std::fs::create_dir(&root).unwrap();
+        let (mut calls, cancel) = watch_calls(&root);
+        call_for(&mut calls, &root, &root, true).await;
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::create_dir(&root).unwrap();
+        call_for(&mut calls, &root, &root, true).await;
+        std::fs::write(dir.path().join("sibling.txt"), "x").unwrap();
+        std::fs::write(root.join("a.yaml"), "kind: A\n").unwrap();
+        call_for(&mut calls, &root, &root.join("a.yaml"), false).await;
+        cancel.cancel();
+
+        let current = dir.path().join("current");
+        for release in ["v1", "v2"] {
+            std::fs::create_dir(dir.path().join(release)).unwrap();
+        }
+        std::os::unix::fs::symlink("v1", &current).unwrap();
+        let (mut calls, cancel) = watch_calls(&current);
+        call_for(&mut calls, &current, &current, true).await;
+        std::os::unix::fs::symlink("v2", dir.path().join("next")).unwrap();
+        std::fs::rename(dir.path().join("next"), &current).unwrap();
+        call_for(&mut calls, &current, &current, true).await;
+        std::fs::write(dir.path().join("v2").join("b.yaml"), "kind: B\n").unwrap();
+        call_for(&mut calls, &current, &current.join("b.yaml"), false).await;
         cancel.cancel();
     }
 
