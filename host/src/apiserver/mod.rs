@@ -3,8 +3,9 @@
 //! against it and plugins react.
 //!
 //! - [`discovery`]: `/version`, `/api`, `/apis`, `/api/v1`, `/apis/GROUP/VERSION`: every kind
-//!   the cluster serves (the built-in ones at their preferred version, the folder's custom
-//!   resources, and whatever the files hold).
+//!   the cluster serves (the built-in ones at their preferred version, the custom
+//!   resources of the folder's CustomResourceDefinitions and of those created through this
+//!   API, and whatever the files hold).
 //! - [`handlers`]: routing, GET, and the writes — POST, PUT, PATCH (merge, JSON, strategic merge, apply), DELETE —
 //!   through [`EmbeddedClient`](crate::cluster::EmbeddedClient): the same rules plugins'
 //!   writes follow. Errors are `Status` objects with the API server's codes and reasons.

@@ -211,3 +211,35 @@ async fn unknown_kinds_and_missing_namespaces_are_refused() {
         ("networking.k8s.io", "networkpolicies", true)
     );
 }
+
+/// A CustomResourceDefinition created through the API (kubectl apply on `--serve-api`)
+/// serves its kind at once, as the folder's do: its objects can be created and listed, and
+/// discovery lists it; deleting the definition stops serving it.
+#[tokio::test]
+async fn a_definition_created_through_the_api_serves_its_kind() {
+    use crate::apiserver::ServedCluster;
+    let (_dir, source, client) = cluster(&[]);
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true}]},
+    });
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "shop"}});
+    let create_widget = || request(Verb::Create, "example.com/v1", "Widget", Some("shop"), "", widget.clone());
+    assert!(run(&client, create_widget()).await.is_err(), "no such kind yet");
+    let crds = "apiextensions.k8s.io/v1";
+    run(&client, request(Verb::Create, crds, "CustomResourceDefinition", None, "", crd)).await.unwrap();
+    run(&client, create_widget()).await.unwrap();
+    assert!(source.served().iter().any(|s| s.kind == "Widget" && s.api_version == "example.com/v1" && s.namespaced));
+    let gone = DeleteOptions::default();
+    run(
+        &client,
+        request(Verb::Delete(gone), crds, "CustomResourceDefinition", None, "widgets.example.com", json!(null)),
+    )
+    .await
+    .unwrap();
+    assert!(!source.served().iter().any(|s| s.kind == "Widget"));
+}

@@ -462,20 +462,38 @@ impl DirSource {
         self.state.lock().source(api_version, kind)
     }
 
-    /// Every kind the folder's CustomResourceDefinitions define: (apiVersion, kind).
+    /// Every kind the cluster's CustomResourceDefinitions define — the folder's, then those
+    /// written through the API (`kubectl apply` on `--serve-api`): (apiVersion, kind).
     pub(crate) fn custom_kinds(&self) -> Vec<(String, String)> {
-        self.state
+        let mut kinds: Vec<(String, String)> = self
+            .state
             .lock()
             .placer
             .scopes()
             .customs()
             .map(|(api_version, kind, _)| (api_version, kind.to_owned()))
-            .collect()
+            .collect();
+        for (api_version, kind, _) in self.written_definitions().customs() {
+            if !kinds.iter().any(|(v, k)| *v == api_version && k == kind) {
+                kinds.push((api_version, kind.to_owned()));
+            }
+        }
+        kinds
     }
 
-    /// A kind the folder's CustomResourceDefinitions define.
+    /// A kind the cluster's CustomResourceDefinitions define (the folder's first).
     pub(crate) fn custom_kind(&self, api_version: &str, kind: &str) -> Option<super::scope::CustomKind> {
-        self.state.lock().placer.scopes().custom(api_version, kind).cloned()
+        let folder = self.state.lock().placer.scopes().custom(api_version, kind).cloned();
+        folder.or_else(|| self.written_definitions().custom(api_version, kind).cloned())
+    }
+
+    /// The kinds of the CustomResourceDefinitions stored now, the ones written through the
+    /// API included (looking creates no store).
+    fn written_definitions(&self) -> super::scope::Scopes {
+        let key = ("apiextensions.k8s.io/v1".to_owned(), "CustomResourceDefinition".to_owned());
+        let Some(store) = self.state.lock().kinds.get(&key).cloned() else { return super::scope::Scopes::default() };
+        let crds: Vec<serde_json::Value> = store.objects().iter().filter_map(|crd| crd.to_value().ok()).collect();
+        super::scope::Scopes::from_objects(&crds)
     }
 }
 
