@@ -15,7 +15,9 @@
 //! value.
 //!
 //! Each object must have a string `apiVersion`, `kind` and `metadata.name`; the message says
-//! what is wrong (missing, empty, or not a string). Documents nested too deeply are refused
+//! what is wrong (missing, empty, or not a string). An `apiVersion` of a built-in group that
+//! Kubernetes does not serve (`policy/v1beta1`, `apps/v42`) is refused, as an API server has
+//! nowhere to create it. Documents nested too deeply are refused
 //! before or after parsing (see [`nesting`](super::nesting)). A refused document keeps the
 //! objects it held in the file's previous version ([`ParsedManifest::keep_refused`]).
 
@@ -134,6 +136,11 @@ fn validate(value: &serde_json::Value) -> Result<(), String> {
     }
     check_string(value, "apiVersion", "apiVersion", false)?;
     check_string(value, "kind", "kind", false)?;
+    // As an API server, which has no such version to create it at (kubectl apply: "no
+    // matches for kind").
+    if let Some(why) = value["apiVersion"].as_str().and_then(crate::plugin::deploy::known_kinds::unserved_version) {
+        return Err(why);
+    }
     let metadata = match value.get("metadata") {
         None | Some(serde_json::Value::Null) => return Err("missing `metadata.name`".to_owned()),
         Some(m) if !m.is_object() => return Err(format!("`metadata` is {}, not a mapping", type_name(m))),

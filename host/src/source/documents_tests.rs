@@ -214,3 +214,31 @@ fn a_secrets_string_data_is_folded_into_its_data() {
     assert_eq!(parsed.objects[0].value["data"], serde_json::json!({"user": "YWRtaW4="}));
     assert!(parsed.objects[0].value.get("stringData").is_none());
 }
+
+/// An object at a version of a built-in group that Kubernetes no longer serves, or never
+/// did, is refused as kubectl apply fails on it ("no matches for kind"); a custom group's
+/// versions are the definitions' business.
+#[test]
+fn built_in_groups_at_versions_no_server_serves_are_refused() {
+    let doc = |api_version: &str, kind: &str, name: &str| {
+        format!("apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: {name}, namespace: shop}}\n")
+    };
+    let text = [
+        doc("policy/v1beta1", "PodDisruptionBudget", "old"),
+        doc("apps/v42", "Deployment", "invented"),
+        doc("policy/v1", "PodDisruptionBudget", "current"),
+        doc("example.com/v9", "Widget", "custom"),
+    ]
+    .join("---\n");
+    let (objects, refused) = parse("v.yaml", &text);
+    assert_eq!(objects, ["PodDisruptionBudget shop/current", "Widget shop/custom"]);
+    assert_eq!(
+        refused,
+        [
+            "v.yaml: document 1 (PodDisruptionBudget shop/old): policy/v1beta1 is not a version Kubernetes serves \
+             for policy (served: policy/v1); skipped",
+            "v.yaml: document 2 (Deployment shop/invented): apps/v42 is not a version Kubernetes serves for apps \
+             (served: apps/v1); skipped",
+        ]
+    );
+}

@@ -42,27 +42,39 @@ pub fn preferred_version(group: &str) -> Option<&'static str> {
     SERVED_VERSIONS.iter().find(|(g, _)| *g == group).and_then(|(_, versions)| versions.first().copied())
 }
 
+/// Why `api_version` of a built-in API group is not served (a removed version such as
+/// `policy/v1beta1`, or none such as `apps/v42`), or `None` when it is, or when its group is
+/// not built in. The reason is one sentence.
+pub fn unserved_version(api_version: &str) -> Option<String> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (_, versions) = SERVED_VERSIONS.iter().find(|(g, _)| *g == group)?;
+    if versions.contains(&version) || scope::built_in_kinds(group).next().is_none() {
+        return None;
+    }
+    Some(format!(
+        "{api_version} is not a version Kubernetes serves for {} (served: {})",
+        if group.is_empty() { "the core group" } else { group },
+        versions
+            .iter()
+            .map(|v| if group.is_empty() { v.to_string() } else { format!("{group}/{v}") })
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Why `kind` of a well-formed `api_version` may not be served, or `None` when it is a
 /// built-in kind. The reason is one sentence for a warning.
 pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (group, _) = api_version.split_once('/').unwrap_or(("", api_version));
     let kinds: Vec<&str> = scope::built_in_kinds(group).collect();
-    let Some((_, versions)) = SERVED_VERSIONS.iter().find(|(g, _)| *g == group).filter(|_| !kinds.is_empty()) else {
+    if kinds.is_empty() || !SERVED_VERSIONS.iter().any(|(g, _)| *g == group) {
         return Some(format!(
             "{api_version} {kind} is not a built-in Kubernetes kind: an API server serves it only once its \
              CustomResourceDefinition is installed"
         ));
-    };
-    if !versions.contains(&version) {
-        return Some(format!(
-            "{api_version} is not a version Kubernetes serves for {} (served: {})",
-            if group.is_empty() { "the core group" } else { group },
-            versions
-                .iter()
-                .map(|v| if group.is_empty() { v.to_string() } else { format!("{group}/{v}") })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    }
+    if let Some(why) = unserved_version(api_version) {
+        return Some(why);
     }
     if kinds.contains(&kind) {
         return None;
