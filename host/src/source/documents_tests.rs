@@ -226,6 +226,7 @@ fn built_in_groups_at_versions_no_server_serves_are_refused() {
     let text = [
         doc("policy/v1beta1", "PodDisruptionBudget", "old"),
         doc("apps/v42", "Deployment", "invented"),
+        doc("extensions/v1beta1", "Ingress", "gone"),
         doc("policy/v1", "PodDisruptionBudget", "current"),
         doc("example.com/v9", "Widget", "custom"),
     ]
@@ -239,6 +240,8 @@ fn built_in_groups_at_versions_no_server_serves_are_refused() {
              for policy (served: policy/v1); skipped",
             "v.yaml: document 2 (Deployment shop/invented): apps/v42 is not a version Kubernetes serves for apps \
              (served: apps/v1); skipped",
+            "v.yaml: document 3 (Ingress shop/gone): extensions/v1beta1 is not served since Kubernetes 1.22: the \
+             extensions group is gone (its kinds are at apps/v1, networking.k8s.io/v1 and policy/v1); skipped",
         ]
     );
 }

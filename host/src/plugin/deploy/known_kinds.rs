@@ -47,6 +47,12 @@ pub fn preferred_version(group: &str) -> Option<&'static str> {
 /// not built in. The reason is one sentence.
 pub fn unserved_version(api_version: &str) -> Option<String> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    if group == "extensions" {
+        return Some(format!(
+            "{api_version} is not served since Kubernetes 1.22: the extensions group is gone (its kinds are at \
+             apps/v1, networking.k8s.io/v1 and policy/v1)"
+        ));
+    }
     let (_, versions) = SERVED_VERSIONS.iter().find(|(g, _)| *g == group)?;
     if versions.contains(&version) || scope::built_in_kinds(group).next().is_none() {
         return None;
@@ -66,15 +72,15 @@ pub fn unserved_version(api_version: &str) -> Option<String> {
 /// built-in kind. The reason is one sentence for a warning.
 pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
     let (group, _) = api_version.split_once('/').unwrap_or(("", api_version));
+    if let Some(why) = unserved_version(api_version) {
+        return Some(why);
+    }
     let kinds: Vec<&str> = scope::built_in_kinds(group).collect();
     if kinds.is_empty() || !SERVED_VERSIONS.iter().any(|(g, _)| *g == group) {
         return Some(format!(
             "{api_version} {kind} is not a built-in Kubernetes kind: an API server serves it only once its \
              CustomResourceDefinition is installed"
         ));
-    }
-    if let Some(why) = unserved_version(api_version) {
-        return Some(why);
     }
     if kinds.contains(&kind) {
         return None;
