@@ -35,7 +35,7 @@ metadata:
     app: web
     team: payments
     tier: front
-    extra: "x y"
+    extra: "x_y-1.z"
   annotations:
     note: hi
     owner-team: payments
@@ -90,11 +90,11 @@ async fn a_handler_reads_every_part_of_a_lent_object_as_the_host_holds_it() {
     wait_for("both objects described", || described().len() == 2, || logs().dump(PLUGIN)).await;
     host.stop().await;
 
-    let pod_labels = ["web", "payments", "-", "front", "a", "x y"];
+    let pod_labels = ["web", "payments", "-", "front", "a", "x_y-1.z"];
     let pod_annotations = ["hi", "-"];
     let pod = format!(
         "object key=shop/web-1 api_version=v1 kind=Pod uid=u-web-1 generation=3{} \
-         labels=app=web,extra=x y,team=payments,tier=front,zone=a annotations=note=hi,owner-team=payments \
+         labels=app=web,extra=x_y-1.z,team=payments,tier=front,zone=a annotations=note=hi,owner-team=payments \
          owners=ReplicaSet/web-abc/rs-1/true,Node/n1/node-1/false deleting=- json_uid=u-web-1{} clone_equal=true",
         lookups("", pod_labels, pod_annotations),
         lookups("again:", pod_labels, pod_annotations),

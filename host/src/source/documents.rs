@@ -17,7 +17,8 @@
 //! Each object must have a string `apiVersion`, `kind` and `metadata.name`; the message says
 //! what is wrong (missing, empty, or not a string). An `apiVersion` of a built-in group that
 //! Kubernetes does not serve (`policy/v1beta1`, `apps/v42`) is refused, as an API server has
-//! nowhere to create it. Documents nested too deeply are refused
+//! nowhere to create it; so is an object whose name, namespace, labels or annotations the API
+//! server's validation refuses (`Upper_Name`, a Service named `1svc`, a template's `{{uid}}`). Documents nested too deeply are refused
 //! before or after parsing (see [`nesting`](super::nesting)). A refused document keeps the
 //! objects it held in the file's previous version ([`ParsedManifest::keep_refused`]).
 
@@ -138,8 +139,19 @@ fn validate(value: &serde_json::Value) -> Result<(), String> {
     check_string(value, "kind", "kind", false)?;
     // As an API server, which has no such version to create it at (kubectl apply: "no
     // matches for kind").
-    if let Some(why) = value["apiVersion"].as_str().and_then(crate::plugin::deploy::known_kinds::unserved_version) {
+    let api_version = value["apiVersion"].as_str().unwrap_or_default();
+    if let Some(why) = crate::plugin::deploy::known_kinds::unserved_version(api_version) {
         return Err(why);
+    }
+    // The API server's checks of the name (by the kind's rule: a namespace's is a label, a
+    // role's a path segment), the namespace, labels and annotations: kubectl apply fails on
+    // such an object, and the embedded cluster would refuse a plugin's write to it.
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = value["kind"].as_str().unwrap_or_default();
+    let rules = wink_apiserver::ResourceDef::built_in(group, version, kind, "", true, false);
+    let errors = wink_apiserver::validate::object_meta(&rules, value);
+    if !errors.is_empty() {
+        return Err(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
     }
     let metadata = match value.get("metadata") {
         None | Some(serde_json::Value::Null) => return Err("missing `metadata.name`".to_owned()),

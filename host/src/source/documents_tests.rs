@@ -245,3 +245,32 @@ fn built_in_groups_at_versions_no_server_serves_are_refused() {
         ]
     );
 }
+
+/// Names, namespaces, labels and annotations the API server refuses are refused, with its
+/// message, by the kind's own rule: a Service's name is a DNS-1035 label, a role's a path
+/// segment.
+#[test]
+fn metadata_the_api_server_refuses_is_refused() {
+    let doc = |api_version: &str, kind: &str, meta: &str| {
+        format!("apiVersion: {api_version}\nkind: {kind}\nmetadata: {meta}\n")
+    };
+    let text = [
+        doc("v1", "ConfigMap", "{name: Upper_Name, namespace: shop}"),
+        doc("v1", "Service", "{name: 1svc, namespace: shop}"),
+        doc("v1", "ConfigMap", "{name: ok, namespace: Team-B}"),
+        doc("v1", "Pod", "{name: 'vttablet-{{uid}}', namespace: shop}"),
+        doc("v1", "ConfigMap", "{name: labelled, namespace: shop, labels: {app: -bad}}"),
+        doc("rbac.authorization.k8s.io/v1", "ClusterRole", "{name: 'system:metrics-server'}"),
+        doc("v1", "ConfigMap", "{name: fine, namespace: shop}"),
+    ]
+    .join("---\n");
+    let (objects, refused) = parse("n.yaml", &text);
+    assert_eq!(objects, ["ClusterRole system:metrics-server", "ConfigMap shop/fine"]);
+    let fields: Vec<&str> = refused.iter().map(|r| r.split(": ").nth(2).unwrap_or_default()).collect();
+    assert_eq!(
+        fields,
+        ["metadata.name", "metadata.name", "metadata.namespace", "metadata.name", "metadata.labels"],
+        "{refused:?}"
+    );
+    assert!(refused[1].contains("a DNS-1035 label must consist of"), "{refused:?}");
+}
