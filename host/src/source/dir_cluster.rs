@@ -81,10 +81,18 @@ impl ServedCluster for DirSource {
 }
 
 /// The write a file's (new) definition of an object makes: the object as the file defines
-/// it, keeping the stored object's uid and creation time, and its status when the file has
-/// none.
+/// it, keeping the stored object's uid and creation time (stamped when it was first read,
+/// unless the file gives one), and its status when the file has none.
 pub(super) fn file_write(current: Option<&Object>, mut value: Value) -> Result<Write, RequestError> {
-    let Some(current) = current else { return Ok(Write::Put(value)) };
+    let Some(current) = current else {
+        // Created now, as the API server stamps what kubectl creates (unless the file says
+        // when).
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.entry("creationTimestamp")
+                .or_insert_with(|| wink_apiserver::Context::timestamp(&wink_apiserver::SystemContext).into());
+        }
+        return Ok(Write::Put(value));
+    };
     let stored = current.to_value().map_err(|e: ObjectError| RequestError::BadRequest(e.to_string()))?;
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         for field in ["uid", "creationTimestamp"] {

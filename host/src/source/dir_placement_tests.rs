@@ -140,3 +140,30 @@ fn a_bad_document_is_skipped_and_the_files_other_documents_load() {
     );
     assert_eq!(keys(&src, "v1", "ConfigMap"), ["default/a", "default/c"]);
 }
+
+/// An object is stamped with its creation time when first read, as the API server stamps
+/// what kubectl creates, and keeps it when its file changes; a time the file gives is kept.
+#[test]
+fn objects_are_stamped_with_their_creation_time_once() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {v: '1'}\n");
+    write(
+        dir.path(),
+        "given.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, creationTimestamp: '2020-01-01T00:00:00Z'}\n",
+    );
+    let src = DirSource::open(dir.path()).unwrap();
+    let created = |name: &str| {
+        let mut state = src.state.lock();
+        let obj = state.source("v1", "ConfigMap").get(&format!("default/{name}")).unwrap();
+        obj.to_value().unwrap()["metadata"]["creationTimestamp"].as_str().unwrap_or_default().to_owned()
+    };
+    let first = created("a");
+    assert!(first.ends_with('Z') && first.len() == 20, "{first}");
+    assert_eq!(created("b"), "2020-01-01T00:00:00Z");
+    write(dir.path(), "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {v: '2'}\n");
+    assert!(src.rescan().unwrap().is_empty());
+    assert_eq!(created("a"), first, "kept across the file's change");
+    let data = src.state.lock().source("v1", "ConfigMap").get("default/a").unwrap().to_value().unwrap()["data"].clone();
+    assert_eq!(data, serde_json::json!({"v": "2"}), "the change was read");
+}

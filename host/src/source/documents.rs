@@ -172,9 +172,13 @@ fn validate(value: &serde_json::Value) -> Result<(), String> {
     })
 }
 
-/// What the API server would store of an object kubectl applies: a Secret's `stringData`
-/// folded into its `data`.
+/// What the API server would store of an object kubectl applies: no null metadata fields, a
+/// Secret's `stringData` folded into its `data`.
 fn as_stored(value: &mut serde_json::Value) -> Result<(), String> {
+    // `metadata` is typed: a field set to null (`annotations: null`) is stored as absent.
+    if let Some(metadata) = value.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        metadata.retain(|_, field| !field.is_null());
+    }
     let text = |field: &str| value.get(field).and_then(serde_json::Value::as_str);
     if text("apiVersion") == Some("v1") && text("kind").is_some_and(|kind| wink_apiserver::secret::is_secret("", kind))
     {

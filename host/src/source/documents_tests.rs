@@ -274,3 +274,11 @@ fn metadata_the_api_server_refuses_is_refused() {
     );
     assert!(refused[1].contains("a DNS-1035 label must consist of"), "{refused:?}");
 }
+
+/// Metadata fields set to null are stored as absent, as the API server stores them.
+#[test]
+fn null_metadata_fields_are_absent() {
+    let text = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: shop, annotations: null, labels: ~}\n";
+    let parsed = parse_manifest_file(Path::new("s.yaml"), text).unwrap();
+    assert_eq!(parsed.objects[0].value["metadata"], serde_json::json!({"name": "s", "namespace": "shop"}));
+}
