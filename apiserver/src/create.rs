@@ -111,6 +111,9 @@ pub fn create(
     {
         map.remove("status");
     }
+    if def.built_in && crate::crd_status::is_crd(&def.group, &def.kind) {
+        crate::crd_status::establish(&mut obj, None, &ctx.timestamp());
+    }
     if let Some(manager) = &opts.field_manager {
         managed_fields::record_update(def, None, &mut obj, manager, None, &ctx.timestamp());
     }

@@ -33,6 +33,7 @@
 
 pub mod apply;
 mod context;
+pub mod crd_status;
 pub mod create;
 pub mod delete;
 mod field_error;

@@ -119,6 +119,9 @@ pub(crate) fn finish(
     if def.tracks_generation() && spec_changed(def, current, &new) {
         set(&mut new, "generation", object::generation(current) + 1)?;
     }
+    if def.built_in && crate::crd_status::is_crd(&def.group, &def.kind) {
+        crate::crd_status::establish(&mut new, Some(current), &ctx.timestamp());
+    }
     if let Some(manager) = &opts.field_manager {
         managed_fields::record_update(def, Some(current), &mut new, manager, opts.subresource, &ctx.timestamp());
     }

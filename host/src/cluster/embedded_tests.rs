@@ -212,8 +212,8 @@ async fn unknown_kinds_and_missing_namespaces_are_refused() {
     );
 }
 
-/// A CustomResourceDefinition created through the API (kubectl apply on `--serve-api`)
-/// serves its kind at once, as the folder's do: its objects can be created and listed, and
+/// A CustomResourceDefinition created through the API (kubectl apply on `--serve-api`) is
+/// established and serves its kind at once, as the folder's do: its objects can be created and listed, and
 /// discovery lists it; deleting the definition stops serving it.
 #[tokio::test]
 async fn a_definition_created_through_the_api_serves_its_kind() {
@@ -231,7 +231,11 @@ async fn a_definition_created_through_the_api_serves_its_kind() {
     let create_widget = || request(Verb::Create, "example.com/v1", "Widget", Some("shop"), "", widget.clone());
     assert!(run(&client, create_widget()).await.is_err(), "no such kind yet");
     let crds = "apiextensions.k8s.io/v1";
-    run(&client, request(Verb::Create, crds, "CustomResourceDefinition", None, "", crd)).await.unwrap();
+    let created = run(&client, request(Verb::Create, crds, "CustomResourceDefinition", None, "", crd)).await.unwrap();
+    // Established at once, as `kubectl wait --for=condition=Established` expects.
+    let status = created.unwrap().to_value().unwrap()["status"].clone();
+    assert_eq!(status["conditions"][1]["type"], "Established");
+    assert_eq!(status["conditions"][1]["status"], "True");
     run(&client, create_widget()).await.unwrap();
     assert!(source.served().iter().any(|s| s.kind == "Widget" && s.api_version == "example.com/v1" && s.namespaced));
     let gone = DeleteOptions::default();

@@ -84,6 +84,13 @@ impl ServedCluster for DirSource {
 /// it, keeping the stored object's uid and creation time (stamped when it was first read,
 /// unless the file gives one), and its status when the file has none.
 pub(super) fn file_write(current: Option<&Object>, mut value: Value) -> Result<Write, RequestError> {
+    let kind = (value["apiVersion"].as_str().unwrap_or_default(), value["kind"].as_str().unwrap_or_default());
+    if wink_apiserver::crd_status::is_crd(group_of(kind.0), kind.1) {
+        // Its status is the server's, whatever the file says (controller-gen writes an empty one).
+        let previous = current.and_then(|c| c.to_value().ok());
+        let now = wink_apiserver::Context::timestamp(&wink_apiserver::SystemContext);
+        wink_apiserver::crd_status::establish(&mut value, previous.as_ref(), &now);
+    }
     let Some(current) = current else {
         // Created now, as the API server stamps what kubectl creates (unless the file says
         // when).

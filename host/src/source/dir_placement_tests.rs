@@ -167,3 +167,21 @@ fn objects_are_stamped_with_their_creation_time_once() {
     let data = src.state.lock().source("v1", "ConfigMap").get("default/a").unwrap().to_value().unwrap()["data"].clone();
     assert_eq!(data, serde_json::json!({"v": "2"}), "the change was read");
 }
+
+/// A folder's CustomResourceDefinition is served established, whatever status its file
+/// writes (controller-gen writes an empty one), as the API server's controllers set it.
+#[test]
+fn a_folders_definitions_are_established() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "crd.yaml", &format!("{WIDGET_CRD}status: {{acceptedNames: {{kind: ''}}, conditions: []}}\n"));
+    let src = DirSource::open(dir.path()).unwrap();
+    let crd = src
+        .state
+        .lock()
+        .source("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        .get("widgets.example.com")
+        .unwrap();
+    let status = crd.to_value().unwrap()["status"].clone();
+    assert_eq!(status["conditions"][1]["type"], "Established");
+    assert_eq!(status["acceptedNames"]["kind"], "Widget");
+}
