@@ -247,3 +247,20 @@ async fn a_definition_created_through_the_api_serves_its_kind() {
     .unwrap();
     assert!(!source.served().iter().any(|s| s.kind == "Widget"));
 }
+
+/// Discovery lists the built-in kinds a current API server serves, at their preferred
+/// version: not PodSecurityPolicy (removed in 1.25), whose scope the table keeps for old
+/// manifests.
+#[tokio::test]
+async fn discovery_lists_no_removed_kind() {
+    use crate::apiserver::ServedCluster;
+    let (_dir, source, _client) = cluster(&[]);
+    let served = source.served();
+    assert!(served.iter().any(|s| s.kind == "PodDisruptionBudget" && s.api_version == "policy/v1"));
+    assert!(!served.iter().any(|s| s.kind == "PodSecurityPolicy"), "{served:?}");
+    let why = crate::plugin::deploy::known_kinds::unknown_kind("policy/v1", "PodSecurityPolicy");
+    assert_eq!(
+        why.as_deref(),
+        Some("PodSecurityPolicy was removed in Kubernetes 1.25: no current API server serves it")
+    );
+}

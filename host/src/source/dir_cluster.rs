@@ -68,7 +68,7 @@ impl ServedCluster for DirSource {
                 served.push(Served { api_version, kind: kind.to_owned(), plural, namespaced, status });
             }
         };
-        for (group, kind, _) in super::scope::built_ins() {
+        for (group, kind, _) in super::scope::built_ins().filter(|(g, k, _)| super::scope::removed_in(g, k).is_none()) {
             if let Some(version) = crate::plugin::deploy::known_kinds::preferred_version(group) {
                 add(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }, kind);
             }

@@ -9,6 +9,15 @@
 
 use std::collections::BTreeMap;
 
+/// Kinds of the built-in table that no current Kubernetes serves at any version (kept for
+/// the scope of old manifests' objects), with the release that removed them.
+const REMOVED: &[(&str, &str, &str)] = &[("policy", "PodSecurityPolicy", "1.25")];
+
+/// The Kubernetes release that removed a built-in kind, if one did.
+pub fn removed_in(group: &str, kind: &str) -> Option<&'static str> {
+    REMOVED.iter().find(|(g, k, _)| *g == group && *k == kind).map(|(_, _, release)| *release)
+}
+
 /// Whether objects of a kind live in a namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {

@@ -82,6 +82,9 @@ pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
              CustomResourceDefinition is installed"
         ));
     }
+    if let Some(release) = scope::removed_in(group, kind) {
+        return Some(format!("{kind} was removed in Kubernetes {release}: no current API server serves it"));
+    }
     if kinds.contains(&kind) {
         return None;
     }
