@@ -90,6 +90,17 @@ pub fn groups(served: &[Served]) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
+/// `/apis/GROUP`: one group with its versions (an `APIGroup`), or `None` when none is served.
+pub fn group(served: &[Served], name: &str) -> Option<Value> {
+    let mut list = groups(served);
+    let groups = list.get_mut("groups")?.as_array_mut()?;
+    let mut group = groups.drain(..).find(|g| g["name"] == name)?;
+    let map = group.as_object_mut()?;
+    map.insert("kind".into(), "APIGroup".into());
+    map.insert("apiVersion".into(), "v1".into());
+    Some(group)
+}
+
 /// `/api/v1` or `/apis/GROUP/VERSION`: the resources of one group version, or `None` when
 /// none is served.
 pub fn resources(served: &[Served], group: &str, version: &str) -> Option<Value> {
@@ -122,4 +133,33 @@ pub fn resources(served: &[Served], group: &str, version: &str) -> Option<Value>
     (!resources.is_empty()).then(
         || json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version, "resources": resources}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(api_version: &str, kind: &str) -> Served {
+        Served {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: "xs".into(),
+            namespaced: true,
+            status: false,
+        }
+    }
+
+    /// `/apis/GROUP` is an `APIGroup` of the group's versions, the first preferred.
+    #[test]
+    fn one_group_is_an_api_group() {
+        let all = [served("v1", "Pod"), served("apps/v1", "Deployment"), served("example.com/v1", "Widget")];
+        let apps = group(&all, "apps").unwrap();
+        assert_eq!(
+            apps,
+            json!({"kind": "APIGroup", "apiVersion": "v1", "name": "apps",
+                   "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                   "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}})
+        );
+        assert_eq!(group(&all, "batch"), None);
+    }
 }

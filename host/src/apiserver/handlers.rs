@@ -99,6 +99,10 @@ pub async fn handle(
         Route::Version => json_response(StatusCode::OK, &discovery::version()),
         Route::CoreVersions => json_response(StatusCode::OK, &discovery::core_versions()),
         Route::Groups => json_response(StatusCode::OK, &discovery::groups(&state.cluster.served())),
+        Route::Group(name) => match discovery::group(&state.cluster.served(), &name) {
+            Some(group) => json_response(StatusCode::OK, &group),
+            None => not_found(uri.path()),
+        },
         Route::Resources { group, version } => match discovery::resources(&state.cluster.served(), &group, &version) {
             Some(list) => json_response(StatusCode::OK, &list),
             None => not_found(uri.path()),

@@ -34,6 +34,8 @@ pub enum Route {
     CoreVersions,
     /// `/apis`.
     Groups,
+    /// `/apis/GROUP`.
+    Group(String),
     /// `/api/v1` or `/apis/GROUP/VERSION`.
     Resources {
         /// The group.
@@ -54,6 +56,7 @@ pub fn route(path: &str) -> Route {
         ["version"] => return Route::Version,
         ["api"] => return Route::CoreVersions,
         ["apis"] => return Route::Groups,
+        ["apis", group] => return Route::Group((*group).to_owned()),
         ["api", version, rest @ ..] => (String::new(), (*version).to_owned(), rest),
         ["apis", group, version, rest @ ..] => ((*group).to_owned(), (*version).to_owned(), rest),
         _ => return Route::NotFound,
@@ -89,6 +92,7 @@ mod tests {
     fn paths_name_their_resource() {
         assert_eq!(route("/api"), Route::CoreVersions);
         assert_eq!(route("/apis/apps/v1"), Route::Resources { group: "apps".into(), version: "v1".into() });
+        assert_eq!(route("/apis/apps"), Route::Group("apps".into()));
         let Route::Resource(p) = route("/apis/apps/v1/namespaces/shop/deployments/web/status") else { panic!() };
         assert_eq!(
             (p.api_version(), p.namespace.as_deref(), p.plural.as_str(), p.name.as_deref(), p.status),
