@@ -8,6 +8,11 @@ fn parse(name: &str, text: &str) -> (Vec<String>, Vec<String>) {
     (names, parsed.refused.iter().map(ToString::to_string).collect())
 }
 
+/// A document of `kind` at `api_version` with this `metadata` (flow YAML).
+fn doc(api_version: &str, kind: &str, metadata: &str) -> String {
+    format!("apiVersion: {api_version}\nkind: {kind}\nmetadata: {metadata}\n")
+}
+
 fn cm(name: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n")
 }
@@ -220,15 +225,12 @@ fn a_secrets_string_data_is_folded_into_its_data() {
 /// versions are the definitions' business.
 #[test]
 fn built_in_groups_at_versions_no_server_serves_are_refused() {
-    let doc = |api_version: &str, kind: &str, name: &str| {
-        format!("apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: {name}, namespace: shop}}\n")
-    };
     let text = [
-        doc("policy/v1beta1", "PodDisruptionBudget", "old"),
-        doc("apps/v42", "Deployment", "invented"),
-        doc("extensions/v1beta1", "Ingress", "gone"),
-        doc("policy/v1", "PodDisruptionBudget", "current"),
-        doc("example.com/v9", "Widget", "custom"),
+        doc("policy/v1beta1", "PodDisruptionBudget", "{name: old, namespace: shop}"),
+        doc("apps/v42", "Deployment", "{name: invented, namespace: shop}"),
+        doc("extensions/v1beta1", "Ingress", "{name: gone, namespace: shop}"),
+        doc("policy/v1", "PodDisruptionBudget", "{name: current, namespace: shop}"),
+        doc("example.com/v9", "Widget", "{name: custom, namespace: shop}"),
     ]
     .join("---\n");
     let (objects, refused) = parse("v.yaml", &text);
@@ -251,9 +253,6 @@ fn built_in_groups_at_versions_no_server_serves_are_refused() {
 /// segment.
 #[test]
 fn metadata_the_api_server_refuses_is_refused() {
-    let doc = |api_version: &str, kind: &str, meta: &str| {
-        format!("apiVersion: {api_version}\nkind: {kind}\nmetadata: {meta}\n")
-    };
     let text = [
         doc("v1", "ConfigMap", "{name: Upper_Name, namespace: shop}"),
         doc("v1", "Service", "{name: 1svc, namespace: shop}"),
