@@ -248,8 +248,8 @@ async fn a_definition_created_through_the_api_serves_its_kind() {
     assert!(!source.served().iter().any(|s| s.kind == "Widget"));
 }
 
-/// Discovery lists the built-in kinds a current API server serves, at their preferred
-/// version: not PodSecurityPolicy (removed in 1.25), whose scope the table keeps for old
+/// Discovery lists the built-in kinds a current API server serves, at each stable version
+/// of their group: not PodSecurityPolicy (removed in 1.25), whose scope the table keeps for old
 /// manifests.
 #[tokio::test]
 async fn discovery_lists_no_removed_kind() {
@@ -258,6 +258,10 @@ async fn discovery_lists_no_removed_kind() {
     let served = source.served();
     assert!(served.iter().any(|s| s.kind == "PodDisruptionBudget" && s.api_version == "policy/v1"));
     assert!(!served.iter().any(|s| s.kind == "PodSecurityPolicy"), "{served:?}");
+    // Both stable autoscaling versions, the preferred (v2) first, as a 1.23+ server.
+    let hpa: Vec<&str> =
+        served.iter().filter(|s| s.kind == "HorizontalPodAutoscaler").map(|s| s.api_version.as_str()).collect();
+    assert_eq!(hpa, ["autoscaling/v2", "autoscaling/v1"]);
     let why = crate::plugin::deploy::known_kinds::unknown_kind("policy/v1", "PodSecurityPolicy");
     assert_eq!(
         why.as_deref(),

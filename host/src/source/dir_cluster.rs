@@ -69,7 +69,7 @@ impl ServedCluster for DirSource {
             }
         };
         for (group, kind, _) in super::scope::built_ins().filter(|(g, k, _)| super::scope::removed_in(g, k).is_none()) {
-            if let Some(version) = crate::plugin::deploy::known_kinds::preferred_version(group) {
+            for version in crate::plugin::deploy::known_kinds::embedded_versions(group) {
                 add(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }, kind);
             }
         }

@@ -75,16 +75,18 @@ impl std::fmt::Debug for MemoryCluster {
 }
 
 impl MemoryCluster {
-    /// A cluster serving every built-in kind at its preferred version; its stores take
+    /// A cluster serving every built-in kind a current API server serves, at each stable
+    /// version of its group (see `known_kinds::embedded_versions`); its stores take
     /// `options` (their [`Revision`] is the cluster's).
     pub fn new(options: MemorySourceOptions) -> Self {
         let this = Self { kinds: RwLock::default(), options };
-        for (group, kind, _) in super::scope::built_ins() {
-            let Some(version) = crate::plugin::deploy::known_kinds::preferred_version(group) else { continue };
-            let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
-            if let Some((info, status)) = built_in_kind(&api_version, kind) {
-                let fields = built_in_fields(group, kind);
-                this.insert(&api_version, kind, info, status, true, fields);
+        for (group, kind, _) in super::scope::built_ins().filter(|(g, k, _)| super::scope::removed_in(g, k).is_none()) {
+            for version in crate::plugin::deploy::known_kinds::embedded_versions(group) {
+                let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
+                if let Some((info, status)) = built_in_kind(&api_version, kind) {
+                    let fields = built_in_fields(group, kind);
+                    this.insert(&api_version, kind, info, status, true, fields);
+                }
             }
         }
         this

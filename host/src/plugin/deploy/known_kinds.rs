@@ -10,7 +10,8 @@
 use crate::source::scope;
 
 /// The versions current Kubernetes serves for each built-in API group (`""`: the core
-/// group); the groups' kinds are the directory source's table ([`scope`]).
+/// group), the preferred first; the groups' kinds are the directory source's table
+/// ([`scope`]).
 const SERVED_VERSIONS: &[(&str, &[&str])] = &[
     ("", &["v1"]),
     ("admissionregistration.k8s.io", &["v1", "v1beta1", "v1alpha1"]),
@@ -19,7 +20,7 @@ const SERVED_VERSIONS: &[(&str, &[&str])] = &[
     ("apps", &["v1"]),
     ("authentication.k8s.io", &["v1"]),
     ("authorization.k8s.io", &["v1"]),
-    ("autoscaling", &["v1", "v2"]),
+    ("autoscaling", &["v2", "v1"]),
     ("batch", &["v1"]),
     ("certificates.k8s.io", &["v1", "v1beta1", "v1alpha1"]),
     ("coordination.k8s.io", &["v1", "v1beta1", "v1alpha2"]),
@@ -37,9 +38,14 @@ const SERVED_VERSIONS: &[(&str, &[&str])] = &[
     ("storagemigration.k8s.io", &["v1alpha1"]),
 ];
 
-/// The version Kubernetes prefers for a built-in API group (`""`: the core group).
-pub fn preferred_version(group: &str) -> Option<&'static str> {
-    SERVED_VERSIONS.iter().find(|(g, _)| *g == group).and_then(|(_, versions)| versions.first().copied())
+/// The versions an embedded cluster serves a built-in group's kinds at, the preferred first:
+/// every stable one (`autoscaling/v2` and `autoscaling/v1`), or the preferred one of a group
+/// with none. (Which beta or alpha version serves which kind differs kind by kind.)
+pub fn embedded_versions(group: &str) -> Vec<&'static str> {
+    let Some((_, versions)) = SERVED_VERSIONS.iter().find(|(g, _)| *g == group) else { return Vec::new() };
+    let stable = |v: &&str| v.strip_prefix('v').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let served: Vec<&'static str> = versions.iter().copied().filter(stable).collect();
+    if served.is_empty() { versions.first().copied().into_iter().collect() } else { served }
 }
 
 /// Why `api_version` of a built-in API group is not served (a removed version such as
