@@ -150,11 +150,11 @@ where
     Ok(tokio::spawn(async move {
         // The watcher lives as long as the task.
         let mut debouncer = debouncer;
+        // The watcher may report paths as given or made absolute: the folder's paths are
+        // recognised either way; its parent's other entries are left out.
         let replaced = |changes: &mut Changes| {
-            changes.paths.retain(|p| p.starts_with(&folder) || *p == absolute);
-            let replaced = changes.paths.iter().any(|p| *p == folder || *p == absolute);
-            changes.paths.retain(|p| *p != absolute || absolute == folder);
-            replaced
+            changes.paths.retain(|p| p.starts_with(&folder) || p.starts_with(&absolute));
+            changes.paths.iter().any(|p| *p == folder || *p == absolute)
         };
         let rewatch = |debouncer: &mut Debouncer| {
             // Whatever now stands at the folder's path is watched (if anything does: its
@@ -372,6 +372,22 @@ mod tests {
         call_for(&mut calls, &current, &current, true).await;
         std::fs::write(dir.path().join("v2").join("b.yaml"), "kind: B\n").unwrap();
         call_for(&mut calls, &current, &current.join("b.yaml"), false).await;
+        cancel.cancel();
+    }
+
+    /// Regression: a folder given by a relative path (`wink run --source dir:examples/cluster`)
+    /// saw no change once its parent was watched too: the changes were filtered against the
+    /// relative path while the watcher reports absolute ones.
+    #[tokio::test]
+    async fn a_folder_given_by_a_relative_path_sees_its_changes() {
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let relative = PathBuf::from(".").join(dir.path().file_name().unwrap());
+        let (mut calls, cancel) = watch_calls(&relative);
+        let first = tokio::time::timeout(Duration::from_secs(20), calls.recv()).await.unwrap().unwrap();
+        assert!(first.rescan);
+        std::fs::write(relative.join("a.yaml"), "kind: A\n").unwrap();
+        let changes = tokio::time::timeout(Duration::from_secs(20), calls.recv()).await.expect("a call").unwrap();
+        assert!(changes.paths.iter().any(|p| p.ends_with("a.yaml")), "{changes:?}");
         cancel.cancel();
     }
 
