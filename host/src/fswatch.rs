@@ -8,9 +8,9 @@
 //! files) would otherwise wake itself up again, forever. Metadata changes (permissions,
 //! timestamps) are ignored as well; the contents did not change.
 //!
-//! The folder's parent is watched too, for the folder's own name: a folder removed and made
-//! again, or a link to it switched, is watched again at its path and the callback asked for
-//! a rescan; the parent's other entries call nothing.
+//! A folder replaced at its path — removed and made again, or a link to it switched — is
+//! found within two seconds (the path's device and inode checked), watched again, and the
+//! callback asked for a rescan.
 //!
 //! Watch, then catch up: the callback is first called as soon as the watch is in place,
 //! with [`Changes::rescan`] set, so that a change made between the caller's own first scan
@@ -97,11 +97,14 @@ pub fn is_change(kind: &EventKind) -> bool {
     }
 }
 
-/// The debounced watcher.
-type Debouncer = notify_debouncer_full::Debouncer<
-    notify_debouncer_full::notify::RecommendedWatcher,
-    notify_debouncer_full::RecommendedCache,
->;
+/// How often a watch checks that the folder at its path is the one it watches.
+const ROOT_CHECK: Duration = Duration::from_secs(2);
+
+/// The folder a path leads to now (links followed): its device and inode.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
 
 /// Calls `on_change` (on a tokio task) after changes under `root` settle for `debounce`,
 /// until `cancel` fires. Bursts of changes are folded into one call; reads never call it.
@@ -137,33 +140,22 @@ where
     })
     .map_err(error)?;
     debouncer.watch(root, RecursiveMode::Recursive).map_err(error)?;
-    // The folder's parent too, for the folder itself being replaced — removed and made
-    // again, or a link to it switched, as generators and deploy tools do: a watch follows
-    // the folder it was put on, not its name. Only changes to the folder's own name count.
-    let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
-    if let Some(parent) = absolute.parent()
-        && let Err(e) = debouncer.watch(parent, RecursiveMode::NonRecursive)
-    {
-        tracing::debug!(folder = %root.display(), error = %e, "cannot watch the folder's parent; its replacement goes unseen");
-    }
     let folder = root.to_owned();
     Ok(tokio::spawn(async move {
         // The watcher lives as long as the task.
         let mut debouncer = debouncer;
-        // The watcher may report paths as given or made absolute: the folder's paths are
-        // recognised either way; its parent's other entries are left out.
-        let replaced = |changes: &mut Changes| {
-            changes.paths.retain(|p| p.starts_with(&folder) || p.starts_with(&absolute));
-            changes.paths.iter().any(|p| *p == folder || *p == absolute)
-        };
-        let rewatch = |debouncer: &mut Debouncer| {
-            // Whatever now stands at the folder's path is watched (if anything does: its
-            // parent's watch tells when it is back).
-            let _ = debouncer.unwatch(&folder);
-            if let Err(e) = debouncer.watch(&folder, RecursiveMode::Recursive) {
-                tracing::warn!(folder = %folder.display(), error = %e, "the watched folder is gone; waiting for it");
-            }
-        };
+        // A watch follows the folder it was put on, not its name: the folder that stands at
+        // the path is checked every `ROOT_CHECK` (one `stat`), for the folder being replaced
+        // — removed and made again, or a link to it switched, as generators and deploy tools
+        // do. (Watching the parent instead would wake the host for every change beside the
+        // folder.)
+        let mut watched = identity(&folder);
+        // The folder's own removal is an event on its path (as given or made absolute): its
+        // successor may reuse its inode, so it counts as gone until the next check.
+        let absolute = std::path::absolute(&folder).unwrap_or_else(|_| folder.clone());
+        let mut check = tokio::time::interval(ROOT_CHECK);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        check.reset();
         let shown = folder.clone();
         let mut call = move |changes: Changes| {
             // A panicking callback (a rescan) must not end the watch: the next change
@@ -177,6 +169,18 @@ where
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
+                _ = check.tick() => {
+                    let now = identity(&folder);
+                    if now != watched {
+                        // Whatever now stands at the path is watched (once something does).
+                        watched = now;
+                        let _ = debouncer.unwatch(&folder);
+                        if watched.is_some() && let Err(e) = debouncer.watch(&folder, RecursiveMode::Recursive) {
+                            tracing::warn!(folder = %folder.display(), error = %e, "cannot watch the replaced folder");
+                        }
+                        call(Changes { paths: Vec::new(), rescan: true });
+                    }
+                }
                 batch = rx.recv() => {
                     let Some(batch) = batch else { return };
                     let mut changes = Changes::default();
@@ -184,9 +188,8 @@ where
                     while let Ok(batch) = rx.try_recv() {
                         changes.add(batch);
                     }
-                    if replaced(&mut changes) {
-                        rewatch(&mut debouncer);
-                        changes.rescan = true;
+                    if changes.paths.iter().any(|p| *p == folder || *p == absolute) {
+                        watched = None;
                     }
                     if !changes.is_empty() {
                         call(changes);
@@ -344,7 +347,7 @@ mod tests {
     /// Regression: a watched folder removed and made again (as a generator regenerates its
     /// output), or a link to it switched (as deploy tools switch releases), was no longer
     /// watched: nothing in it was seen again. The folder's replacement asks for a rescan and
-    /// what then stands at its path is watched; its siblings' changes call nothing.
+    /// what then stands at its path is watched.
     #[tokio::test]
     async fn a_replaced_folder_is_watched_again() {
         let dir = tempfile::tempdir().unwrap();
@@ -375,9 +378,8 @@ mod tests {
         cancel.cancel();
     }
 
-    /// Regression: a folder given by a relative path (`wink run --source dir:examples/cluster`)
-    /// saw no change once its parent was watched too: the changes were filtered against the
-    /// relative path while the watcher reports absolute ones.
+    /// A folder given by a relative path (`wink run --source dir:examples/cluster`) sees
+    /// its changes (the watcher reports absolute paths).
     #[tokio::test]
     async fn a_folder_given_by_a_relative_path_sees_its_changes() {
         let dir = tempfile::tempdir_in(".").unwrap();
