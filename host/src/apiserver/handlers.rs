@@ -163,10 +163,20 @@ async fn resource(
             return failure(&RequestError::Forbidden(message));
         }
     }
+    // `dryRun=All`: the write is decided, not stored (its one value, as the API server's).
+    let dry_run = match query.get("dryRun") {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            let message = format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"");
+            return failure(&RequestError::BadRequest(message));
+        }
+    };
     let request = |verb: Verb, body: String| {
         Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
             .with_body(body)
             .with_subresource(path.status.then_some(Subresource::Status))
+            .with_dry_run(dry_run)
     };
     let text = String::from_utf8_lossy(&body).into_owned();
     let write = match (method, path.name.is_some()) {

@@ -51,12 +51,28 @@ impl Outcome {
     }
 }
 
-/// Runs one rule on the stored object with `key`.
+/// Runs one rule on the stored object with `key`; stores what it decided unless `dry_run`.
 fn write(
     c: &Collection,
     key: &str,
+    dry_run: bool,
     rule: impl FnOnce(Option<&Value>) -> Result<api::Write, api::Status>,
 ) -> Result<Outcome, RequestError> {
+    if dry_run {
+        // Decided on the object stored now, and answered as it would be stored (without a
+        // new resourceVersion); nothing is written, so nobody sees a change.
+        let current = c.source.get(key);
+        let value = current.as_ref().map(Object::to_value).transpose()?;
+        let (decided, removed) = match rule(value.as_ref())? {
+            api::Write::Put(v) => (v, false),
+            api::Write::Delete(v) => (v, true),
+            api::Write::Unchanged(v) => match current {
+                Some(object) => return Ok(Outcome { object, removed: false }),
+                None => (v, false),
+            },
+        };
+        return Ok(Outcome { object: Object::from_string(decided.to_string())?, removed });
+    }
     let mut removed = false;
     let stored = c.source.write(key, |current| {
         let value = current.map(Object::to_value).transpose()?;
@@ -81,7 +97,7 @@ pub(super) fn execute(c: &Collection, namespace: Option<&str>, request: Request)
     let def = definition(c, &request.api_version, &request.kind);
     let ctx = api::SystemContext;
     let opts = api::WriteOptions { subresource: request.subresource, ..api::WriteOptions::default() };
-    let name = request.name.clone();
+    let (name, dry_run) = (request.name.clone(), request.dry_run);
     match request.verb {
         Verb::Get => {
             let object = c.source.get(&key_of(namespace, &name)).ok_or_else(|| api::Status::not_found(&def, &name))?;
@@ -91,20 +107,22 @@ pub(super) fn execute(c: &Collection, namespace: Option<&str>, request: Request)
             let mut obj = parse(&request.body, "object")?;
             api::assign_name(&mut obj, &ctx)?;
             let name = api::object::name(&obj).to_owned();
-            write(c, &key_of(namespace, &name), |current| api::create(&def, current, namespace, obj, &opts, &ctx))
+            write(c, &key_of(namespace, &name), dry_run, |current| {
+                api::create(&def, current, namespace, obj, &opts, &ctx)
+            })
         }
         Verb::Update => {
             let obj = parse(&request.body, "object")?;
-            write(c, &key_of(namespace, &name), |current| api::update(&def, current, obj, &opts, &ctx))
+            write(c, &key_of(namespace, &name), dry_run, |current| api::update(&def, current, obj, &opts, &ctx))
         }
         Verb::Patch(patch_type) => {
             let body = request.body.into_bytes();
-            write(c, &key_of(namespace, &name), |current| {
+            write(c, &key_of(namespace, &name), dry_run, |current| {
                 api::patch(&def, &name, namespace, current, &body, &patch_type, &opts, &ctx)
             })
         }
         Verb::Delete(options) => {
-            write(c, &key_of(namespace, &name), |current| api::delete(&def, &name, current, &options, &ctx))
+            write(c, &key_of(namespace, &name), dry_run, |current| api::delete(&def, &name, current, &options, &ctx))
         }
     }
 }

@@ -268,3 +268,26 @@ async fn discovery_lists_no_removed_kind() {
         Some("PodSecurityPolicy was removed in Kubernetes 1.25: no current API server serves it")
     );
 }
+
+/// A dry run (`dryRun=All`) is decided by the same rules and answers what would be stored,
+/// but stores nothing: a create, a patch and a delete leave the object as it was, and a dry
+/// run that breaks a rule fails as the write would.
+#[tokio::test]
+async fn a_dry_run_decides_but_stores_nothing() {
+    let (_dir, source, client) = cluster(&[]);
+    let create = || request(Verb::Create, "v1", "ConfigMap", Some("shop"), "", config_map("c", json!({"a": "1"})));
+    let dry = run(&client, create().with_dry_run(true)).await.unwrap().unwrap();
+    assert_eq!(dry.to_value().unwrap()["data"], json!({"a": "1"}));
+    assert!(source.objects("v1", "ConfigMap").is_empty(), "a dry-run create stores nothing");
+    run(&client, create()).await.unwrap();
+    let patch =
+        request(Verb::Patch(PatchType::Merge), "v1", "ConfigMap", Some("shop"), "c", json!({"data": {"a": "2"}}));
+    let patched = run(&client, patch.with_dry_run(true)).await.unwrap().unwrap();
+    assert_eq!(patched.to_value().unwrap()["data"], json!({"a": "2"}));
+    let delete = request(Verb::Delete(DeleteOptions::default()), "v1", "ConfigMap", Some("shop"), "c", json!(null));
+    run(&client, delete.with_dry_run(true)).await.unwrap();
+    let stored = source.objects("v1", "ConfigMap");
+    assert_eq!(stored.len(), 1, "a dry-run delete removes nothing");
+    assert_eq!(stored[0].to_value().unwrap()["data"], json!({"a": "1"}), "a dry-run patch changes nothing");
+    assert!(run(&client, create().with_dry_run(true)).await.is_err(), "already exists, dry run or not");
+}

@@ -188,6 +188,7 @@ impl EventRecorder {
             name: name.clone(),
             subresource: None,
             body: event.to_string(),
+            dry_run: false,
         };
         self.inner.client.execute(request, identity).await?;
         let mut series = self.inner.series.lock();
@@ -217,6 +218,7 @@ impl EventRecorder {
             name: name.to_owned(),
             subresource: None,
             body: patch.to_string(),
+            dry_run: false,
         };
         self.inner.client.execute(request, identity).await.map(drop)
     }

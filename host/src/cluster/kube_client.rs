@@ -122,7 +122,7 @@ impl ClusterClient for KubeClient {
         };
         let name = request.name.as_str();
         let status = request.subresource == Some(Subresource::Status);
-        let pp = PostParams::default();
+        let pp = PostParams { dry_run: request.dry_run, ..PostParams::default() };
         let answer = match &request.verb {
             Verb::Get => api.get(name).await.map_err(error)?,
             Verb::Create => {
@@ -153,6 +153,7 @@ impl ClusterClient for KubeClient {
                         Patch::Apply(serde_json::from_str(&request.body).map_err(bad_json)?)
                     }
                 };
+                params.dry_run = request.dry_run;
                 if status {
                     api.patch_status(name, &params, &patch).await.map_err(error)?
                 } else {
@@ -161,6 +162,7 @@ impl ClusterClient for KubeClient {
             }
             Verb::Delete(options) => {
                 let params = DeleteParams {
+                    dry_run: request.dry_run,
                     grace_period_seconds: options.grace_period_seconds.map(|s| s.max(0) as u32),
                     propagation_policy: options.propagation_policy.map(|p| match p {
                         PropagationPolicy::Orphan => kube::api::PropagationPolicy::Orphan,
@@ -174,7 +176,6 @@ impl ClusterClient for KubeClient {
                             resource_version: p.resource_version.clone(),
                         })
                     },
-                    ..DeleteParams::default()
                 };
                 return match api.delete(name, &params).await.map_err(error)? {
                     either::Either::Left(obj) => {

@@ -62,6 +62,9 @@ pub struct Request {
     pub subresource: Option<Subresource>,
     /// The object (create, update) or the patch document (patch); empty otherwise.
     pub body: String,
+    /// Decided but not stored (the API's `dryRun=All`): the answer is what the write would
+    /// store, and nobody sees a change.
+    pub dry_run: bool,
 }
 
 impl Request {
@@ -81,7 +84,14 @@ impl Request {
             name: name.into(),
             subresource: None,
             body: String::new(),
+            dry_run: false,
         }
+    }
+
+    /// Only decided, not stored, when `dry_run` (see [`Request::dry_run`]).
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
     }
 
     /// With this body: the object, or the patch document.

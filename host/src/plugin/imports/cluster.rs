@@ -370,7 +370,7 @@ pub mod requests {
         if name.is_empty() && verb != Verb::Create {
             return Err(RequestError::BadRequest("the object has no metadata.name".into()));
         }
-        Ok(Request { verb, api_version, kind, namespace, name, subresource, body: json })
+        Ok(Request { verb, api_version, kind, namespace, name, subresource, body: json, dry_run: false })
     }
 }
 

@@ -64,6 +64,7 @@ fn get(name: &str) -> Request {
         name: name.into(),
         subresource: None,
         body: String::new(),
+        dry_run: false,
     }
 }
 
