@@ -97,6 +97,8 @@ pub async fn handle(
 ) -> Response {
     match route(uri.path()) {
         Route::Version => json_response(StatusCode::OK, &discovery::version()),
+        // Serving at all is being healthy: the cluster is in this process.
+        Route::Health => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response(),
         Route::CoreVersions => json_response(StatusCode::OK, &discovery::core_versions()),
         Route::Groups => json_response(StatusCode::OK, &discovery::groups(&state.cluster.served())),
         Route::Group(name) => match discovery::group(&state.cluster.served(), &name) {

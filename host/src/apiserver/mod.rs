@@ -2,8 +2,9 @@
 //! `kubectl --server http://ADDR get pods`, `kubectl apply -f`, `kubectl delete` work
 //! against it and plugins react.
 //!
-//! - [`discovery`]: `/version`, `/api`, `/apis`, `/api/v1`, `/apis/GROUP/VERSION`: every kind
-//!   the cluster serves (the built-in ones at their preferred version, the custom
+//! - [`discovery`]: `/version`, `/api`, `/apis`, `/apis/GROUP`, `/api/v1`,
+//!   `/apis/GROUP/VERSION`: every kind the cluster serves (the built-in ones at each stable
+//!   version of their group, the preferred first, the custom
 //!   resources of the folder's CustomResourceDefinitions and of those created through this
 //!   API, and whatever the files hold).
 //! - [`handlers`]: routing, GET, and the writes — POST, PUT, PATCH (merge, JSON, strategic merge, apply), DELETE —
@@ -14,7 +15,8 @@
 //!   [`selection`]s and [`query`] rules of the API server, over the stores' semantics
 //!   ([`MemorySource`](crate::source::MemorySource)).
 //!
-//! The tests' local API server is this router with fault injection layered on top.
+//! `/healthz`, `/livez` and `/readyz` answer `ok`. The tests' local API server is this router
+//! with fault injection layered on top.
 //!
 //! - [`rbac`]: a request that impersonates a user (`Impersonate-User`, `-Group`, as the kube
 //!   client does for a plugin's service account) is authorized by the Roles, ClusterRoles

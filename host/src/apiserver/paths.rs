@@ -30,6 +30,8 @@ impl ResourcePath {
 pub enum Route {
     /// `/version`.
     Version,
+    /// `/healthz`, `/livez`, `/readyz` (and their `?verbose` forms): the server's health.
+    Health,
     /// `/api`.
     CoreVersions,
     /// `/apis`.
@@ -54,6 +56,7 @@ pub fn route(path: &str) -> Route {
     let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
     let (group, version, rest) = match parts.as_slice() {
         ["version"] => return Route::Version,
+        ["healthz" | "livez" | "readyz"] => return Route::Health,
         ["api"] => return Route::CoreVersions,
         ["apis"] => return Route::Groups,
         ["apis", group] => return Route::Group((*group).to_owned()),
@@ -93,6 +96,7 @@ mod tests {
         assert_eq!(route("/api"), Route::CoreVersions);
         assert_eq!(route("/apis/apps/v1"), Route::Resources { group: "apps".into(), version: "v1".into() });
         assert_eq!(route("/apis/apps"), Route::Group("apps".into()));
+        assert_eq!(route("/readyz"), Route::Health);
         let Route::Resource(p) = route("/apis/apps/v1/namespaces/shop/deployments/web/status") else { panic!() };
         assert_eq!(
             (p.api_version(), p.namespace.as_deref(), p.plural.as_str(), p.name.as_deref(), p.status),
@@ -102,6 +106,7 @@ mod tests {
         assert_eq!((p.plural.as_str(), p.namespace), ("namespaces", None), "the collection of Namespaces");
         let Route::Resource(p) = route("/api/v1/namespaces/shop") else { panic!() };
         assert_eq!((p.plural.as_str(), p.name.as_deref()), ("namespaces", Some("shop")), "one Namespace");
-        assert_eq!(route("/healthz"), Route::NotFound);
+        assert_eq!(route("/healthz"), Route::Health);
+        assert_eq!(route("/metrics"), Route::NotFound);
     }
 }
