@@ -59,8 +59,8 @@ use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
 use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 pub use crate::plugin::runtime::pool::GuestPool;
-use crate::plugin::runtime::pool::GuestPoolError;
 use crate::plugin::runtime::pool::here::HAND_OVER_AFTER;
+use crate::plugin::runtime::pool::{GuestPoolError, HandOver};
 use batch::{Ran, call_guest, run_batch, timed};
 use policy::apply_policy;
 
@@ -254,15 +254,10 @@ impl PluginHandler {
         };
         let done = match self.take_slot().await {
             Ok(mut slot) => {
-                let here = starts.filter(|starts| starts.may_run_here()).and_then(|starts| {
-                    let job = || timed(|started| start(&self.shared, &mut slot, started));
-                    let done = self.pool.try_run_here(|| starts.hand_over(), job).ok()?;
-                    if matches!(done, Err(GuestPoolError::Panicked(_))) {
-                        // Host code panicked mid-start: the instance may be inconsistent.
-                        slot.instance = None;
-                    }
-                    Some((done, true))
-                });
+                let here = starts
+                    .filter(|starts| starts.may_run_here())
+                    .and_then(|starts| self.try_here(&mut slot, || starts.hand_over(), start))
+                    .map(|done| (done, true));
                 let (done, ran_here) = match here {
                     Some(here) => here,
                     None => (self.run_on_guest_thread(tracing::Span::current(), slot, start).await, false),
@@ -372,18 +367,31 @@ impl PluginHandler {
         slot: &mut Slot,
         batch: &[Vec<Notification>],
     ) -> Option<Result<Vec<EntryResults>, Skipped>> {
-        let job = || {
+        let budget = self.shared.batch_budget.min(BATCH_BUDGET_HERE);
+        let job = |shared: &Shared, slot: &mut Slot, started| {
             let _entered = span.enter();
-            let budget = self.shared.batch_budget.min(BATCH_BUDGET_HERE);
-            timed(|started| run_batch(&self.shared, slot, batch.iter().map(Vec::as_slice), started, budget))
+            run_batch(shared, slot, batch.iter().map(Vec::as_slice), started, budget)
         };
-        // Decided only if the job runs here: a countdown of hand-overs is not spent otherwise.
-        let done = self.pool.try_run_here(|| self.shared.placement.hand_over(), job).ok()?;
+        let done = self.try_here(slot, || self.shared.placement.hand_over(), job)?;
+        Some(self.finish(done, true))
+    }
+
+    /// Runs `job` with the plugin's slot on this thread, if the pool lets it (see the module
+    /// docs): its value and how long it took, not counted yet; `None` when it goes to a
+    /// guest thread. `hand_over` is decided only if the job runs here (a countdown of
+    /// hand-overs is not spent otherwise).
+    fn try_here<T>(
+        &self,
+        slot: &mut Slot,
+        hand_over: impl FnOnce() -> HandOver,
+        job: impl FnOnce(&Shared, &mut Slot, Instant) -> (T, Ran),
+    ) -> Option<Result<(T, Took), GuestPoolError>> {
+        let done = self.pool.try_run_here(hand_over, || timed(|started| job(&self.shared, slot, started))).ok()?;
         if matches!(done, Err(GuestPoolError::Panicked(_))) {
             // Host code panicked mid-call: the instance may be inconsistent.
             slot.instance = None;
         }
-        Some(self.finish(done, true))
+        Some(done)
     }
 
     /// Whether `batch` may run on the delivering thread ([`Placement::may_run_here`]: a
