@@ -58,35 +58,32 @@ fn write(
     dry_run: bool,
     rule: impl FnOnce(Option<&Value>) -> Result<api::Write, api::Status>,
 ) -> Result<Outcome, RequestError> {
+    // What the rule decided about `current`, as the store takes it, and whether it removes.
+    let decide = |current: Option<&Object>| -> Result<(Write, bool), RequestError> {
+        let value = current.map(Object::to_value).transpose()?;
+        Ok(match rule(value.as_ref())? {
+            api::Write::Put(v) => (Write::Put(v), false),
+            api::Write::Delete(v) => (Write::Delete(v), true),
+            api::Write::Unchanged(v) => match current {
+                Some(obj) => (Write::Unchanged(obj.clone()), false),
+                None => (Write::Put(v), false),
+            },
+        })
+    };
     if dry_run {
         // Decided on the object stored now, and answered as it would be stored (without a
         // new resourceVersion); nothing is written, so nobody sees a change.
-        let current = c.source.get(key);
-        let value = current.as_ref().map(Object::to_value).transpose()?;
-        let (decided, removed) = match rule(value.as_ref())? {
-            api::Write::Put(v) => (v, false),
-            api::Write::Delete(v) => (v, true),
-            api::Write::Unchanged(v) => match current {
-                Some(object) => return Ok(Outcome { object, removed: false }),
-                None => (v, false),
-            },
+        let (write, removed) = decide(c.source.get(key).as_ref())?;
+        let object = match write {
+            Write::Put(v) | Write::Delete(v) => Object::from_string(v.to_string())?,
+            Write::Unchanged(object) => object,
         };
-        return Ok(Outcome { object: Object::from_string(decided.to_string())?, removed });
+        return Ok(Outcome { object, removed });
     }
     let mut removed = false;
     let stored = c.source.write(key, |current| {
-        let value = current.map(Object::to_value).transpose()?;
-        let write = match rule(value.as_ref())? {
-            api::Write::Put(v) => Write::Put(v),
-            api::Write::Delete(v) => {
-                removed = true;
-                Write::Delete(v)
-            }
-            api::Write::Unchanged(v) => match current {
-                Some(obj) => Write::Unchanged(obj.clone()),
-                None => Write::Put(v),
-            },
-        };
+        let (write, removes) = decide(current)?;
+        removed = removes;
         Ok::<_, RequestError>(write)
     })?;
     Ok(Outcome { object: stored, removed })
