@@ -165,7 +165,7 @@ impl Builder {
                     self.anchors.insert(anchor, (value.clone(), 1));
                 }
                 if self.expects_key() {
-                    self.set_key(if merges { Key::Merge } else { Key::Name(key_string(&value)) });
+                    self.set_key(if merges { Key::Merge } else { Key::Name(key_string(&value)?) });
                     return Ok(None);
                 }
                 self.complete(value)
@@ -174,12 +174,7 @@ impl Builder {
                 let (value, nodes) = self.anchors.get(&anchor).cloned().ok_or("an alias names no anchor before it")?;
                 self.count_alias(nodes)?;
                 if self.expects_key() {
-                    let key = match &value {
-                        Value::Array(_) => return Err("a mapping key is a list, which JSON cannot hold".to_owned()),
-                        Value::Object(_) => return Err("a mapping key is a mapping, which JSON cannot hold".to_owned()),
-                        scalar => key_string(scalar),
-                    };
-                    self.set_key(Key::Name(key));
+                    self.set_key(Key::Name(key_string(&value)?));
                     return Ok(None);
                 }
                 self.complete(value)
@@ -187,7 +182,7 @@ impl Builder {
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 if self.expects_key() {
                     let what = if matches!(event, Event::SequenceStart(..)) { "a list" } else { "a mapping" };
-                    return Err(format!("a mapping key is {what}, which JSON cannot hold"));
+                    return Err(collection_key(what));
                 }
                 if self.stack.len() >= MAX_DEPTH {
                     return Err(format!("nested deeper than {MAX_DEPTH} levels"));
@@ -409,13 +404,20 @@ fn float(f: f64, text: &str) -> Result<Value, String> {
     Number::from_f64(f).map(Value::Number).ok_or_else(|| format!("{text} is not a JSON number"))
 }
 
-/// A resolved mapping key as a JSON object key.
-fn key_string(key: &Value) -> String {
+/// A resolved mapping key as a JSON object key; a collection has none.
+fn key_string(key: &Value) -> Result<String, String> {
     match key {
-        Value::String(s) => s.clone(),
-        Value::Null => "null".to_owned(),
-        other => other.to_string(),
+        Value::String(s) => Ok(s.clone()),
+        Value::Null => Ok("null".to_owned()),
+        Value::Array(_) => Err(collection_key("a list")),
+        Value::Object(_) => Err(collection_key("a mapping")),
+        other => Ok(other.to_string()),
     }
+}
+
+/// Why a collection (`what`: "a list", "a mapping") cannot be a mapping key.
+fn collection_key(what: &str) -> String {
+    format!("a mapping key is {what}, which JSON cannot hold")
 }
 
 #[cfg(test)]
