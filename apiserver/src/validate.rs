@@ -192,6 +192,12 @@ pub fn object_meta(def: &ResourceDef, obj: &Value) -> Vec<FieldError> {
             errs.extend(label_value(value).iter().map(|m| FieldError::invalid("metadata.labels", value, m)));
         }
     }
+    if def.built_in && def.kind == "Event" && (def.group.is_empty() || def.group == "events.k8s.io") {
+        errs.extend(event_errors(def, obj));
+    }
+    if let Some(finalizers) = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array) {
+        errs.extend(finalizer_errors(finalizers));
+    }
     if let Some(annotations) = meta.and_then(|m| m.get("annotations")).and_then(Value::as_object) {
         let mut total = 0;
         for (key, value) in annotations {
@@ -203,6 +209,46 @@ pub fn object_meta(def: &ResourceDef, obj: &Value) -> Vec<FieldError> {
         if total > TOTAL_ANNOTATION_SIZE_MAX {
             errs.push(FieldError::too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_MAX));
         }
+    }
+    errs
+}
+
+/// The longest Event `reason` and `action`.
+pub const EVENT_REASON_MAX: usize = 128;
+/// The longest Event `note` (core: `message`), in bytes.
+pub const EVENT_NOTE_MAX: usize = 1024;
+
+/// The API server's bounds on an Event's texts (`ValidateEventCreate`): `reason` and `action`
+/// at most 128 characters, the note (`message` of a core Event) at most 1 KiB.
+fn event_errors(def: &ResourceDef, obj: &Value) -> Vec<FieldError> {
+    let note = if def.group.is_empty() { "message" } else { "note" };
+    [("reason", EVENT_REASON_MAX), ("action", EVENT_REASON_MAX), (note, EVENT_NOTE_MAX)]
+        .into_iter()
+        .filter(|(field, max)| obj.get(*field).and_then(Value::as_str).is_some_and(|text| text.len() > *max))
+        .map(|(field, max)| FieldError::invalid(field, "", &format!("can have at most {max} characters")))
+        .collect()
+}
+
+/// apimachinery's `ValidateFinalizers`: each finalizer is a qualified name, and an object
+/// is not deleted both in the foreground and orphaning its dependents. (Their number is
+/// bounded by the size of the object, as on the API server.)
+fn finalizer_errors(finalizers: &[Value]) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, finalizer) in finalizers.iter().enumerate() {
+        let field = format!("metadata.finalizers[{i}]");
+        let Some(name) = finalizer.as_str() else {
+            errs.push(FieldError::invalid(&field, &finalizer.to_string(), "must be a string"));
+            continue;
+        };
+        errs.extend(qualified_name(name).iter().map(|m| FieldError::invalid(&field, name, m)));
+    }
+    let has = |name: &str| finalizers.iter().any(|f| f.as_str() == Some(name));
+    if has(crate::ORPHAN_FINALIZER) && has(crate::FOREGROUND_FINALIZER) {
+        errs.push(FieldError::invalid(
+            "metadata.finalizers",
+            crate::FOREGROUND_FINALIZER,
+            &format!("finalizer {} and {} cannot be both set", crate::ORPHAN_FINALIZER, crate::FOREGROUND_FINALIZER),
+        ));
     }
     errs
 }

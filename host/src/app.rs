@@ -291,6 +291,7 @@ pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec
         Some(path) => cluster.with_policy(Policy::load(path)?),
         None => cluster,
     };
+    let cluster = cluster.with_shutdown(cancel.clone());
     let factory = Arc::new(InformerFactory::new(provider));
     let budget = options.bounds.memory_budget();
     tracing::info!(plugin_memory_budget = %format_bytes(budget.total()), "plugin memory budget");

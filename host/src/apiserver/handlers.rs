@@ -51,6 +51,7 @@ pub(super) fn failure(e: &RequestError) -> Response {
         RequestError::AlreadyExists(_) => (409, "AlreadyExists"),
         RequestError::Conflict(_) => (409, "Conflict"),
         RequestError::Invalid { .. } => (422, "Invalid"),
+        RequestError::TooLarge(_) => (413, "RequestEntityTooLarge"),
         RequestError::BadRequest(_) => (400, "BadRequest"),
         RequestError::RateLimited(_) => (429, "TooManyRequests"),
         RequestError::TimedOut(_) => (504, "Timeout"),
@@ -93,8 +94,13 @@ pub async fn handle(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Response {
+    // The API server reads at most 3 MiB of a body, and answers a longer one with a Status.
+    let Ok(body) = axum::body::to_bytes(body, crate::cluster::MAX_BODY_BYTES).await else {
+        let message = format!("Request entity too large: limit is {}", crate::cluster::MAX_BODY_BYTES);
+        return failure(&RequestError::TooLarge(message));
+    };
     match route(uri.path()) {
         Route::Version => json_response(StatusCode::OK, &discovery::version()),
         // Serving at all is being healthy: the cluster is in this process.
@@ -147,6 +153,8 @@ async fn resource(
     };
     let namespace = if kind.namespaced { path.namespace.clone() } else { None };
     let name = path.name.clone().unwrap_or_default();
+    // An apply that finds no object creates it: allowed only to whom may also create.
+    let mut may_create = true;
     if let Some(user) = impersonated(headers) {
         let verb = match (&method, path.name.is_some()) {
             (&Method::GET, false) if watching => "watch",
@@ -163,6 +171,10 @@ async fn resource(
         let attributes = Attributes { group, resource: &resource, verb, namespace: namespace.as_deref(), name: &name };
         if let Err(message) = rbac::authorize(state.cluster.as_ref(), &user, &attributes) {
             return failure(&RequestError::Forbidden(message));
+        }
+        if verb == "patch" {
+            let create = Attributes { verb: "create", ..attributes };
+            may_create = rbac::authorize(state.cluster.as_ref(), &user, &create).is_ok();
         }
     }
     // `dryRun=All`: the write is decided, not stored (its one value, as the API server's).
@@ -227,7 +239,7 @@ async fn resource(
                 },
                 _ => text,
             };
-            request(Verb::Patch(patch_type), text)
+            Request { may_create, ..request(Verb::Patch(patch_type), text) }
         }
         (Method::DELETE, true) => request(Verb::Delete(delete_options(&text, &query)), String::new()),
         (method, _) => {

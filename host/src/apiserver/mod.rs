@@ -67,7 +67,11 @@ impl Default for ApiOptions {
 
 /// The Kubernetes API over `cluster`, as an axum router (to serve, or to wrap in layers).
 pub fn router(cluster: Arc<dyn ServedCluster>, options: ApiOptions) -> axum::Router {
-    axum::Router::new().fallback(handlers::handle).with_state(handlers::State::new(cluster, options))
+    // The handler reads bodies with the API server's own limit (3 MiB), answering a Status.
+    axum::Router::new()
+        .fallback(handlers::handle)
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .with_state(handlers::State::new(cluster, options))
 }
 
 /// Serves `cluster` on `addr` until `cancel` fires; returns the bound address.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::embedded_rules::Outcome;
-use super::{ClusterClient, Identity, Request, RequestError, ResourceInfo};
+use super::{ClusterClient, Identity, Request, RequestError, ResourceInfo, Verb};
 use crate::informer::{Object, object_key};
 use crate::source::MemorySource;
 
@@ -30,10 +30,37 @@ pub struct Collection {
     pub source: MemorySource,
 }
 
+/// Whether a namespace takes new objects (the API server's NamespaceLifecycle admission).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamespacePhase {
+    /// It exists and takes new objects.
+    Active,
+    /// It is being deleted: nothing new may be created in it.
+    Terminating,
+    /// There is no such namespace.
+    Missing,
+}
+
+/// The namespaces every cluster has from its start.
+pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-node-lease", "kube-public", "kube-system"];
+
 /// The in-memory cluster a client writes to.
 pub trait EmbeddedCluster: Send + Sync + 'static {
     /// The kind `kind` of `api_version`, if the cluster serves it.
     fn collection(&self, api_version: &str, kind: &str) -> Option<Collection>;
+
+    /// Whether `namespace` takes new objects. By default, a cluster without namespace
+    /// lifecycle: every namespace does.
+    fn namespace_phase(&self, namespace: &str) -> NamespacePhase {
+        let _ = namespace;
+        NamespacePhase::Active
+    }
+}
+
+/// The phase of the Namespace object `namespace` stored in `cluster`, if any.
+pub fn stored_namespace_phase(cluster: &dyn EmbeddedCluster, namespace: &str) -> Option<NamespacePhase> {
+    let stored = cluster.collection("v1", "Namespace")?.source.get(namespace)?;
+    Some(if stored.meta().deletion_timestamp.is_some() { NamespacePhase::Terminating } else { NamespacePhase::Active })
 }
 
 /// A [`ClusterClient`] over an [`EmbeddedCluster`]. Identities are ignored: the embedded
@@ -77,6 +104,7 @@ impl EmbeddedClient {
     /// Executes `request` at once (the embedded cluster never waits), telling a removal apart
     /// from a write: a delete's [`Outcome`] carries the object's final state.
     pub fn execute_now(&self, request: Request) -> Result<Outcome, RequestError> {
+        request.check()?;
         let collection = self.collection(&request.api_version, &request.kind)?;
         let namespace = if collection.info.namespaced {
             Some(request.namespace.clone().ok_or_else(|| {
@@ -85,7 +113,27 @@ impl EmbeddedClient {
         } else {
             None
         };
+        if let Some(namespace) = &namespace
+            && (request.verb == Verb::Create || request.is_apply())
+        {
+            self.admit_into(namespace)?;
+        }
         super::embedded_rules::execute(&collection, namespace.as_deref(), request)
+    }
+}
+
+impl EmbeddedClient {
+    /// The API server's NamespaceLifecycle admission: nothing is created in a namespace that
+    /// does not exist or is being deleted. (An apply that finds its object only updates it,
+    /// but is checked as a create: the object of a missing namespace cannot exist either.)
+    fn admit_into(&self, namespace: &str) -> Result<(), RequestError> {
+        match self.cluster.namespace_phase(namespace) {
+            NamespacePhase::Active => Ok(()),
+            NamespacePhase::Terminating => Err(RequestError::Forbidden(format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            ))),
+            NamespacePhase::Missing => Err(RequestError::NotFound(format!("namespaces \"{namespace}\" not found"))),
+        }
     }
 }
 

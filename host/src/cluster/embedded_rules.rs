@@ -12,7 +12,10 @@ use crate::source::Write;
 
 impl From<ObjectError> for RequestError {
     fn from(e: ObjectError) -> Self {
-        RequestError::Invalid { message: e.to_string(), causes: Vec::new() }
+        match e {
+            ObjectError::TooLarge { .. } => RequestError::TooLarge(format!("etcdserver: request is too large ({e})")),
+            e => RequestError::Invalid { message: e.to_string(), causes: Vec::new() },
+        }
     }
 }
 
@@ -54,15 +57,21 @@ impl Outcome {
 /// Runs one rule on the stored object with `key`; stores what it decided unless `dry_run`.
 fn write(
     c: &Collection,
+    def: &api::ResourceDef,
     key: &str,
     dry_run: bool,
-    rule: impl FnOnce(Option<&Value>) -> Result<api::Write, api::Status>,
+    rule: impl FnOnce(Option<&Value>) -> Result<api::Write, RequestError>,
 ) -> Result<Outcome, RequestError> {
     // What the rule decided about `current`, as the store takes it, and whether it removes.
     let decide = |current: Option<&Object>| -> Result<(Write, bool), RequestError> {
         let value = current.map(Object::to_value).transpose()?;
         Ok(match rule(value.as_ref())? {
-            api::Write::Put(v) => (Write::Put(v), false),
+            api::Write::Put(v) => {
+                if c.built_in {
+                    super::typed::check(&def.api_version(), &def.kind, &v)?;
+                }
+                (Write::Put(v), false)
+            }
             api::Write::Delete(v) => (Write::Delete(v), true),
             api::Write::Unchanged(v) => match current {
                 Some(obj) => (Write::Unchanged(obj.clone()), false),
@@ -104,22 +113,27 @@ pub(super) fn execute(c: &Collection, namespace: Option<&str>, request: Request)
             let mut obj = parse(&request.body, "object")?;
             api::assign_name(&mut obj, &ctx)?;
             let name = api::object::name(&obj).to_owned();
-            write(c, &key_of(namespace, &name), dry_run, |current| {
-                api::create(&def, current, namespace, obj, &opts, &ctx)
+            write(c, &def, &key_of(namespace, &name), dry_run, |current| {
+                Ok(api::create(&def, current, namespace, obj, &opts, &ctx)?)
             })
         }
         Verb::Update => {
             let obj = parse(&request.body, "object")?;
-            write(c, &key_of(namespace, &name), dry_run, |current| api::update(&def, current, obj, &opts, &ctx))
-        }
-        Verb::Patch(patch_type) => {
-            let body = request.body.into_bytes();
-            write(c, &key_of(namespace, &name), dry_run, |current| {
-                api::patch(&def, &name, namespace, current, &body, &patch_type, &opts, &ctx)
+            write(c, &def, &key_of(namespace, &name), dry_run, |current| {
+                Ok(api::update(&def, current, obj, &opts, &ctx)?)
             })
         }
-        Verb::Delete(options) => {
-            write(c, &key_of(namespace, &name), dry_run, |current| api::delete(&def, &name, current, &options, &ctx))
+        Verb::Patch(ref patch_type) => {
+            // Decided under the store's lock: nothing can create the object in between.
+            let refused = (request.is_apply() && !request.may_create).then(|| request.apply_may_not_create());
+            let body = request.body.into_bytes();
+            write(c, &def, &key_of(namespace, &name), dry_run, |current| match (current, refused) {
+                (None, Some(refused)) => Err(refused),
+                _ => Ok(api::patch(&def, &name, namespace, current, &body, patch_type, &opts, &ctx)?),
+            })
         }
+        Verb::Delete(options) => write(c, &def, &key_of(namespace, &name), dry_run, |current| {
+            Ok(api::delete(&def, &name, current, &options, &ctx)?)
+        }),
     }
 }

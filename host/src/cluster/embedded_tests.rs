@@ -9,8 +9,11 @@ use super::*;
 use crate::cluster::{DeleteOptions, PatchType, Request, RequestError, Subresource, Verb};
 use crate::source::DirSource;
 
+/// A cluster of `files`, plus the namespace `shop` that the tests write into.
 fn cluster(files: &[(&str, &str)]) -> (tempfile::TempDir, Arc<DirSource>, EmbeddedClient) {
     let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("namespace.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
+        .unwrap();
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();
     }
@@ -291,3 +294,6 @@ async fn a_dry_run_decides_but_stores_nothing() {
     assert_eq!(stored[0].to_value().unwrap()["data"], json!({"a": "1"}), "a dry-run patch changes nothing");
     assert!(run(&client, create().with_dry_run(true)).await.is_err(), "already exists, dry run or not");
 }
+
+#[path = "embedded_limits_tests.rs"]
+mod limits;

@@ -37,6 +37,10 @@ pub enum RequestError {
         /// The fields at fault.
         causes: Vec<Cause>,
     },
+    /// 413: the request's body, or the object it would store, is over the API server's
+    /// limits (3 MiB of body; 1.5 MiB of object, etcd's request limit).
+    #[error("too large: {0}")]
+    TooLarge(String),
     /// 400, 405, 415: a malformed request.
     #[error("bad request: {0}")]
     BadRequest(String),
@@ -60,6 +64,7 @@ impl RequestError {
             (409, "AlreadyExists") => RequestError::AlreadyExists(message),
             (409, _) => RequestError::Conflict(message),
             (410, _) => RequestError::Conflict(message),
+            (413, _) => RequestError::TooLarge(message),
             (422, _) => RequestError::Invalid { message, causes },
             (429, _) => RequestError::RateLimited(message),
             (504, _) | (_, "Timeout") => RequestError::TimedOut(message),
@@ -77,6 +82,7 @@ impl RequestError {
             RequestError::AlreadyExists(_) => "already_exists",
             RequestError::Conflict(_) => "conflict",
             RequestError::Invalid { .. } => "invalid",
+            RequestError::TooLarge(_) => "too_large",
             RequestError::BadRequest(_) => "bad_request",
             RequestError::RateLimited(_) => "rate_limited",
             RequestError::TimedOut(_) => "timed_out",

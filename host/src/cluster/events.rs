@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
 
-use super::{ClusterClient, Identity, PatchType, Request, RequestError, Verb};
+use super::{Cause, ClusterClient, Identity, PatchType, Request, RequestError, Verb};
 
 /// How often series are refreshed, and how long an unobserved series is kept.
 pub const REFRESH: Duration = Duration::from_secs(6 * 60);
@@ -72,6 +72,46 @@ pub struct EventSpec {
     pub action: String,
     /// Human-readable note.
     pub note: String,
+}
+
+/// The longest `reason` and `action` the API server accepts.
+pub const REASON_MAX: usize = 128;
+/// The longest `note` the API server accepts, in bytes.
+pub const NOTE_MAX: usize = 1024;
+
+impl EventSpec {
+    /// Checks the fields the API server bounds (`reason` and `action`: 1 to 128 characters,
+    /// `note`: at most 1 KiB), before anything is sent or kept for aggregation.
+    pub fn check(&self) -> Result<(), RequestError> {
+        let mut causes = Vec::new();
+        for (field, value) in [("reason", &self.reason), ("action", &self.action)] {
+            if value.is_empty() {
+                causes.push(Cause {
+                    field: field.into(),
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                });
+            } else if value.len() > REASON_MAX {
+                causes.push(too_long(field, REASON_MAX));
+            }
+        }
+        if self.note.len() > NOTE_MAX {
+            causes.push(too_long("note", NOTE_MAX));
+        }
+        if causes.is_empty() {
+            return Ok(());
+        }
+        let listed: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        Err(RequestError::Invalid { message: format!("Event is invalid: {}", listed.join(", ")), causes })
+    }
+}
+
+fn too_long(field: &str, max: usize) -> Cause {
+    Cause {
+        field: field.into(),
+        reason: "FieldValueInvalid".into(),
+        message: format!("Invalid value: \"\": can have at most {max} characters"),
+    }
 }
 
 struct Series {
@@ -189,6 +229,7 @@ impl EventRecorder {
             subresource: None,
             body: event.to_string(),
             dry_run: false,
+            may_create: true,
         };
         self.inner.client.execute(request, identity).await?;
         let mut series = self.inner.series.lock();
@@ -219,6 +260,7 @@ impl EventRecorder {
             subresource: None,
             body: patch.to_string(),
             dry_run: false,
+            may_create: true,
         };
         self.inner.client.execute(request, identity).await.map(drop)
     }

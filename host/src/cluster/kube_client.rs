@@ -52,6 +52,17 @@ fn error(e: kube::Error) -> RequestError {
     }
 }
 
+/// Characters a name keeps as they are in a URL path: the unreserved ones and those RBAC
+/// names use (`system:controller:x`); everything else is percent-encoded.
+const PATH_SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b':').remove(b'@');
+
+/// `name` as one URL path segment. [`Request::check`] has refused `.`, `..`, `/`
+/// and `%`; what is left that a URL would read otherwise (`?`, `#`, spaces) is encoded.
+fn path_segment(name: &str) -> String {
+    percent_encoding::utf8_percent_encode(name, PATH_SEGMENT).to_string()
+}
+
 fn bad_json(e: serde_json::Error) -> RequestError {
     RequestError::BadRequest(format!("not valid JSON: {e}"))
 }
@@ -108,6 +119,7 @@ impl ClusterClient for KubeClient {
     }
 
     async fn execute(&self, request: Request, identity: Option<&Identity>) -> Result<Option<Object>, RequestError> {
+        request.check()?;
         let (resource, namespaced) = self.kind(&request.api_version, &request.kind).await?;
         let client = self.client_for(identity)?;
         let api: Api<DynamicObject> = match (&request.namespace, namespaced) {
@@ -120,7 +132,17 @@ impl ClusterClient for KubeClient {
             }
             (_, false) => Api::all_with(client, &resource),
         };
-        let name = request.name.as_str();
+        // kube-rs joins the name into the path as it is: encoded, it stays one segment.
+        let encoded = path_segment(&request.name);
+        let name = encoded.as_str();
+        if request.is_apply() && !request.may_create {
+            // Without leave to create, an apply must find the object; the server (as the
+            // plugin's account) checks `create` itself when impersonating.
+            match api.get(name).await.map_err(error) {
+                Err(RequestError::NotFound(_)) => return Err(request.apply_may_not_create()),
+                other => drop(other?),
+            }
+        }
         let status = request.subresource == Some(Subresource::Status);
         let pp = PostParams { dry_run: request.dry_run, ..PostParams::default() };
         let answer = match &request.verb {

@@ -17,14 +17,18 @@ mod error;
 mod events;
 mod kube_client;
 mod request;
+pub mod typed;
 
-pub use embedded::{Collection, EmbeddedClient, EmbeddedCluster};
+pub use embedded::{
+    Collection, EmbeddedClient, EmbeddedCluster, NamespacePhase, SYSTEM_NAMESPACES, stored_namespace_phase,
+};
 pub use embedded_rules::Outcome;
 pub use error::{Cause, RequestError};
 pub use events::{EventRecorder, EventSpec, EventType, Regarding};
 pub use kube_client::KubeClient;
 pub use request::{
-    DeleteOptions, Identity, PatchType, Preconditions, PropagationPolicy, Request, ResourceInfo, Subresource, Verb,
+    DeleteOptions, Identity, MAX_BODY_BYTES, PatchType, Preconditions, PropagationPolicy, Request, ResourceInfo,
+    Subresource, Verb,
 };
 
 use async_trait::async_trait;

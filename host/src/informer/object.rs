@@ -37,6 +37,14 @@ pub enum ObjectError {
     /// and from [`Object::to_value`]).
     #[error("object is nested deeper than {MAX_DEPTH} levels")]
     TooDeep,
+    /// A store refuses the object: its JSON is longer than the store takes.
+    #[error("the object is {size} bytes, over the {limit} bytes a store takes")]
+    TooLarge {
+        /// The object's length in bytes.
+        size: usize,
+        /// The store's limit.
+        limit: usize,
+    },
 }
 
 /// The deepest nesting of JSON arrays and objects (the top-level object counts as one) that

@@ -138,6 +138,8 @@ struct State {
     /// sort order wins when their definitions differ (a stable rule, kept across edits).
     definitions: HashMap<ObjectId, BTreeSet<PathBuf>>,
     kinds: HashMap<(String, String), MemorySource>,
+    /// The namespaces the files' objects are placed in (kept by [`State::place`]).
+    namespaces: HashSet<String>,
     /// The resourceVersion counter every kind's store shares (one revision, as etcd's).
     revision: Revision,
     placer: Placer,
@@ -209,6 +211,8 @@ impl State {
                 self.definitions.entry(id).or_default().insert(path.clone());
             }
         }
+        self.namespaces =
+            self.definitions.keys().filter_map(|(_, _, key)| Some(key.split_once('/')?.0.to_owned())).collect();
         let no_gone = HashMap::new();
         for (id, before) in affected.iter().zip(before) {
             let after = self.winner(id, &no_gone).map(|(path, value)| (path.clone(), value.clone()));
@@ -324,6 +328,7 @@ impl DirSource {
             files: HashMap::new(),
             definitions: HashMap::new(),
             kinds: HashMap::new(),
+            namespaces: HashSet::new(),
             revision: Revision::default(),
             placer: Placer::new(options.namespace.clone()),
         };
@@ -482,6 +487,11 @@ impl DirSource {
     }
 
     /// A kind the cluster's CustomResourceDefinitions define (the folder's first).
+    /// Whether an object of the folder's files is placed in `namespace`.
+    pub(crate) fn files_use_namespace(&self, namespace: &str) -> bool {
+        self.state.lock().namespaces.contains(namespace)
+    }
+
     pub(crate) fn custom_kind(&self, api_version: &str, kind: &str) -> Option<super::scope::CustomKind> {
         let folder = self.state.lock().placer.scopes().custom(api_version, kind).cloned();
         folder.or_else(|| self.written_definitions().custom(api_version, kind).cloned())

@@ -20,7 +20,9 @@ use super::memory::Write;
 use super::memory_cluster::built_in_kind;
 use super::scope::group_of;
 use crate::apiserver::{Served, ServedCluster};
-use crate::cluster::{Collection, EmbeddedCluster, RequestError, ResourceInfo};
+use crate::cluster::{
+    Collection, EmbeddedCluster, NamespacePhase, RequestError, ResourceInfo, SYSTEM_NAMESPACES, stored_namespace_phase,
+};
 use crate::informer::{Object, ObjectError};
 
 /// What the cluster knows of a kind without touching its store: its resource name and
@@ -52,6 +54,20 @@ impl EmbeddedCluster for DirSource {
         let KindInfo { info, status, built_in } = self.kind_info(api_version, kind)?;
         let fields = if built_in { crate::apiserver::built_in_fields(&info.group, kind) } else { Vec::new() };
         Some(Collection { info, status_subresource: status, built_in, fields, source: self.store(api_version, kind) })
+    }
+
+    /// A namespace exists when a Namespace object of that name is stored, when it is one of
+    /// the namespaces every cluster starts with, or when the folder's files put objects in
+    /// it (as if the folder had been applied into a cluster that had them).
+    fn namespace_phase(&self, namespace: &str) -> NamespacePhase {
+        if let Some(phase) = stored_namespace_phase(self, namespace) {
+            return phase;
+        }
+        if SYSTEM_NAMESPACES.contains(&namespace) || self.files_use_namespace(namespace) {
+            NamespacePhase::Active
+        } else {
+            NamespacePhase::Missing
+        }
     }
 }
 

@@ -151,6 +151,10 @@ pub enum Write {
     Unchanged(Object),
 }
 
+/// The longest object a store takes, as etcd's default request limit (1.5 MiB): a write of
+/// a longer one is refused, whoever makes it.
+pub const MAX_OBJECT_BYTES: usize = 3 * 512 * 1024;
+
 /// Options of a [`MemorySource`].
 #[derive(Clone, Debug)]
 pub struct MemorySourceOptions {
@@ -271,6 +275,9 @@ impl MemorySource {
             Write::Put(value) => {
                 let rv = self.options.revision.next();
                 let obj = stamp_sized(value, rv, size_hint)?;
+                if obj.json().len() > MAX_OBJECT_BYTES {
+                    return Err(ObjectError::TooLarge { size: obj.json().len(), limit: MAX_OBJECT_BYTES }.into());
+                }
                 if obj.key() != key {
                     return Err(ObjectError::Malformed {
                         path: ".metadata".into(),

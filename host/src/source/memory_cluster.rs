@@ -47,6 +47,10 @@ const WITH_STATUS: &[(&str, &str)] = &[
 /// What the API server knows of a built-in kind: its resource name and scope, and whether it
 /// has a status subresource. `None` for kinds that are not built in.
 pub(crate) fn built_in_kind(api_version: &str, kind: &str) -> Option<(ResourceInfo, bool)> {
+    // A built-in group serves its kinds at its own versions only: `v2` ConfigMaps are no kind.
+    if crate::plugin::deploy::known_kinds::unserved_version(api_version).is_some() {
+        return None;
+    }
     let scope = super::scope::built_in(api_version, kind)?;
     let group = group_of(api_version);
     let (g, v) = api_version.rsplit_once('/').unwrap_or(("", api_version));

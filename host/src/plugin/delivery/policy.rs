@@ -15,6 +15,11 @@ pub(super) fn restart_delay(backoff: &BackoffConfig, failures: u32) -> Duration 
     if failures <= 1 { Duration::ZERO } else { backoff.delay(failures - 1) }
 }
 
+/// The shortest requeue a plugin gets: a `requeue-after` of less (0 ms) waits this long, as
+/// controller-runtime's rate-limited queue starts its delays at 5 ms, so that a plugin that
+/// requeues at once cannot keep a core busy calling itself.
+pub const MIN_REQUEUE_AFTER: Duration = Duration::from_millis(5);
+
 /// Runs in the blocking pool after each call: counters, logs, restart backoff, quarantine,
 /// and what the listener is told.
 pub(super) fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> HandlerResult {
@@ -29,7 +34,7 @@ pub(super) fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutco
         }
         CallOutcome::Requeue(delay) => {
             shared.consecutive_failures.store(0, Ordering::Release);
-            return Ok(Action::RequeueAfter(*delay));
+            return Ok(Action::RequeueAfter((*delay).max(MIN_REQUEUE_AFTER)));
         }
         CallOutcome::HandlerError(e) => {
             shared.consecutive_failures.store(0, Ordering::Release);

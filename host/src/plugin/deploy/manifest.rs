@@ -485,6 +485,9 @@ impl Manifest {
         if self.limits.call_timeout.is_zero() {
             return Err(self.invalid("limits.callTimeout", "must be greater than zero"));
         }
+        if let Err((field, message)) = self.requests.validate() {
+            return Err(self.invalid(format!("requests.{field}"), message));
+        }
         let mut seen = BTreeSet::new();
         for (i, r) in self.resources.iter().enumerate() {
             self.validate_resource(&format!("resources[{i}]"), &r.api_version, &r.kind, r.namespaces.as_deref())?;

@@ -144,6 +144,102 @@ impl Default for RequestLimits {
     }
 }
 
+/// The largest `requests.qps`, `requests.burst` and `requests.perCall` a manifest may ask for.
+pub const MAX_REQUEST_COUNT: u32 = 1000;
+/// The longest `requests.timeout` a manifest may ask for.
+pub const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl RequestLimits {
+    /// Checks that each value is within its bounds: `qps` above 0 and at most
+    /// [`MAX_REQUEST_COUNT`] (so is `burst` and `perCall`, each at least 1), `timeout` from
+    /// 1 ms to [`MAX_REQUEST_TIMEOUT`]. The error names the field.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let max = f64::from(MAX_REQUEST_COUNT);
+        if !(self.qps.is_finite() && self.qps > 0.0 && self.qps <= max) {
+            return Err(("qps", format!("must be above 0 and at most {MAX_REQUEST_COUNT}, not {}", self.qps)));
+        }
+        for (field, value) in [("burst", self.burst), ("perCall", self.per_call)] {
+            if !(1..=MAX_REQUEST_COUNT).contains(&value) {
+                return Err((field, format!("must be from 1 to {MAX_REQUEST_COUNT}, not {value}")));
+            }
+        }
+        if self.timeout < Duration::from_millis(1) || self.timeout > MAX_REQUEST_TIMEOUT {
+            let (low, high) = ("1ms", humantime::format_duration(MAX_REQUEST_TIMEOUT));
+            let given = humantime::format_duration(self.timeout);
+            return Err(("timeout", format!("must be from {low} to {high}, not {given}")));
+        }
+        Ok(())
+    }
+
+    /// Where these limits ask for more than `cap`: `(field, asked, allowed)` for each.
+    pub fn over(&self, cap: &RequestCap) -> Vec<(&'static str, String, String)> {
+        let mut over = Vec::new();
+        if let Some(qps) = cap.qps.filter(|max| self.qps > *max) {
+            over.push(("requests.qps", self.qps.to_string(), qps.to_string()));
+        }
+        if let Some(burst) = cap.burst.filter(|max| self.burst > *max) {
+            over.push(("requests.burst", self.burst.to_string(), burst.to_string()));
+        }
+        if let Some(per_call) = cap.per_call.filter(|max| self.per_call > *max) {
+            over.push(("requests.perCall", self.per_call.to_string(), per_call.to_string()));
+        }
+        if let Some(timeout) = cap.timeout.filter(|max| self.timeout > *max) {
+            let show = |d: Duration| humantime::format_duration(d).to_string();
+            over.push(("requests.timeout", show(self.timeout), show(timeout)));
+        }
+        over
+    }
+}
+
+/// The most of each request limit a plugin may ask for (absent: no cap).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RequestCap {
+    /// The highest `requests.qps`.
+    pub qps: Option<f64>,
+    /// The highest `requests.burst`.
+    pub burst: Option<u32>,
+    /// The longest `requests.timeout`.
+    #[serde(default, with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    /// The highest `requests.perCall`.
+    pub per_call: Option<u32>,
+}
+
+/// The most of its sandbox limits a plugin may ask for (absent: no cap but the host's).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LimitsCap {
+    /// The largest `limits.memory`, in bytes or with a `Ki`, `Mi` or `Gi` suffix.
+    pub memory: Option<super::manifest::MemorySize>,
+    /// The longest `limits.callTimeout`.
+    #[serde(default, with = "humantime_serde")]
+    pub call_timeout: Option<Duration>,
+    /// The most of its request budget.
+    #[serde(default)]
+    pub requests: RequestCap,
+}
+
+impl LimitsCap {
+    /// Why `manifest` asks for more than this cap allows, if it does: one sentence naming
+    /// every field over it.
+    pub fn refuse(&self, manifest: &super::manifest::Manifest) -> Option<String> {
+        let show = |d: Duration| humantime::format_duration(d).to_string();
+        let mut over = manifest.requests.over(&self.requests);
+        if let Some(memory) = self.memory.filter(|max| manifest.limits.memory.bytes() > max.bytes()) {
+            over.push(("limits.memory", manifest.limits.memory.to_string(), memory.to_string()));
+        }
+        if let Some(timeout) = self.call_timeout.filter(|max| manifest.limits.call_timeout > *max) {
+            over.push(("limits.callTimeout", show(manifest.limits.call_timeout), show(timeout)));
+        }
+        (!over.is_empty()).then(|| {
+            let listed: Vec<String> =
+                over.iter().map(|(field, asked, allowed)| format!("{field} {asked} (at most {allowed})")).collect();
+            format!("the operator's policy caps {}", listed.join(", "))
+        })
+    }
+}
+
 /// A service account named `namespace/name`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ServiceAccountRef {
@@ -200,6 +296,9 @@ pub struct PolicyEntry {
     /// The service accounts the plugin may name.
     #[serde(default)]
     pub service_accounts: Vec<ServiceAccountRef>,
+    /// The most of its sandbox limits and request budget the plugin may ask for.
+    #[serde(default)]
+    pub limits: LimitsCap,
 }
 
 /// A policy file that cannot be used.
@@ -270,6 +369,14 @@ impl Permissions {
             Some(cap) if !allowed(&cap.rules, request) => Err(Refusal::Policy),
             _ => Ok(()),
         }
+    }
+
+    /// Whether any rule (and the policy's cap) could allow `verb` on some resource of
+    /// `group`: asked before a kind is resolved, so that a plugin that may not use a group
+    /// at all makes the host look nothing up (nor remember anything) for it.
+    pub fn may_reach(&self, group: &str, verb: &str) -> bool {
+        let reaches = |rules: &[PolicyRule]| rules.iter().any(|r| names(&r.api_groups, group) && names(&r.verbs, verb));
+        reaches(&self.rules) && self.cap.as_ref().is_none_or(|cap| reaches(&cap.rules))
     }
 
     /// Whether the plugin may act as this service account.

@@ -140,8 +140,17 @@ impl PluginRegistry {
     /// builds its handler, for [`starting`](Self::starting).
     pub(super) fn load(&self, read: Result<ReadPlugin, RegistryError>) -> Result<Started, RegistryError> {
         let ReadPlugin { loaded, metrics } = read?;
-        let memory = self.memory_budget.reserve(&loaded.manifest)?;
         let name = loaded.name().to_owned();
+        // Linked first: the operator's policy may refuse what the manifest asks for.
+        let cluster = match &self.cluster {
+            Some(context) => Some(
+                context
+                    .link(&loaded.manifest, metrics.clone())
+                    .map_err(|reason| RegistryError::Refused { name: name.clone(), reason })?,
+            ),
+            None => None,
+        };
+        let memory = self.memory_budget.reserve(&loaded.manifest)?;
         let mut grants = Vec::new();
         for grant in &loaded.manifest.cache {
             // Granted reads need a cache: keep the resource's informer while the plugin lives.
@@ -153,14 +162,6 @@ impl PluginRegistry {
             })?);
         }
         let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
-        let cluster = match &self.cluster {
-            Some(context) => Some(
-                context
-                    .link(&loaded.manifest, metrics.clone())
-                    .map_err(|reason| RegistryError::Refused { name: name.clone(), reason })?,
-            ),
-            None => None,
-        };
         let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
             .with_start_gate(self.caches_synced(&loaded));
         Ok(Started { loaded, handler: Arc::new(handler), grants, memory })

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{Quota, RateLimiter};
+use tokio_util::sync::CancellationToken;
 
 use crate::cluster::{
     ClusterClient, EventRecorder, EventSpec, Identity, Request, RequestError, ResourceInfo, Subresource, Verb,
@@ -27,6 +28,11 @@ use crate::plugin::delivery::metrics::PluginMetrics;
 use crate::plugin::deploy::manifest::Manifest;
 use crate::plugin::deploy::permissions::{Attributes, Permissions, Policy, Refusal, RequestLimits};
 use crate::plugin::runtime::pool::block_in_place;
+
+use super::refusals::RefusalLog;
+
+/// The most kinds one plugin's link remembers as resolved.
+pub const RESOLVED_KINDS: usize = 256;
 
 type Limiter = RateLimiter<governor::state::NotKeyed, governor::state::InMemoryState, DefaultClock>;
 
@@ -41,10 +47,15 @@ pub struct ClusterLink {
     limiter: Limiter,
     recorder: EventRecorder,
     /// Kinds already resolved (a kind's resource name and scope do not change while it is
-    /// served): most requests then make one hop to the runtime, not two.
-    resolved: parking_lot::Mutex<std::collections::HashMap<(String, String), ResourceInfo>>,
+    /// served): most requests then make one hop to the runtime, not two. Only kinds the
+    /// cluster serves are kept, at most [`RESOLVED_KINDS`] of them.
+    resolved: parking_lot::Mutex<hashlink::LruCache<(String, String), ResourceInfo>>,
+    /// Its refusals, logged at a bounded rate.
+    refusals: RefusalLog,
     /// Where requests are counted (by verb and outcome).
     metrics: Option<PluginMetrics>,
+    /// Fires at shutdown: every wait ends at once.
+    shutdown: CancellationToken,
 }
 
 impl std::fmt::Debug for ClusterLink {
@@ -79,9 +90,17 @@ impl ClusterLink {
             identity,
             limiter: RateLimiter::direct(quota),
             recorder,
-            resolved: parking_lot::Mutex::default(),
+            resolved: parking_lot::Mutex::new(hashlink::LruCache::new(RESOLVED_KINDS)),
+            refusals: RefusalLog::default(),
             metrics: None,
+            shutdown: CancellationToken::new(),
         }
+    }
+
+    /// Ending every wait when `shutdown` fires (see [`ClusterContext::with_shutdown`]).
+    pub fn with_shutdown(mut self, shutdown: CancellationToken) -> Self {
+        self.shutdown = shutdown;
+        self
     }
 
     /// Counting its requests in `metrics`.
@@ -97,6 +116,19 @@ impl ClusterLink {
         }
     }
 
+    /// What the cluster knows of a kind, remembered once the cluster has answered.
+    fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+        let key = (api_version.to_owned(), kind.to_owned());
+        if let Some(info) = self.resolved.lock().get(&key) {
+            return Ok(info.clone());
+        }
+        let client = self.client.clone();
+        let (v, k) = key.clone();
+        let info = wait(self, self.limits.timeout, async move { client.resolve(&v, &k).await })?;
+        self.resolved.lock().insert(key, info.clone());
+        Ok(info)
+    }
+
     /// The Event recorder of this plugin.
     pub fn recorder(&self) -> &EventRecorder {
         &self.recorder
@@ -109,6 +141,7 @@ pub struct ClusterContext {
     client: Arc<dyn ClusterClient>,
     policy: Option<Arc<Policy>>,
     impersonate: bool,
+    shutdown: CancellationToken,
 }
 
 impl std::fmt::Debug for ClusterContext {
@@ -122,7 +155,16 @@ impl ClusterContext {
     /// account makes its requests as that account (a real cluster); without, the name is
     /// only checked against the policy (the embedded cluster has no accounts).
     pub fn new(client: Arc<dyn ClusterClient>, impersonate: bool) -> Self {
-        Self { client, policy: None, impersonate }
+        Self { client, policy: None, impersonate, shutdown: CancellationToken::new() }
+    }
+
+    /// Cancels every request still waiting (on its rate limit or for an answer) when
+    /// `shutdown` fires: the guest's call gets `unavailable` at once, so that wink stops
+    /// within its grace period whatever the plugins' budgets and the API server do.
+    #[must_use]
+    pub fn with_shutdown(mut self, shutdown: CancellationToken) -> Self {
+        self.shutdown = shutdown;
+        self
     }
 
     /// Caps every manifest with the operator's `policy`.
@@ -133,9 +175,13 @@ impl ClusterContext {
     }
 
     /// The link of the plugin of `manifest`, on the current tokio runtime. Fails when the
-    /// manifest names a service account the policy does not allow.
+    /// manifest names a service account the policy does not allow, or asks for more memory,
+    /// call time or requests than the policy's limits allow.
     pub fn link(&self, manifest: &Manifest, metrics: PluginMetrics) -> Result<Arc<ClusterLink>, String> {
         let cap = self.policy.as_ref().map(|p| p.entry(manifest.name.as_str()).clone());
+        if let Some(refusal) = cap.as_ref().and_then(|cap| cap.limits.refuse(manifest)) {
+            return Err(format!("plugin {}: {refusal}", manifest.name));
+        }
         let permissions = Permissions { rules: manifest.permissions.clone(), cap };
         let identity = match &manifest.service_account {
             Some(account) if !permissions.may_impersonate(account) => {
@@ -150,7 +196,7 @@ impl ClusterContext {
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
         let name: Arc<str> = manifest.name.as_str().into();
         let link = ClusterLink::new(name, self.client.clone(), runtime, permissions, manifest.requests, identity);
-        Ok(Arc::new(link.with_metrics(metrics)))
+        Ok(Arc::new(link.with_metrics(metrics).with_shutdown(self.shutdown.clone())))
     }
 }
 
@@ -185,13 +231,13 @@ impl ClusterAccess {
             .ok_or_else(|| RequestError::Unavailable("this host has no cluster to send requests to".into()))
     }
 
-    /// Checks, budgets and executes one request.
+    /// Budgets, checks and executes one request.
     pub fn execute(&mut self, request: Request) -> Result<Option<Object>, RequestError> {
         let link = self.link()?;
         let started = Instant::now();
         let client = link.client.clone();
         let verb = request.verb.rbac();
-        let result = self.admit(&link, &request, started).and_then(|()| {
+        let result = self.admit(&link, request, started).and_then(|request| {
             send(&link, started, move |identity| async move { client.execute(request, identity.as_ref()).await })
         });
         self.waited += started.elapsed();
@@ -213,9 +259,10 @@ impl ClusterAccess {
         };
         let recorder = link.recorder.clone();
         let result = self
-            .permit(&link, &check("create"))
+            .spend(&link, started)
+            .and_then(|()| spec.check())
+            .and_then(|()| self.permit(&link, &check("create")))
             .and_then(|()| self.permit(&link, &check("patch")))
-            .and_then(|()| self.spend(&link, started))
             .and_then(|()| {
                 send(&link, started, move |identity| async move { recorder.record(spec, identity.as_ref()).await })
             });
@@ -224,20 +271,34 @@ impl ClusterAccess {
         result
     }
 
-    fn admit(&mut self, link: &ClusterLink, request: &Request, started: Instant) -> Result<(), RequestError> {
-        let key = (request.api_version.clone(), request.kind.clone());
-        let cached = link.resolved.lock().get(&key).cloned();
-        let info = match cached {
-            Some(info) => info,
-            None => {
-                let client = link.client.clone();
-                let (api_version, kind) = key.clone();
-                let info =
-                    wait(&link.runtime, link.limits.timeout, async move { client.resolve(&api_version, &kind).await })?;
-                link.resolved.lock().insert(key, info.clone());
-                info
-            }
-        };
+    /// What a request must pass before it is sent, in this order: the budget (a refused
+    /// request is a request too), the names it addresses, a rule for its API group and verb
+    /// (before anything is resolved for it), the kind's scope (a cluster-scoped request has
+    /// no namespace, whatever the guest sent; a namespaced one must have one), then the
+    /// rules on the very attributes the request is sent with. Returns the request as sent.
+    fn admit(&mut self, link: &ClusterLink, mut request: Request, started: Instant) -> Result<Request, RequestError> {
+        self.spend(link, started)?;
+        request.check()?;
+        let group = request.api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        if !link.permissions.may_reach(group, request.verb.rbac()) {
+            let attributes = Attributes {
+                group,
+                resource: &request.kind,
+                verb: request.verb.rbac(),
+                namespace: request.namespace.as_deref(),
+                name: &request.name,
+            };
+            return Err(self.refuse(link, &attributes, Refusal::Manifest));
+        }
+        let info = link.resolve(&request.api_version, &request.kind)?;
+        if !info.namespaced {
+            request.namespace = None;
+        } else if request.namespace.is_none() {
+            return Err(RequestError::BadRequest(format!(
+                "{} {} is namespaced: the request needs a namespace",
+                request.api_version, request.kind
+            )));
+        }
         let resource = match request.subresource {
             Some(Subresource::Status) => format!("{}/status", info.plural),
             None => info.plural.clone(),
@@ -250,21 +311,27 @@ impl ClusterAccess {
             name: &request.name,
         };
         self.permit(link, &attributes)?;
-        self.spend(link, started)
+        if request.is_apply() {
+            // An apply that finds no object creates it: the API server allows that only to
+            // whom may create, and so does wink (decided by the cluster, atomically).
+            request.may_create = link.permissions.check(&Attributes { verb: "create", ..attributes }).is_ok();
+        }
+        Ok(request)
     }
 
     fn permit(&self, link: &ClusterLink, attributes: &Attributes<'_>) -> Result<(), RequestError> {
-        match link.permissions.check(attributes) {
-            Ok(()) => Ok(()),
-            Err(refusal) => {
-                let by = match refusal {
-                    Refusal::Manifest => "no rule of its manifest's `permissions` allows it",
-                    Refusal::Policy => "the operator's policy does not allow it",
-                };
-                tracing::warn!(plugin = %link.plugin, request = %attributes, "request refused: {by}");
-                Err(RequestError::NotPermitted(format!("plugin {} may not {attributes}: {by}", link.plugin)))
-            }
-        }
+        link.permissions.check(attributes).map_err(|refusal| self.refuse(link, attributes, refusal))
+    }
+
+    /// Logs (at a bounded rate) and returns the refusal of `attributes`.
+    fn refuse(&self, link: &ClusterLink, attributes: &Attributes<'_>, refusal: Refusal) -> RequestError {
+        let by = match refusal {
+            Refusal::Manifest => "no rule of its manifest's `permissions` allows it",
+            Refusal::Policy => "the operator's policy does not allow it",
+        };
+        link.refusals.refused(&link.plugin, attributes, by);
+        let shown = crate::plugin::runtime::guest_text::GuestText::new(&attributes.to_string());
+        RequestError::NotPermitted(format!("plugin {} may not {}: {by}", link.plugin, shown.as_str()))
     }
 
     /// Counts a request against the per-call budget, then waits for the rate limiter as long
@@ -291,7 +358,7 @@ impl ClusterAccess {
                             humantime::format_duration(round_ms(wait_for))
                         )));
                     }
-                    block_in_place(|| std::thread::sleep(wait_for));
+                    pause(link, wait_for)?;
                 }
             }
         }
@@ -314,19 +381,42 @@ where
     F: Future<Output = Result<T, RequestError>> + Send + 'static,
 {
     let deadline = link.limits.timeout.saturating_sub(started.elapsed());
-    wait(&link.runtime, deadline, request(link.identity.clone()))
+    wait(link, deadline, request(link.identity.clone()))
 }
 
-/// Runs `request` on the runtime and blocks this (guest) thread, out of the guest pool, until
-/// it answers or `timeout` passes; a request still running then is cancelled.
+/// Waits `pause` for the rate limiter, out of the guest pool; ends at once at shutdown.
+fn pause(link: &ClusterLink, pause: Duration) -> Result<(), RequestError> {
+    // The wait's own timeout is past the pause: only shutdown ends it early.
+    wait(link, pause + Duration::from_secs(1), async move {
+        tokio::time::sleep(pause).await;
+        Ok(())
+    })
+}
+
+/// The error of a request cancelled because wink is stopping.
+fn shutting_down() -> RequestError {
+    RequestError::Unavailable("wink is shutting down: the request was cancelled".into())
+}
+
+/// Runs `request` on the link's runtime and blocks this (guest) thread, out of the guest
+/// pool, until it answers, `timeout` passes or wink shuts down; a request still running
+/// then is cancelled.
 fn wait<T: Send + 'static>(
-    runtime: &tokio::runtime::Handle,
+    link: &ClusterLink,
     timeout: Duration,
     request: impl Future<Output = Result<T, RequestError>> + Send + 'static,
 ) -> Result<T, RequestError> {
+    if link.shutdown.is_cancelled() {
+        return Err(shutting_down());
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let task = runtime.spawn(async move {
-        let _ = tx.send(request.await);
+    let shutdown = link.shutdown.clone();
+    let task = link.runtime.spawn(async move {
+        let answer = tokio::select! {
+            answer = request => answer,
+            () = shutdown.cancelled() => Err(shutting_down()),
+        };
+        let _ = tx.send(answer);
     });
     // Most answers of the embedded cluster come at once: only a request still unanswered
     // after a moment takes this thread out of the guest pool.
@@ -370,7 +460,17 @@ pub mod requests {
         if name.is_empty() && verb != Verb::Create {
             return Err(RequestError::BadRequest("the object has no metadata.name".into()));
         }
-        Ok(Request { verb, api_version, kind, namespace, name, subresource, body: json, dry_run: false })
+        Ok(Request {
+            verb,
+            api_version,
+            kind,
+            namespace,
+            name,
+            subresource,
+            body: json,
+            dry_run: false,
+            may_create: true,
+        })
     }
 }
 

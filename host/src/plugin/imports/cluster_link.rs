@@ -34,6 +34,8 @@ impl From<RequestError> for wit::RequestError {
                     .map(|c| wit::Cause { field: c.field, reason: c.reason, message: c.message })
                     .collect(),
             }),
+            // The contract has no `too-large`: it is a request the server will never take.
+            RequestError::TooLarge(m) => Self::BadRequest(format!("too large: {m}")),
             RequestError::BadRequest(m) => Self::BadRequest(m),
             RequestError::RateLimited(m) => Self::RateLimited(m),
             RequestError::TimedOut(m) => Self::TimedOut(m),

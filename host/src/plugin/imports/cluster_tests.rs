@@ -14,18 +14,28 @@ use crate::plugin::deploy::permissions::PolicyRule;
 #[derive(Default)]
 struct Recording {
     requests: Mutex<Vec<String>>,
+    /// The requests as received.
+    received: Mutex<Vec<Request>>,
+    /// How many kinds it was asked to resolve.
+    resolves: std::sync::atomic::AtomicUsize,
     stall: bool,
 }
+
+/// The cluster-scoped kinds of the recording cluster; every other kind is namespaced.
+const CLUSTER_SCOPED: &[&str] = &["Namespace", "ClusterRole", "ClusterRoleBinding", "Node"];
 
 #[async_trait]
 impl ClusterClient for Recording {
     async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+        self.resolves.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g).to_owned();
-        Ok(ResourceInfo { group, plural: format!("{}s", kind.to_lowercase()), namespaced: true })
+        let namespaced = !CLUSTER_SCOPED.contains(&kind);
+        Ok(ResourceInfo { group, plural: format!("{}s", kind.to_lowercase()), namespaced })
     }
 
     async fn execute(&self, request: Request, _: Option<&Identity>) -> Result<Option<Object>, RequestError> {
         self.requests.lock().push(request.to_string());
+        self.received.lock().push(request.clone());
         if self.stall {
             std::future::pending::<()>().await;
         }
@@ -65,6 +75,7 @@ fn get(name: &str) -> Request {
         subresource: None,
         body: String::new(),
         dry_run: false,
+        may_create: true,
     }
 }
 
@@ -79,7 +90,7 @@ fn nothing_is_permitted_by_default_and_a_refusal_never_reaches_the_cluster() {
     let mut access = access(client.clone(), vec![], RequestLimits::default(), &rt);
     let err = access.execute(get("web")).unwrap_err();
     assert!(
-        matches!(&err, RequestError::NotPermitted(m) if m.contains("may not get deployments (apps) in namespace shop named web")),
+        matches!(&err, RequestError::NotPermitted(m) if m.contains("may not get Deployment (apps) in namespace shop named web")),
         "{err}"
     );
     assert!(client.requests.lock().is_empty(), "no request left the host");
@@ -154,3 +165,6 @@ fn without_a_cluster_every_request_is_unavailable() {
     let mut access = ClusterAccess::new(None);
     assert!(matches!(access.execute(get("a")), Err(RequestError::Unavailable(_))));
 }
+
+#[path = "cluster_boundary_tests.rs"]
+mod boundary;

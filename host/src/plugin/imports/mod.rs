@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod cluster_link;
 pub mod event_object;
 pub mod log;
+pub mod refusals;
 pub mod wasi;
 
 pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
