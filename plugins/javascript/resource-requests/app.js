@@ -11,12 +11,33 @@
 //
 // Build with `cargo xtask build-plugins`.
 
-import { definePlugin, log } from "wink-guest";
+import { Fatal, definePlugin, log } from "wink-guest";
 
-/** The containers of a Pod, or of a workload's Pod template. */
+/** The error of an object whose containers cannot be read: reported, never skipped, so that
+ * an ill-formed workload cannot hide from the check. */
+function malformed(obj, path, what) {
+  return new Fatal(`${obj.kind} ${obj.key} is malformed: ${path} is not ${what}; its containers cannot be checked`);
+}
+
+const isMapping = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** The containers of a Pod, or of a workload's Pod template; throws a Fatal naming the field
+ * when they cannot be read. */
 function containers(obj) {
+  const path = obj.kind === "Pod" ? "spec" : "spec.template.spec";
   const spec = obj.kind === "Pod" ? obj.body.spec : obj.body.spec?.template?.spec;
-  return [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])];
+  if (spec === undefined || spec === null) return [];
+  if (!isMapping(spec)) throw malformed(obj, path, "a mapping");
+  const all = [];
+  for (const field of ["initContainers", "containers"]) {
+    const listed = spec[field] ?? [];
+    if (!Array.isArray(listed)) throw malformed(obj, `${path}.${field}`, "a list");
+    listed.forEach((c, i) => {
+      if (!isMapping(c)) throw malformed(obj, `${path}.${field}[${i}]`, "a mapping");
+      all.push(c);
+    });
+  }
+  return all;
 }
 
 function names(list, field) {

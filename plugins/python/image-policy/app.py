@@ -42,16 +42,36 @@ def is_unpinned(image: str) -> bool:
     return not colon or tag == "latest"
 
 
+def malformed(obj: wink.Object, path: str, what: str) -> wink.Fatal:
+    """The error of an object whose containers cannot be read: reported, never skipped, so
+    that an ill-formed workload cannot hide its images from the policy."""
+    return wink.Fatal(f"{obj.kind} {obj.key} is malformed: {path} is not {what}; its images cannot be checked")
+
+
 def containers(obj: wink.Object) -> Iterator[Tuple[str, str]]:
-    """``(container name, image)`` of every container of a Pod or a Pod template."""
-    spec = obj.body.get("spec") or {}
+    """``(container name, image)`` of every container of a Pod or a Pod template; raises
+    :class:`wink.Fatal` naming the field when they cannot be read."""
+    spec, path = obj.body.get("spec") or {}, "spec"
     if obj.kind != "Pod":
-        spec = (spec.get("template") or {}).get("spec") or {}
+        if not isinstance(spec, dict):
+            raise malformed(obj, path, "a mapping")
+        spec, path = (spec.get("template") or {}), "spec.template"
+        if not isinstance(spec, dict):
+            raise malformed(obj, path, "a mapping")
+        spec, path = spec.get("spec") or {}, "spec.template.spec"
+    if not isinstance(spec, dict):
+        raise malformed(obj, path, "a mapping")
     for field in ("initContainers", "containers", "ephemeralContainers"):
-        for container in spec.get(field) or []:
+        listed = spec.get(field) or []
+        if not isinstance(listed, list):
+            raise malformed(obj, f"{path}.{field}", "a list")
+        for i, container in enumerate(listed):
+            if not isinstance(container, dict):
+                raise malformed(obj, f"{path}.{field}[{i}]", "a mapping")
             image = container.get("image")
-            if isinstance(image, str):
-                yield container.get("name", "?"), image
+            if not isinstance(image, str):
+                raise malformed(obj, f"{path}.{field}[{i}].image", "a string")
+            yield container.get("name", "?"), image
 
 
 class ImagePolicy(wink.Plugin):

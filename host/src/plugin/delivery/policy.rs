@@ -20,6 +20,11 @@ pub(super) fn restart_delay(backoff: &BackoffConfig, failures: u32) -> Duration 
 /// requeues at once cannot keep a core busy calling itself.
 pub const MIN_REQUEUE_AFTER: Duration = Duration::from_millis(5);
 
+/// The delay of a plugin's `requeue-after(delay)`: never below [`MIN_REQUEUE_AFTER`].
+fn requeue_delay(asked: Duration) -> Duration {
+    asked.max(MIN_REQUEUE_AFTER)
+}
+
 /// Runs in the blocking pool after each call: counters, logs, restart backoff, quarantine,
 /// and what the listener is told.
 pub(super) fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutcome) -> HandlerResult {
@@ -34,7 +39,7 @@ pub(super) fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutco
         }
         CallOutcome::Requeue(delay) => {
             shared.consecutive_failures.store(0, Ordering::Release);
-            return Ok(Action::RequeueAfter((*delay).max(MIN_REQUEUE_AFTER)));
+            return Ok(Action::RequeueAfter(requeue_delay(*delay)));
         }
         CallOutcome::HandlerError(e) => {
             shared.consecutive_failures.store(0, Ordering::Release);
@@ -76,5 +81,17 @@ pub(super) fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutco
             tracing::warn!(plugin = name, trap = kind, "event skipped after a plugin failure (onError: skip)");
             Ok(Action::AwaitChange)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requeue_at_once_waits_the_floor_and_a_later_one_its_own_delay() {
+        assert_eq!(requeue_delay(Duration::ZERO), MIN_REQUEUE_AFTER);
+        assert_eq!(requeue_delay(Duration::from_micros(10)), MIN_REQUEUE_AFTER);
+        assert_eq!(requeue_delay(Duration::from_secs(30)), Duration::from_secs(30));
     }
 }

@@ -238,3 +238,18 @@ fn an_api_version_is_v1_or_group_slash_version() {
     let err = parse(&minimal("").replace("apiVersion: v1", "apiVersion: deployments")).unwrap_err();
     assert!(matches!(&err, ManifestError::Invalid { field, .. } if field == "resources[0].apiVersion"), "{err}");
 }
+
+#[test]
+fn request_limits_out_of_their_bounds_are_refused_naming_the_field() {
+    for (requests, field) in [
+        ("{qps: 0}", "requests.qps"),
+        ("{qps: 1000000}", "requests.qps"),
+        ("{burst: 0}", "requests.burst"),
+        ("{perCall: 100000}", "requests.perCall"),
+        ("{timeout: 1h}", "requests.timeout"),
+    ] {
+        let err = parse(&minimal(&format!("requests: {requests}\n"))).unwrap_err();
+        assert!(matches!(&err, ManifestError::Invalid { field: f, .. } if f == field), "{requests}: {err}");
+    }
+    parse(&minimal("requests: {qps: 50, burst: 100, timeout: 30s, perCall: 50}\n")).expect("within bounds");
+}

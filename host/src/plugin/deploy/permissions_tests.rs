@@ -70,3 +70,23 @@ fn limits_default_like_client_go_and_service_accounts_parse() {
     assert!("no-slash".parse::<ServiceAccountRef>().is_err());
     assert!("a/b/c".parse::<ServiceAccountRef>().is_err());
 }
+
+#[test]
+fn the_policy_caps_memory_call_time_and_request_budget() {
+    let policy: Policy = serde_norway::from_str(
+        "default:\n  limits: {memory: 128Mi, callTimeout: 1s, requests: {qps: 10, timeout: 10s}}\n",
+    )
+    .unwrap();
+    let cap = &policy.entry("anyone").limits;
+    let manifest = |extra: &str| {
+        let text = format!("name: p\ncomponent: p.wasm\nresources:\n  - {{apiVersion: v1, kind: Pod}}\n{extra}");
+        super::super::manifest::Manifest::parse(&text, Path::new("/p/plugin.yaml")).unwrap()
+    };
+    assert_eq!(cap.refuse(&manifest("limits: {memory: 64Mi}\n")), None);
+    let refusal = cap.refuse(&manifest("limits: {memory: 4Gi, callTimeout: 5s}\nrequests: {qps: 500}\n")).unwrap();
+    for field in
+        ["limits.memory 4Gi (at most 128Mi)", "limits.callTimeout 5s (at most 1s)", "requests.qps 500 (at most 10)"]
+    {
+        assert!(refusal.contains(field), "{refusal}");
+    }
+}

@@ -225,3 +225,15 @@ fn an_event_over_the_api_servers_bounds_is_refused_before_it_is_sent_or_kept() {
     assert!(matches!(&err, RequestError::Invalid { causes, .. } if causes[0].field == "note"), "{err}");
     assert!(client.requests.lock().is_empty());
 }
+
+#[test]
+fn a_manifest_asking_more_than_the_policys_limits_is_refused_at_deploy() {
+    let rt = runtime();
+    let _entered = rt.enter();
+    let policy: Policy = serde_norway::from_str("default:\n  limits: {memory: 32Mi, requests: {burst: 5}}\n").unwrap();
+    let context = ClusterContext::new(Arc::new(Recording::default()), false).with_policy(policy);
+    let text = "name: greedy\ncomponent: p.wasm\nresources:\n  - {apiVersion: v1, kind: Pod}\nlimits: {memory: 4Gi}\n";
+    let manifest = Manifest::parse(text, std::path::Path::new("/p/plugin.yaml")).unwrap();
+    let err = context.link(&manifest, PluginMetrics::detached("greedy")).unwrap_err();
+    assert!(err.contains("limits.memory 4Gi (at most 32Mi)") && err.contains("requests.burst 10 (at most 5)"), "{err}");
+}
