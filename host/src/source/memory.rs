@@ -151,8 +151,8 @@ pub enum Write {
     Unchanged(Object),
 }
 
-/// The longest object a store takes, as etcd's default request limit (1.5 MiB): a write of
-/// a longer one is refused, whoever makes it.
+/// The longest object a store takes by default, as etcd's default request limit (1.5 MiB): a
+/// write of a longer one is refused, whoever makes it.
 pub const MAX_OBJECT_BYTES: usize = 3 * 512 * 1024;
 
 /// Options of a [`MemorySource`].
@@ -172,6 +172,9 @@ pub struct MemorySourceOptions {
     /// whole (`limit` ignored); `false`: paged over the latest state, as an API server with
     /// `--watch-cache=false` reads etcd.
     pub watch_cache: bool,
+    /// The longest object a write may store, in bytes (etcd's `--max-request-bytes`);
+    /// default [`MAX_OBJECT_BYTES`], etcd's default.
+    pub max_object_bytes: usize,
 }
 
 impl Default for MemorySourceOptions {
@@ -182,6 +185,7 @@ impl Default for MemorySourceOptions {
             bookmark_interval: None,
             revision: Revision::default(),
             watch_cache: true,
+            max_object_bytes: MAX_OBJECT_BYTES,
         }
     }
 }
@@ -275,8 +279,9 @@ impl MemorySource {
             Write::Put(value) => {
                 let rv = self.options.revision.next();
                 let obj = stamp_sized(value, rv, size_hint)?;
-                if obj.json().len() > MAX_OBJECT_BYTES {
-                    return Err(ObjectError::TooLarge { size: obj.json().len(), limit: MAX_OBJECT_BYTES }.into());
+                let limit = self.options.max_object_bytes;
+                if obj.json().len() > limit {
+                    return Err(ObjectError::TooLarge { size: obj.json().len(), limit }.into());
                 }
                 if obj.key() != key {
                     return Err(ObjectError::Malformed {

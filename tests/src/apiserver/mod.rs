@@ -198,6 +198,9 @@ impl ApiServer {
         let cluster = Arc::new(MemoryCluster::new(MemorySourceOptions {
             history_limit: options.history_limit,
             bookmark_interval: options.bookmark_interval,
+            // A real etcd may take more (`--max-request-bytes`): clients must cope with
+            // objects larger than the default.
+            max_object_bytes: 64 << 20,
             ..MemorySourceOptions::default()
         }));
         let shared = Arc::new(Shared {
