@@ -214,3 +214,16 @@ impl ClusterClient for KubeClient {
         to_object(&answer).map(Some)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::path_segment;
+
+    #[test]
+    fn a_name_stays_one_path_segment_whatever_it_holds() {
+        assert_eq!(path_segment("?limit=500"), "%3Flimit%3D500");
+        assert_eq!(path_segment("a b#c"), "a%20b%23c");
+        assert_eq!(path_segment("system:controller:web-1.x_y~z@q"), "system:controller:web-1.x_y~z@q");
+        assert_eq!(path_segment("caf\u{e9}"), "caf%C3%A9");
+    }
+}
