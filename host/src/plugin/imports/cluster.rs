@@ -329,8 +329,9 @@ impl ClusterAccess {
             Refusal::Manifest => "no rule of its manifest's `permissions` allows it",
             Refusal::Policy => "the operator's policy does not allow it",
         };
-        link.refusals.refused(&link.plugin, attributes, by);
+        // Escaped and bounded once, for the log line and the guest's error alike.
         let shown = crate::plugin::runtime::guest_text::GuestText::new(&attributes.to_string());
+        link.refusals.refused(&link.plugin, &shown, by);
         RequestError::NotPermitted(format!("plugin {} may not {}: {by}", link.plugin, shown.as_str()))
     }
 

@@ -42,14 +42,14 @@ impl Default for RefusalLog {
 }
 
 impl RefusalLog {
-    /// Logs that `plugin` may not make `request` (shown escaped and bounded) because of `by`,
-    /// unless the plugin's refusals are over their rate; returns whether a line was written.
-    pub fn refused(&self, plugin: &str, request: &dyn std::fmt::Display, by: &str) -> bool {
+    /// Logs that `plugin` may not make `request` (already escaped and bounded) because of
+    /// `by`, unless the plugin's refusals are over their rate; returns whether a line was
+    /// written.
+    pub fn refused(&self, plugin: &str, request: &GuestText, by: &str) -> bool {
         if self.lines.check().is_err() {
             self.left_out.fetch_add(1, Ordering::Relaxed);
             return false;
         }
-        let request = GuestText::new(&request.to_string());
         let left_out = self.left_out.swap(0, Ordering::Relaxed);
         if left_out == 0 {
             tracing::warn!(plugin, request = request.as_str(), "request refused: {by}");
@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn a_flood_of_refusals_writes_a_burst_of_lines_and_counts_the_rest() {
         let log = RefusalLog::default();
-        let written = (0..1000).filter(|_| log.refused("flooder", &"get pods", "no rule")).count();
+        let written = (0..1000).filter(|_| log.refused("flooder", &GuestText::new("get pods"), "no rule")).count();
         assert!(written >= BURST as usize && written <= BURST as usize + 1, "{written} lines");
         assert_eq!(log.left_out(), 1000 - written as u64);
     }
