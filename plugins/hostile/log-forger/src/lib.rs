@@ -39,13 +39,15 @@ struct LogForger {
 }
 
 /// `\n` + [`FAKE`] + `size` bytes of filler, in one allocation of the final size (so the
-/// guest's own memory holds the text once).
+/// guest's own memory holds the text once). The filler is written as bytes (a `memset`), not
+/// pushed a `char` at a time: tens of MB pushed one by one take the guest long enough for the
+/// host to throttle the call.
 fn huge(size: usize) -> String {
-    let mut text = String::with_capacity(1 + FAKE.len() + size);
-    text.push('\n');
-    text.push_str(FAKE);
-    text.extend(std::iter::repeat_n('x', size));
-    text
+    let mut text = Vec::with_capacity(1 + FAKE.len() + size);
+    text.push(b'\n');
+    text.extend_from_slice(FAKE.as_bytes());
+    text.resize(1 + FAKE.len() + size, b'x');
+    String::from_utf8(text).expect("ASCII is UTF-8")
 }
 
 impl LogForger {
