@@ -9,6 +9,7 @@ pub mod binary;
 pub mod cluster;
 pub mod compile_cache;
 pub mod conformance;
+pub mod control_plane;
 pub mod host;
 pub mod kubectl;
 pub mod logs;

@@ -5,13 +5,17 @@
 //!   `plugins/` (Rust, Python, JavaScript, C; installing each language's toolchain on first
 //!   use) into components under `.wink/plugins/`; with `--only`, just the named plugins, in
 //!   or out of the tree.
-//! - `cargo xtask test [-- CARGO TEST ARGS]`: builds the plugins, then runs every test.
+//! - `cargo xtask test [-- CARGO TEST ARGS]`: builds the plugins and the tests' control plane
+//!   (kube-apiserver and etcd, from Go modules, first run only), then runs every test.
+//! - `cargo xtask control-plane`: builds the tests' kube-apiserver and etcd (if missing) and
+//!   prints the variables to run the tests that need them with plain `cargo test`.
 //! - `cargo xtask demo`: builds the plugins and runs them against `examples/cluster`.
 //! - `cargo xtask bench [-- CRITERION ARGS]`: runs the benchmarks and writes the results table.
 
 mod bench;
 mod build_plugins;
 mod component;
+mod control_plane;
 mod demo;
 mod fsutil;
 mod guests;
@@ -42,6 +46,9 @@ enum Command {
     BuildPlugins(build_plugins::Args),
     /// Build the plugins, then run every test of the workspace.
     Test(run_tests::Args),
+    /// Build the tests' control plane (kube-apiserver and etcd, from Go modules) and print
+    /// the variables that point the tests at it.
+    ControlPlane,
     /// Build the example plugins and run them against examples/cluster.
     Demo(demo::Args),
     /// Build the plugins, run the benchmarks, and write the results table (BENCHMARKS.md).
@@ -53,6 +60,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::BuildPlugins(args) => build_plugins::run(&repo_root(), &args).and_then(report::Report::into_result),
         Command::Test(args) => run_tests::run(&repo_root(), &args),
+        Command::ControlPlane => control_plane::print(&repo_root()),
         Command::Demo(args) => demo::run(&repo_root(), &args),
         Command::Bench(args) => bench::run(&repo_root(), &args),
     };

@@ -4,11 +4,13 @@
 //! JavaScript and C toolchains if missing), then runs `cargo test --workspace` with
 //! `WINK_PLUGINS_DIR` pointing at the built components so the integration tests load real
 //! plugins, and `WINK_KUBECTL` / `WINK_OCI_REGISTRY` at the real kubectl and OCI registry
-//! (Debian's, installed if missing, see `test_tools`) for the end-to-end tests. Extra arguments go to `cargo test`.
+//! (Debian's, installed if missing, see `test_tools`) for the end-to-end tests, and
+//! `WINK_KUBE_APISERVER` / `WINK_ETCD` at a real control plane built from its Go modules (first
+//! run only, see `control_plane`). Extra arguments go to `cargo test`.
 //!
-//! When part of the plugin build fails (a toolchain that cannot be installed), the tests
-//! still run — those of the missing plugins fail, saying which plugin is missing — and the
-//! command fails at the end with the build's errors.
+//! When part of the plugin build fails (a toolchain that cannot be installed), or a tool or
+//! the control plane is missing (no Go), the tests still run — those that need what is
+//! missing fail, saying what — and the command fails at the end with the build's errors.
 
 use std::path::Path;
 use std::process::Command;
@@ -32,7 +34,8 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
     if build.has_failures() {
         eprintln!("xtask: part of the plugin build failed; running the tests anyway (see the end)");
     }
-    let tools = crate::test_tools::install(repo);
+    let mut tools = crate::test_tools::install(repo);
+    tools.extend(crate::control_plane::build(repo));
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut test = Command::new(cargo);
     test.current_dir(repo).args(["test", "--workspace"]).args(&args.cargo_args).env("WINK_PLUGINS_DIR", &plugins);

@@ -1,0 +1,202 @@
+//! The real Kubernetes control plane the tests run against (`tests/src/control_plane.rs`):
+//! `kube-apiserver` and `etcd`, built from their Go modules with the Go toolchain, as
+//! controller-runtime's envtest runs them but without downloading prebuilt binaries.
+//!
+//! `tests/control-plane/go.mod` pins the releases (`k8s.io/kubernetes` and the
+//! `go.etcd.io/etcd/server/v3` it pins) and is the one place they are written: the binaries
+//! go to `.wink/control-plane/<kubernetes>-<etcd>/` and are reused while that folder holds
+//! them, so only the first run (or a change of release) pays for the build. `cargo xtask
+//! test` passes them to the tests as `WINK_KUBE_APISERVER` and `WINK_ETCD`.
+//!
+//! Without Go, or when a build fails, the error says so and the tests still run: those that
+//! need the control plane fail, saying it is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::guests::tools;
+
+/// One binary of the control plane: the Go package it is built from (a `tool` of the
+/// module), its module in `go.mod`, and the variable the tests read.
+struct Binary {
+    name: &'static str,
+    package: &'static str,
+    module: &'static str,
+    env: &'static str,
+    /// The package whose variables carry the version the binary reports (set at link time,
+    /// as Kubernetes' own build does), if any.
+    version_package: Option<&'static str>,
+    /// The cold build on a 2-core machine, for the progress line (measured, rounded up).
+    minutes: u32,
+}
+
+/// In the order of the cache folder's name: `<kubernetes>-<etcd>`.
+const BINARIES: &[Binary] = &[
+    Binary {
+        name: "kube-apiserver",
+        package: "k8s.io/kubernetes/cmd/kube-apiserver",
+        module: "k8s.io/kubernetes",
+        env: "WINK_KUBE_APISERVER",
+        version_package: Some("k8s.io/component-base/version"),
+        minutes: 15,
+    },
+    Binary {
+        name: "etcd",
+        package: "go.etcd.io/etcd/server/v3",
+        module: "go.etcd.io/etcd/server/v3",
+        env: "WINK_ETCD",
+        // etcd's version is a constant of its source.
+        version_package: None,
+        minutes: 3,
+    },
+];
+
+/// Builds what is missing of the control plane; returns `(variable, path or why not)` per
+/// binary, as [`crate::test_tools::install`] does for the Debian tools.
+pub fn build(repo: &Path) -> Vec<(&'static str, Result<PathBuf>)> {
+    match build_all(repo) {
+        Ok(built) => built.into_iter().map(|(env, path)| (env, Ok(path))).collect(),
+        Err(e) => {
+            let message = format!("{e:#}");
+            BINARIES.iter().map(|b| (b.env, Err(anyhow::anyhow!("no {} for the tests: {message}", b.name)))).collect()
+        }
+    }
+}
+
+/// `cargo xtask control-plane`: builds what is missing and prints `VARIABLE=path` lines, for
+/// `env $(cargo xtask control-plane) cargo test -p wink-tests --test real_apiserver`.
+pub fn print(repo: &Path) -> Result<()> {
+    for (env, path) in build_all(repo)? {
+        println!("{env}={}", path.display());
+    }
+    Ok(())
+}
+
+fn build_all(repo: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
+    let module = repo.join("tests").join("control-plane");
+    let go_mod = module.join("go.mod");
+    let text = std::fs::read_to_string(&go_mod).with_context(|| format!("reading {}", go_mod.display()))?;
+    let version = |b: &Binary| {
+        required_version(&text, b.module)
+            .with_context(|| format!("{} requires no version of {}", go_mod.display(), b.module))
+    };
+    let key = BINARIES.iter().map(version).collect::<Result<Vec<_>>>()?;
+    let cache = repo.join(".wink").join("control-plane");
+    let out = cache.join(key.join("-"));
+    let _lock = tools::InstallLock::acquire(&cache)?;
+    let mut go = None;
+    let mut built = Vec::new();
+    for (binary, version) in BINARIES.iter().zip(&key) {
+        let path = out.join(binary.name);
+        if !path.is_file() {
+            let go = match &go {
+                Some(go) => go,
+                None => go.insert(find_go()?),
+            };
+            eprintln!(
+                "xtask: building {} {version} with Go (first run only, ~{} min on 2 cores)",
+                binary.name, binary.minutes
+            );
+            let started = Instant::now();
+            go_build(go, &module, binary.package, &ldflags(binary, version), &path)?;
+            let took = started.elapsed().as_secs();
+            eprintln!("xtask: built {} in {}m {:02}s", binary.name, took / 60, took % 60);
+        }
+        built.push((binary.env, path));
+    }
+    Ok(built)
+}
+
+/// The version `go.mod` requires of `module` (a `require` line, not a `replace`).
+fn required_version(go_mod: &str, module: &str) -> Option<String> {
+    go_mod.lines().find_map(|line| {
+        let line = line.trim();
+        let line = line.strip_prefix("require ").unwrap_or(line);
+        let mut words = line.split_whitespace();
+        (words.next()? == module).then_some(())?;
+        words.next().filter(|v| v.starts_with('v')).map(str::to_owned)
+    })
+}
+
+/// The linker flags: no symbols nor debug information (a third of the size), and the
+/// version Kubernetes' release build stamps (else kube-apiserver reports `v0.0.0-master`).
+fn ldflags(binary: &Binary, version: &str) -> String {
+    let mut flags = String::from("-s -w");
+    if let Some(package) = binary.version_package {
+        let mut numbers = version.trim_start_matches('v').split('.');
+        let (major, minor) = (numbers.next().unwrap_or_default(), numbers.next().unwrap_or_default());
+        for (name, value) in
+            [("gitVersion", version), ("gitMajor", major), ("gitMinor", minor), ("gitTreeState", "clean")]
+        {
+            flags.push_str(&format!(" -X {package}.{name}={value}"));
+        }
+    }
+    flags
+}
+
+/// The `go` command: on the `PATH`, else where the official archive installs it.
+fn find_go() -> Result<PathBuf> {
+    for candidate in [PathBuf::from("go"), PathBuf::from("/usr/local/go/bin/go")] {
+        if let Some(version) = tools::version_of(&candidate, &["version"]) {
+            eprintln!("xtask: using {version}");
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "Go is not installed (neither `go` on the PATH nor /usr/local/go/bin/go): the tests' \
+         control plane (kube-apiserver, etcd) is built from Go modules; install Go 1.26 or \
+         newer from https://go.dev/dl"
+    )
+}
+
+/// `go build`s `package` of the module in `module_dir` into `dest`, through a temporary name
+/// so an interrupted build never leaves a binary that looks complete.
+fn go_build(go: &Path, module_dir: &Path, package: &str, ldflags: &str, dest: &Path) -> Result<()> {
+    let dir = dest.parent().context("the binary's folder")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = dest.file_name().context("the binary's name")?.to_string_lossy();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let built = tools::run(
+        Command::new(go)
+            .current_dir(module_dir)
+            // Small binaries with no local paths in them; the module's go.sum must be complete.
+            .args(["build", "-trimpath", "-mod=readonly", "-ldflags", ldflags, "-o"])
+            .arg(&tmp)
+            .arg(package),
+    );
+    let installed = built
+        .and_then(|_| std::fs::rename(&tmp, dest).with_context(|| format!("moving the build to {}", dest.display())));
+    if installed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    installed.with_context(|| format!("building {package} (the tests' control plane)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_required_versions_not_replacements() {
+        let go_mod = "module x\n\nrequire k8s.io/api v0.1.0\n\nrequire (\n\tgo.etcd.io/etcd/server/v3 v3.7.0 // indirect\n\tk8s.io/kubernetes v1.37.2\n)\n\nreplace (\n\tk8s.io/apiserver => k8s.io/apiserver v0.37.2\n)\n";
+        assert_eq!(required_version(go_mod, "k8s.io/kubernetes").as_deref(), Some("v1.37.2"));
+        assert_eq!(required_version(go_mod, "go.etcd.io/etcd/server/v3").as_deref(), Some("v3.7.0"));
+        assert_eq!(required_version(go_mod, "k8s.io/api").as_deref(), Some("v0.1.0"));
+        assert_eq!(required_version(go_mod, "k8s.io/apiserver"), None);
+    }
+
+    #[test]
+    fn stamps_the_kubernetes_version() {
+        let apiserver = BINARIES.iter().find(|b| b.name == "kube-apiserver").unwrap();
+        let flags = ldflags(apiserver, "v1.37.2");
+        assert!(flags.starts_with("-s -w "), "{flags}");
+        assert!(flags.contains(" -X k8s.io/component-base/version.gitVersion=v1.37.2"), "{flags}");
+        assert!(flags.contains(" -X k8s.io/component-base/version.gitMajor=1 "), "{flags}");
+        assert!(flags.contains(" -X k8s.io/component-base/version.gitMinor=37 "), "{flags}");
+        let etcd = BINARIES.iter().find(|b| b.name == "etcd").unwrap();
+        assert_eq!(ldflags(etcd, "v3.7.0"), "-s -w");
+    }
+}
