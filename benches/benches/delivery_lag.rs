@@ -26,12 +26,13 @@ use async_trait::async_trait;
 use criterion::{Criterion, SamplingMode};
 use futures::StreamExt;
 use parking_lot::Mutex;
+use wink::embedded::Recorded;
 use wink::informer::{
     EntryResults, EventHandler, HandlerResult, InformerFactory, ListParams, ListerWatcher, Notification, Object,
     ObjectList, ResourceKey, SourceError, WatchEvent, WatchParams, WatchStream,
 };
 use wink::plugin::{CallOutcome, GuestPool, MetricsRegistry};
-use wink::source::{KubeSource, Recorded};
+use wink::source::KubeSource;
 use wink_benches::cluster::BenchCluster;
 use wink_benches::consumers::pods_key;
 use wink_benches::gate::{WatchGate, gated_client};

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
 use serde::{Deserialize, Serialize};
+use wink::embedded::{MemorySource, MemorySourceOptions};
 use wink::informer::{InformerFactory, ListerWatcher, ResourceKey, SourceError};
 use wink::plugin::{Allocation, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart};
-use wink::source::{MemorySource, MemorySourceOptions};
 use wink_benches::mem::{human_bytes, rss, rss_shared};
 use wink_benches::plugins::{self, Language, PluginSettings};
 use wink_benches::results::{Report, Table, human_duration, median, verdict};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use wink::cluster::EmbeddedCluster;
+use wink::embedded::EmbeddedCluster;
+use wink::embedded::{MemorySource, Recorded};
 use wink::informer::split_key;
-use wink::source::{MemorySource, Recorded};
 use wink_tests::apiserver::{ApiServer, ServerOptions};
 
 use crate::workload::{self, PodSize};

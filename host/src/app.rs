@@ -7,18 +7,18 @@
 //!   world, memory, `init` with its config), without a source.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::apiserver::serve_api;
-use crate::cluster::{ClusterClient, EmbeddedClient, KubeClient};
+use crate::cluster::{ClusterClient, KubeClient};
 use crate::crd::{self, ControllerOptions, WinkPluginController};
+use crate::embedded::EmbeddedClient;
+use crate::embedded::http::serve_api;
 use crate::fswatch::WatchError;
 use crate::informer::{InformerFactory, SourceProvider};
+use crate::kube::versions;
 use crate::oci::{OciClient, OciError, OciOptions, OciPlugins, RefreshOptions};
-use crate::plugin::deploy::known_kinds;
 use crate::plugin::deploy::loader::{load_manifest, load_plugin_manifest};
 use crate::plugin::deploy::manifest::format_bytes;
 use crate::plugin::deploy::permissions::{Policy, PolicyError};
@@ -33,6 +33,7 @@ use crate::plugin::{
 use crate::replay;
 use crate::serve::{Endpoints, serve};
 use crate::shard::{GroupOptions, LeaseOptions, Membership, ShardGroup};
+pub use crate::source::SourceSpec;
 use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError, load_config};
 
 /// Errors of the subcommands.
@@ -99,37 +100,6 @@ pub enum AppError {
     /// The recording cannot be written.
     #[error(transparent)]
     Record(#[from] replay::ReplayError),
-    /// The source specification is not understood.
-    #[error("unknown source `{0}`: use `dir:PATH` or `kube`")]
-    BadSource(String),
-}
-
-/// Where objects come from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SourceSpec {
-    /// A folder of manifests (`dir:PATH`).
-    Dir(PathBuf),
-    /// A Kubernetes API server (`kube`): this kubeconfig, else the default kubeconfig
-    /// (`$KUBECONFIG`, `~/.kube/config`), else the in-cluster service account.
-    Kube {
-        /// The kubeconfig file.
-        kubeconfig: Option<PathBuf>,
-    },
-}
-
-impl FromStr for SourceSpec {
-    type Err = AppError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "kube" {
-            return Ok(Self::Kube { kubeconfig: None });
-        }
-        match s.split_once(':') {
-            Some(("dir", path)) if !path.is_empty() => Ok(Self::Dir(PathBuf::from(path))),
-            Some(("kube", path)) if !path.is_empty() => Ok(Self::Kube { kubeconfig: Some(PathBuf::from(path)) }),
-            _ => Err(AppError::BadSource(s.to_owned())),
-        }
-    }
 }
 
 /// Options of [`run`].
@@ -420,7 +390,7 @@ pub struct CheckReport {
     /// Human-readable lines describing the plugin.
     pub lines: Vec<String>,
     /// What may not work although `run` would start the plugin: a watched or granted kind
-    /// that is not a built-in Kubernetes kind (`known_kinds`).
+    /// that is not a built-in Kubernetes kind ([`crate::kube::versions`]).
     pub warnings: Vec<String>,
 }
 
@@ -497,7 +467,7 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
     let kinds = kinds.chain(m.cache.iter().map(|g| ("cache", &g.api_version, &g.kind)));
     let warnings = kinds
         .filter_map(|(at, api_version, kind)| {
-            known_kinds::unknown_kind(api_version, kind).map(|why| format!("{}: {at}: {why}", m.path().display()))
+            versions::unknown_kind(api_version, kind).map(|why| format!("{}: {at}: {why}", m.path().display()))
         })
         .collect();
     // As `run` starts it: an instance, then `init` with the config.

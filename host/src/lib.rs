@@ -7,13 +7,14 @@
 //!   deploys them onto shared informers.
 //! - [`app`]: the `wink` command's subcommands, as library functions.
 //! - [`logging`]: the `wink` command's log output (text or JSON lines).
-pub mod apiserver;
 pub mod app;
 pub mod cluster;
 pub mod crd;
+pub mod embedded;
 pub mod errors;
 pub mod fswatch;
 pub mod informer;
+pub mod kube;
 pub mod logging;
 pub mod oci;
 pub mod plugin;

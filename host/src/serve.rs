@@ -249,8 +249,8 @@ mod process {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embedded::MemorySource;
     use crate::informer::{ListerWatcher, ResourceKey, SourceError, SourceProvider};
-    use crate::source::MemorySource;
 
     /// `/readyz` turns ready only once the plugins are loaded and every running informer has
     /// synced, and says what it waits for.

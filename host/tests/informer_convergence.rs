@@ -12,10 +12,10 @@ use parking_lot::Mutex;
 use proptest::prelude::*;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use wink::embedded::{MemorySource, MemorySourceOptions};
 use wink::informer::{
     HandlerError, InformerConfig, ListenerOptions, Notification, SharedIndexInformer, SourceError, handler_fn,
 };
-use wink::source::{MemorySource, MemorySourceOptions};
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
-use wink::cluster::{Collection, EmbeddedCluster, ResourceInfo};
-use wink::source::MemorySource;
+use wink::cluster::ResourceInfo;
+use wink::embedded::MemorySource;
+use wink::embedded::{Collection, EmbeddedCluster};
 
 use crate::{plugins_dir, repo_root};
 

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-use wink::cluster::{ClusterClient, EmbeddedClient};
+use wink::cluster::ClusterClient;
+use wink::embedded::EmbeddedClient;
 use wink::informer::owner_uid_index_func;
 use wink::informer::{InformerConfig, InformerFactory, OWNER_UID_INDEX, ResourceKey};
 use wink::plugin::ClusterContext;

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tracing::Level;
-use wink::cluster::EmbeddedClient;
+use wink::embedded::EmbeddedClient;
+use wink::embedded::MemorySource;
 use wink::informer::{InformerFactory, ListerWatcher, Object, ResourceKey, SourceError};
 use wink::plugin::ClusterContext;
 use wink::plugin::{CallOutcome, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError};
-use wink::source::MemorySource;
 use wink_tests::compile_cache::cached_engine;
 use wink_tests::conformance::{ScenarioCluster, built_guest, guest_name, guest_sources, manifest_tail};
 use wink_tests::install_plugin;

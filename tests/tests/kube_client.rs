@@ -12,10 +12,10 @@
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use wink::apiserver::serve_api;
 use wink::cluster::{
     ClusterClient, DeleteOptions, Identity, KubeClient, PatchType, Request, RequestError, Subresource, Verb,
 };
+use wink::embedded::http::serve_api;
 use wink::informer::InformerConfig;
 use wink::plugin::ClusterContext;
 use wink::source::{DirSource, KubeSource};

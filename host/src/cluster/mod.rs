@@ -2,27 +2,20 @@
 //!
 //! A [`ClusterClient`] executes one [`Request`] (get, create, update, patch, delete, on the
 //! object or its status subresource) and answers with the object the server returned or a
-//! typed [`RequestError`]. Two clients exist: the embedded cluster of the directory source
-//! ([`EmbeddedClient`]: plugins' writes applied in memory with the API server's rules) and a
-//! real API server through the kube client ([`KubeClient`], optionally impersonating a
-//! service account). Permissions, budgets and timeouts are the plugin layer's business
+//! typed [`RequestError`]. Two clients exist: the embedded cluster's
+//! ([`EmbeddedClient`](crate::embedded::EmbeddedClient): writes applied in memory with the
+//! API server's rules) and a real API server's through the kube client ([`KubeClient`],
+//! optionally impersonating a service account). Permissions, budgets and timeouts are the plugin layer's business
 //! ([`crate::plugin`]); a client only executes.
 //!
 //! [`EventRecorder`] sends Events through a client, aggregating repeats as client-go's
 //! recorder does.
 
-mod embedded;
-mod embedded_rules;
 mod error;
 mod events;
 mod kube_client;
 mod request;
-pub mod typed;
 
-pub use embedded::{
-    Collection, EmbeddedClient, EmbeddedCluster, NamespacePhase, SYSTEM_NAMESPACES, stored_namespace_phase,
-};
-pub use embedded_rules::Outcome;
 pub use error::{Cause, RequestError};
 pub use events::{EventRecorder, EventSpec, EventType, Regarding};
 pub use kube_client::KubeClient;

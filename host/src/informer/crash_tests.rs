@@ -16,7 +16,7 @@ use super::handler::{EntryResults, EventHandler, HandlerResult, Notification, ha
 use super::list_watch::{ListParams, ListerWatcher, ObjectList, SourceError, WatchParams, WatchStream};
 use super::object::Object;
 use super::shared_informer::{InformerConfig, SharedIndexInformer};
-use crate::source::MemorySource;
+use crate::embedded::MemorySource;
 
 fn cm(name: &str, data: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "a", "name": name}, "data": {"v": data}})

@@ -330,8 +330,8 @@ impl InformerFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embedded::MemorySource;
     use crate::informer::handler::handler_fn;
-    use crate::source::MemorySource;
     use serde_json::json;
 
     fn provider(sources: HashMap<String, MemorySource>) -> Arc<dyn SourceProvider> {

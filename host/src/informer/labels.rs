@@ -81,6 +81,13 @@ impl<'a> Labels<'a> {
     }
 }
 
+/// A selector is matched against an object's labels where they are.
+impl crate::kube::LabelSet for Labels<'_> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key)
+    }
+}
+
 impl PartialEq for Labels<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.iter().eq(other.iter())

@@ -53,7 +53,7 @@ pub enum ObjectError {
 /// object would double the cost of decoding), so an object from an API server may be deeper;
 /// sources that build objects from untrusted data (the directory and memory sources) refuse
 /// anything deeper.
-pub const MAX_DEPTH: usize = 127;
+pub use crate::kube::MAX_DEPTH;
 
 struct Inner {
     json: Box<str>,

@@ -13,8 +13,8 @@ use super::handler::handler_fn;
 use super::list_watch::SourceError;
 use super::object::Object;
 use super::shared_informer::{InformerConfig, InformerError, SharedIndexInformer};
+use crate::embedded::MemorySource;
 use crate::errors::Chain;
-use crate::source::MemorySource;
 
 fn informer(src: &MemorySource) -> SharedIndexInformer {
     let mut config = InformerConfig { name: "v1/ConfigMap".into(), ..InformerConfig::default() };

@@ -6,10 +6,10 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::*;
+use crate::embedded::MemorySource;
 use crate::informer::delta_fifo::{DeltaObject, DeltaType};
 use crate::informer::indexer::Indexer;
 use crate::informer::list_watch::{ObjectList, Status};
-use crate::source::MemorySource;
 
 pub(super) fn cm(name: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": name}})
@@ -117,7 +117,7 @@ async fn lists_then_watches_from_the_lists_resource_version() {
 /// A source that pages lists at resourceVersion "0" (an API server without the watch cache
 /// reading etcd), so that the reflector's paging is exercised from its first list.
 fn paging_source() -> MemorySource {
-    MemorySource::new(crate::source::MemorySourceOptions { watch_cache: false, ..Default::default() })
+    MemorySource::new(crate::embedded::MemorySourceOptions { watch_cache: false, ..Default::default() })
 }
 
 #[tokio::test(start_paused = true)]

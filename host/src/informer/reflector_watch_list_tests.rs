@@ -23,7 +23,7 @@ async fn streaming_list_replaces_at_the_initial_events_end_bookmark() {
 
 #[tokio::test(start_paused = true)]
 async fn streaming_list_falls_back_to_list_when_unsupported() {
-    let src = MemorySource::new(crate::source::MemorySourceOptions { watch_list: false, ..Default::default() });
+    let src = MemorySource::new(crate::embedded::MemorySourceOptions { watch_list: false, ..Default::default() });
     src.apply(cm("a")).unwrap();
     let config = ReflectorConfig { use_watch_list: true, ..no_jitter() };
     let r = start(Arc::new(src.clone()), config, |r| r);

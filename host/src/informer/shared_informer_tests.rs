@@ -7,10 +7,10 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 
 use super::*;
+use crate::embedded::MemorySource;
 use crate::informer::handler::{HandlerError, HandlerResult};
 use crate::informer::list_watch::Status;
 use crate::informer::object::Object;
-use crate::source::MemorySource;
 
 fn cm(ns: &str, name: &str, data: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns, "name": name}, "data": {"v": data}})
@@ -224,7 +224,7 @@ async fn a_stalled_handler_never_delays_another() {
 
 #[tokio::test(start_paused = true)]
 async fn stalled_handler_queue_stays_bounded_by_keys_and_ends_with_latest_state() {
-    let src = MemorySource::new(crate::source::MemorySourceOptions { history_limit: 100, ..Default::default() });
+    let src = MemorySource::new(crate::embedded::MemorySourceOptions { history_limit: 100, ..Default::default() });
     for k in 0..100 {
         src.apply(cm("a", &format!("k{k}"), "0")).unwrap();
     }

@@ -44,7 +44,6 @@ pub use deploy::permissions::{
     Attributes, Permissions, Policy, PolicyEntry, PolicyError, PolicyRule, Refusal, RequestLimits, ServiceAccountRef,
 };
 pub use deploy::registry::{DEPLOY_RETRY, Ownership, PluginRegistry, PluginStatus, RegistryError, ScanStats};
-pub use deploy::selector::{LabelSelector, LabelSet, SelectorError};
 pub use deploy::start::PluginStart;
 pub use imports::cache::NoCache;
 pub use imports::log::{LOG_TARGET, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::cluster::{ClusterClient, EmbeddedClient, Identity, PatchType, Request, RequestError, ResourceInfo, Verb};
+use crate::cluster::{ClusterClient, Identity, PatchType, Request, RequestError, ResourceInfo, Verb};
+use crate::embedded::EmbeddedClient;
 use crate::informer::Object;
 
 /// A [`ClusterClient`] that applies writes in memory and notes them.

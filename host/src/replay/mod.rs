@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::app::SourceSpec;
 use crate::informer::{InformerFactory, Registration, ResourceKey, SourceError, SourceProvider};
 use crate::plugin::{EngineError, LoadError};
+use crate::source::SourceSpec;
 use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError, load_config};
 
 pub use format::{FormatError, Line, Recording};

@@ -18,7 +18,8 @@ use serde_json::Value;
 use super::ReplayError;
 use super::dry_run::DryRun;
 use super::format::{self, Line};
-use crate::cluster::{EmbeddedClient, EmbeddedCluster};
+use crate::embedded::{EmbeddedClient, EmbeddedCluster};
+use crate::embedded::{MemoryCluster, MemorySourceOptions};
 use crate::informer::{
     Action, EventHandler, HandlerError, HandlerResult, InformerFactory, ListerWatcher, Object, ResourceKey, SourceError,
 };
@@ -28,7 +29,6 @@ use crate::plugin::imports::ClusterContext;
 use crate::plugin::{
     EngineConfig, GuestPool, LoadError, LoadLimits, PluginEngine, PluginHandler, PluginMetrics, WatchedResource,
 };
-use crate::source::{MemoryCluster, MemorySourceOptions};
 
 /// What to replay.
 #[derive(Clone, Debug)]

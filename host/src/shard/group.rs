@@ -23,7 +23,7 @@ use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::assignment::Assignment;
+use super::Assignment;
 use super::lease::Membership;
 use crate::errors::Chain;
 use crate::plugin::{Ownership, PluginRegistry};

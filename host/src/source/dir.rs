@@ -40,13 +40,13 @@ use tokio_util::sync::CancellationToken;
 use super::dir_cluster::file_write;
 use super::dir_read::{manifest_files, read_manifest};
 pub(crate) use super::documents::{ManifestObject, parse_manifest_file};
-use super::memory::{MemorySource, MemorySourceOptions, Revision};
 use super::placement::{ObjectId, Placer};
-use super::scope::Scopes;
+use crate::embedded::{MemorySource, MemorySourceOptions, Revision};
 use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{ListerWatcher, SourceError};
 #[cfg(test)]
 use crate::informer::object::MAX_DEPTH;
+use crate::kube::scope::Scopes;
 
 /// Errors of the directory source.
 #[derive(Debug, thiserror::Error)]
@@ -492,18 +492,20 @@ impl DirSource {
         self.state.lock().namespaces.contains(namespace)
     }
 
-    pub(crate) fn custom_kind(&self, api_version: &str, kind: &str) -> Option<super::scope::CustomKind> {
+    pub(crate) fn custom_kind(&self, api_version: &str, kind: &str) -> Option<crate::kube::scope::CustomKind> {
         let folder = self.state.lock().placer.scopes().custom(api_version, kind).cloned();
         folder.or_else(|| self.written_definitions().custom(api_version, kind).cloned())
     }
 
     /// The kinds of the CustomResourceDefinitions stored now, the ones written through the
     /// API included (looking creates no store).
-    fn written_definitions(&self) -> super::scope::Scopes {
+    fn written_definitions(&self) -> crate::kube::scope::Scopes {
         let key = ("apiextensions.k8s.io/v1".to_owned(), "CustomResourceDefinition".to_owned());
-        let Some(store) = self.state.lock().kinds.get(&key).cloned() else { return super::scope::Scopes::default() };
+        let Some(store) = self.state.lock().kinds.get(&key).cloned() else {
+            return crate::kube::scope::Scopes::default();
+        };
         let crds: Vec<serde_json::Value> = store.objects().iter().filter_map(|crd| crd.to_value().ok()).collect();
-        super::scope::Scopes::from_objects(&crds)
+        crate::kube::scope::Scopes::from_objects(&crds)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The directory source as an embedded cluster that accepts writes.
 //!
-//! Plugins' writes (through [`EmbeddedClient`](crate::cluster::EmbeddedClient)) are applied in
+//! Plugins' writes (through [`EmbeddedClient`](crate::embedded::EmbeddedClient)) are applied in
 //! memory, on the same per-kind stores the files fill, with the API server's rules; every
 //! watching plugin sees them as events. Writes live in memory only: they are gone when wink
 //! stops, and never touch the files.
@@ -16,14 +16,13 @@
 use serde_json::Value;
 
 use super::dir::DirSource;
-use super::memory::Write;
-use super::memory_cluster::built_in_kind;
-use super::scope::group_of;
-use crate::apiserver::{Served, ServedCluster};
-use crate::cluster::{
-    Collection, EmbeddedCluster, NamespacePhase, RequestError, ResourceInfo, SYSTEM_NAMESPACES, stored_namespace_phase,
-};
+use crate::cluster::{RequestError, ResourceInfo};
+use crate::embedded::Write;
+use crate::embedded::built_in_kind;
+use crate::embedded::http::{Served, ServedCluster};
+use crate::embedded::{Collection, EmbeddedCluster, NamespacePhase, SYSTEM_NAMESPACES, stored_namespace_phase};
 use crate::informer::{Object, ObjectError};
+use crate::kube::scope::group_of;
 
 /// What the cluster knows of a kind without touching its store: its resource name and
 /// scope, whether it has a status subresource, and whether it is built in.
@@ -43,7 +42,7 @@ impl DirSource {
         let info = ResourceInfo {
             group: group.to_owned(),
             plural: custom.plural,
-            namespaced: custom.scope == super::Scope::Namespaced,
+            namespaced: custom.scope == crate::kube::Scope::Namespaced,
         };
         Some(KindInfo { info, status: custom.status, built_in: false })
     }
@@ -52,7 +51,7 @@ impl DirSource {
 impl EmbeddedCluster for DirSource {
     fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
         let KindInfo { info, status, built_in } = self.kind_info(api_version, kind)?;
-        let fields = if built_in { crate::apiserver::built_in_fields(&info.group, kind) } else { Vec::new() };
+        let fields = if built_in { crate::kube::fields::built_in_fields(&info.group, kind) } else { Vec::new() };
         Some(Collection { info, status_subresource: status, built_in, fields, source: self.store(api_version, kind) })
     }
 
@@ -84,8 +83,10 @@ impl ServedCluster for DirSource {
                 served.push(Served { api_version, kind: kind.to_owned(), plural, namespaced, status });
             }
         };
-        for (group, kind, _) in super::scope::built_ins().filter(|(g, k, _)| super::scope::removed_in(g, k).is_none()) {
-            for version in crate::plugin::deploy::known_kinds::embedded_versions(group) {
+        for (group, kind, _) in
+            crate::kube::scope::built_ins().filter(|(g, k, _)| crate::kube::scope::removed_in(g, k).is_none())
+        {
+            for version in crate::kube::versions::embedded_versions(group) {
                 add(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }, kind);
             }
         }

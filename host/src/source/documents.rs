@@ -10,7 +10,7 @@
 //! it. A JSON file holds one object after another, each a document (a `.json`
 //! file that does not start like JSON is read as YAML). As kubectl reads them, a UTF-8 byte order mark at the
 //! start of the file is ignored, and YAML is read by YAML 1.1's rules (`0644` is 420, `yes`
-//! is `true`; see [`yaml11`](super::yaml11)), merge keys (`<<: *anchor`) applied, mapping
+//! is `true`; see [`yaml11`](crate::kube::yaml11)), merge keys (`<<: *anchor`) applied, mapping
 //! keys that are numbers or booleans written as strings, a key given twice keeping its last
 //! value.
 //!
@@ -25,9 +25,9 @@
 use std::path::Path;
 
 use super::dir::DirSourceError;
-use super::nesting::{Estimate, estimated_depth, split_documents, value_depth};
-use super::yaml11::{self, Yaml11Error};
 use crate::informer::object::{MAX_DEPTH, Object, ObjectError};
+use crate::kube::nesting::{Estimate, estimated_depth, split_documents, value_depth};
+use crate::kube::yaml11::{self, Yaml11Error};
 
 /// Where an object is in its file.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -140,7 +140,7 @@ fn validate(value: &serde_json::Value) -> Result<(), String> {
     // As an API server, which has no such version to create it at (kubectl apply: "no
     // matches for kind").
     let api_version = value["apiVersion"].as_str().unwrap_or_default();
-    if let Some(why) = crate::plugin::deploy::known_kinds::unserved_version(api_version) {
+    if let Some(why) = crate::kube::versions::unserved_version(api_version) {
         return Err(why);
     }
     // The API server's checks of the name (by the kind's rule: a namespace's is a label, a

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use super::dir::DirSourceError;
 use super::documents::ManifestObject;
-use super::scope::{Scope, Scopes, group_of};
+use crate::kube::scope::{Scope, Scopes, group_of};
 
 /// Identity of an object in the folder: (apiVersion, kind, key).
 pub(super) type ObjectId = (String, String, String);

@@ -1,5 +1,5 @@
 //! A local Kubernetes API server for tests: wink's own Kubernetes API endpoint
-//! ([`wink::apiserver::router`], the one `wink run --serve-api` serves) over an in-memory
+//! ([`wink::embedded::http::router`], the one `wink run --serve-api` serves) over an in-memory
 //! cluster ([`MemoryCluster`]), on `127.0.0.1` (random port), with the test's faults layered on
 //! top. It speaks the API server's protocol to the **real** kube client and to `kubectl`,
 //! through a generated kubeconfig (plain `http://`, which both accept).
@@ -52,12 +52,11 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
-use wink::apiserver::{ApiOptions, router};
-use wink::cluster::{
-    Collection, DeleteOptions, EmbeddedClient, EmbeddedCluster, Request, RequestError, Subresource, Verb as Write,
-};
+use wink::cluster::{DeleteOptions, Request, RequestError, Subresource, Verb as Write};
+use wink::embedded::http::{ApiOptions, router};
+use wink::embedded::{Collection, EmbeddedClient, EmbeddedCluster};
+use wink::embedded::{MemoryCluster, MemorySourceOptions};
 use wink::informer::{Status, object_key};
-use wink::source::{MemoryCluster, MemorySourceOptions};
 
 pub use faults::{Verb, WatchListSupport};
 pub use resources::ResourceDef;
@@ -246,7 +245,7 @@ impl ApiServer {
     }
 
     /// The cluster the server serves (to write through an
-    /// [`EmbeddedClient`](wink::cluster::EmbeddedClient), or read its stores).
+    /// [`EmbeddedClient`](wink::embedded::EmbeddedClient), or read its stores).
     pub fn cluster(&self) -> Arc<MemoryCluster> {
         self.shared.cluster.clone()
     }
@@ -358,7 +357,7 @@ impl ApiServer {
         key: &str,
         object: &Value,
         version: &str,
-    ) -> Result<wink::cluster::Outcome, RequestError> {
+    ) -> Result<wink::embedded::Outcome, RequestError> {
         let mut with_status = object.clone();
         with_status["metadata"]["resourceVersion"] = version.into();
         let mut request = self.request(Write::Update, api_version, kind, key, with_status.to_string());
@@ -417,7 +416,7 @@ impl ApiServer {
     /// Ends every open watch with an ERROR event carrying this status.
     pub fn send_watch_error(&self, code: u16, reason: &'static str, message: &str) -> usize {
         let status = Status { code, reason: reason.into(), message: message.into() };
-        let frame = bytes::Bytes::from(wink::apiserver::error_frame(&status));
+        let frame = bytes::Bytes::from(wink::embedded::http::error_frame(&status));
         self.shared.to_watches(false, || vec![Control::Frame(frame.clone()), Control::End])
     }
 

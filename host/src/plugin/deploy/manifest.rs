@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plugin::deploy::permissions::{PolicyRule, RequestLimits, ServiceAccountRef};
 
-use super::selector::LabelSelector;
+use crate::kube::LabelSelector;
 
 /// The file name the loader looks for in a plugin folder.
 pub const MANIFEST_FILE: &str = "plugin.yaml";

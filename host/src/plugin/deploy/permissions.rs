@@ -12,10 +12,7 @@
 //! serviceAccount: team-a/reloader   # impersonated on a real cluster
 //! ```
 //!
-//! Matching follows Kubernetes RBAC: a request is allowed when one rule names its API group,
-//! its resource (plural, `resource/subresource` for a subresource) and its verb, `*`
-//! matching anything; `resourceNames` restricts get/update/patch/delete to those names
-//! (a create, whose name may be generated, never matches a rule with names). Recording an
+//! Rules are matched as Kubernetes RBAC matches them ([`crate::kube::rbac`]). Recording an
 //! Event needs `create` and `patch` on `events` in `events.k8s.io`, as client-go's recorder
 //! does.
 //!
@@ -31,80 +28,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// One rule, as in an RBAC `Role`, plus an optional namespace restriction.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PolicyRule {
-    /// API groups (`""`: the core group; `*`: any).
-    pub api_groups: Vec<String>,
-    /// Plural resource names, `resource/subresource`, or `*`.
-    pub resources: Vec<String>,
-    /// Verbs: `get`, `create`, `update`, `patch`, `delete`, or `*`.
-    pub verbs: Vec<String>,
-    /// Only objects with these names (empty: any). Never allows `create`.
-    #[serde(default)]
-    pub resource_names: Vec<String>,
-    /// Only in these namespaces (absent: every namespace, and cluster-scoped objects).
-    #[serde(default)]
-    pub namespaces: Option<Vec<String>>,
-}
-
-/// The request a rule is matched against.
-#[derive(Clone, Copy, Debug)]
-pub struct Attributes<'a> {
-    /// The API group.
-    pub group: &'a str,
-    /// The resource, with `/subresource` when one is addressed.
-    pub resource: &'a str,
-    /// The verb.
-    pub verb: &'a str,
-    /// The namespace (none: cluster-scoped).
-    pub namespace: Option<&'a str>,
-    /// The object's name (empty for a create with `generateName`).
-    pub name: &'a str,
-}
-
-impl std::fmt::Display for Attributes<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let group = if self.group.is_empty() { "core" } else { self.group };
-        write!(f, "{} {} ({group})", self.verb, self.resource)?;
-        if let Some(ns) = self.namespace {
-            write!(f, " in namespace {ns}")?;
-        }
-        if !self.name.is_empty() {
-            write!(f, " named {}", self.name)?;
-        }
-        Ok(())
-    }
-}
-
-fn names(list: &[String], value: &str) -> bool {
-    list.iter().any(|item| item == "*" || item == value)
-}
-
-impl PolicyRule {
-    /// Whether this rule allows the request.
-    pub fn allows(&self, request: &Attributes<'_>) -> bool {
-        let resource = names(&self.resources, request.resource)
-            || request
-                .resource
-                .split_once('/')
-                .is_some_and(|(_, sub)| self.resources.iter().any(|r| r.strip_prefix("*/").is_some_and(|s| s == sub)));
-        let name = self.resource_names.is_empty()
-            || (request.verb != "create" && self.resource_names.iter().any(|n| n == request.name));
-        let namespace = match (&self.namespaces, request.namespace) {
-            (None, _) => true,
-            (Some(list), Some(ns)) => names(list, ns),
-            (Some(_), None) => false,
-        };
-        names(&self.api_groups, request.group) && resource && names(&self.verbs, request.verb) && name && namespace
-    }
-}
-
-/// Whether any of `rules` allows the request.
-pub fn allowed(rules: &[PolicyRule], request: &Attributes<'_>) -> bool {
-    rules.iter().any(|rule| rule.allows(request))
-}
+pub use crate::kube::rbac::{Attributes, PolicyRule, allowed};
 
 /// A plugin's request budget.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
@@ -375,7 +299,7 @@ impl Permissions {
     /// `group`: asked before a kind is resolved, so that a plugin that may not use a group
     /// at all makes the host look nothing up (nor remember anything) for it.
     pub fn may_reach(&self, group: &str, verb: &str) -> bool {
-        let reaches = |rules: &[PolicyRule]| rules.iter().any(|r| names(&r.api_groups, group) && names(&r.verbs, verb));
+        let reaches = |rules: &[PolicyRule]| rules.iter().any(|r| r.reaches(group, verb));
         reaches(&self.rules) && self.cap.as_ref().is_none_or(|cap| reaches(&cap.rules))
     }
 

@@ -258,7 +258,7 @@ impl std::fmt::Debug for PluginRegistry {
 }
 
 /// A shardable plugin's slice: the assignment it delivers under, and how it splits.
-type Slice = (crate::shard::Assignment, super::manifest::ShardBy);
+type Slice = (super::assignment::Assignment, super::manifest::ShardBy);
 
 fn listener_options(
     plugin: &str,

@@ -8,10 +8,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::embedded::MemorySource;
 use crate::informer::{Backoff, BackoffConfig, ListerWatcher, SourceError, SourceProvider};
 use crate::plugin::deploy::manifest::MANIFEST_FILE;
 use crate::plugin::test_guests::{Behaviour, Guest, engine};
-use crate::source::MemorySource;
 
 fn pods_manifest(name: &str) -> String {
     format!("name: {name}\ncomponent: {name}.wasm\nresources:\n  - {{apiVersion: v1, kind: Pod}}\n")

@@ -10,7 +10,7 @@ use serde::{Serialize, Serializer};
 
 use super::manifest::{MemorySize, PluginName};
 use super::permissions::ServiceAccountRef;
-use super::selector::LabelSelector;
+use crate::kube::LabelSelector;
 
 /// Serialize and JsonSchema for a type read from, and displayed as, one string.
 macro_rules! as_text {

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::plugin::{Attributes, PolicyRule};
+use crate::kube::{Attributes, PolicyRule};
 
 use super::ServedCluster;
 

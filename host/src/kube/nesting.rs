@@ -37,7 +37,7 @@ impl Estimate {
 }
 
 /// A YAML stream cut into documents at `---` lines.
-pub(super) struct Documents<'a> {
+pub(crate) struct Documents<'a> {
     /// Each document's text (its `---` line included), in order.
     pub parts: Vec<&'a str>,
     /// Whether the first part is text before any `---` that holds no content (then it is
@@ -57,7 +57,7 @@ fn has_content(text: &str) -> bool {
 }
 
 /// Cuts a YAML stream at its document markers (`---` at the start of a line).
-pub(super) fn split_documents(text: &str) -> Documents<'_> {
+pub(crate) fn split_documents(text: &str) -> Documents<'_> {
     let mut parts = Vec::new();
     let mut start = 0;
     let mut offset = 0;

@@ -28,11 +28,11 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use super::nesting::value_depth;
 use crate::informer::list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
 use crate::informer::object::{MAX_DEPTH, Object, ObjectError};
+use crate::kube::nesting::value_depth;
 
 pub(super) type Sender = mpsc::UnboundedSender<Result<WatchEvent, SourceError>>;
 

@@ -4,8 +4,8 @@ use futures::StreamExt;
 use serde_json::json;
 
 use super::*;
+use crate::embedded::{MemorySourceOptions, Revision};
 use crate::informer::list_watch::{ListParams, ListerWatcher, WatchEvent, WatchParams};
-use crate::source::{MemorySourceOptions, Revision};
 
 fn cm(name: &str, value: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": name}, "data": {"v": value}})

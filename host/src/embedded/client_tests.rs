@@ -220,7 +220,7 @@ async fn unknown_kinds_and_missing_namespaces_are_refused() {
 /// discovery lists it; deleting the definition stops serving it.
 #[tokio::test]
 async fn a_definition_created_through_the_api_serves_its_kind() {
-    use crate::apiserver::ServedCluster;
+    use crate::embedded::http::ServedCluster;
     let (_dir, source, client) = cluster(&[]);
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -256,7 +256,7 @@ async fn a_definition_created_through_the_api_serves_its_kind() {
 /// manifests.
 #[tokio::test]
 async fn discovery_lists_no_removed_kind() {
-    use crate::apiserver::ServedCluster;
+    use crate::embedded::http::ServedCluster;
     let (_dir, source, _client) = cluster(&[]);
     let served = source.served();
     assert!(served.iter().any(|s| s.kind == "PodDisruptionBudget" && s.api_version == "policy/v1"));
@@ -265,7 +265,7 @@ async fn discovery_lists_no_removed_kind() {
     let hpa: Vec<&str> =
         served.iter().filter(|s| s.kind == "HorizontalPodAutoscaler").map(|s| s.api_version.as_str()).collect();
     assert_eq!(hpa, ["autoscaling/v2", "autoscaling/v1"]);
-    let why = crate::plugin::deploy::known_kinds::unknown_kind("policy/v1", "PodSecurityPolicy");
+    let why = crate::kube::versions::unknown_kind("policy/v1", "PodSecurityPolicy");
     assert_eq!(
         why.as_deref(),
         Some("PodSecurityPolicy was removed in Kubernetes 1.25: no current API server serves it")
@@ -295,5 +295,5 @@ async fn a_dry_run_decides_but_stores_nothing() {
     assert!(run(&client, create().with_dry_run(true)).await.is_err(), "already exists, dry run or not");
 }
 
-#[path = "embedded_limits_tests.rs"]
+#[path = "client_limits_tests.rs"]
 mod limits;

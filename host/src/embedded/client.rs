@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::embedded_rules::Outcome;
-use super::{ClusterClient, Identity, Request, RequestError, ResourceInfo, Verb};
+use super::rules::Outcome;
+use crate::cluster::{ClusterClient, Identity, Request, RequestError, ResourceInfo, Verb};
+use crate::embedded::MemorySource;
 use crate::informer::{Object, object_key};
-use crate::source::MemorySource;
 
 /// A kind the embedded cluster serves.
 #[derive(Clone, Debug)]
@@ -118,7 +118,7 @@ impl EmbeddedClient {
         {
             self.admit_into(namespace)?;
         }
-        super::embedded_rules::execute(&collection, namespace.as_deref(), request)
+        super::rules::execute(&collection, namespace.as_deref(), request)
     }
 }
 
@@ -143,5 +143,5 @@ pub(super) fn key_of(namespace: Option<&str>, name: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "embedded_tests.rs"]
+#[path = "client_tests.rs"]
 mod tests;

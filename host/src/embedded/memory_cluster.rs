@@ -2,18 +2,20 @@
 //! [`Revision`]: every built-in kind at its preferred version, plus the kinds registered and
 //! those of the CustomResourceDefinitions created in it (served from then on, as the API
 //! server establishes them). It is an [`EmbeddedCluster`] (writes through
-//! [`EmbeddedClient`](crate::cluster::EmbeddedClient), with the API server's rules) and a
-//! [`ServedCluster`] (served over HTTP by [`crate::apiserver::router`]): the tests' local API
+//! [`EmbeddedClient`](crate::embedded::EmbeddedClient), with the API server's rules) and a
+//! [`ServedCluster`] (served over HTTP by [`crate::embedded::http::router`]): the tests' local API
 //! server and offline tools run on it.
 
 use std::collections::BTreeMap;
 
 use parking_lot::RwLock;
 
+use super::http::{Served, ServedCluster};
 use super::memory::{MemorySource, MemorySourceOptions, Revision};
-use super::scope::{Scope, group_of};
-use crate::apiserver::{Served, ServedCluster, built_in_fields};
-use crate::cluster::{Collection, EmbeddedCluster, ResourceInfo};
+use crate::cluster::ResourceInfo;
+use crate::embedded::{Collection, EmbeddedCluster};
+use crate::kube::fields::built_in_fields;
+use crate::kube::scope::{Scope, group_of};
 
 /// Built-in kinds with a status subresource (group, kind).
 const WITH_STATUS: &[(&str, &str)] = &[
@@ -48,10 +50,10 @@ const WITH_STATUS: &[(&str, &str)] = &[
 /// has a status subresource. `None` for kinds that are not built in.
 pub(crate) fn built_in_kind(api_version: &str, kind: &str) -> Option<(ResourceInfo, bool)> {
     // A built-in group serves its kinds at its own versions only: `v2` ConfigMaps are no kind.
-    if crate::plugin::deploy::known_kinds::unserved_version(api_version).is_some() {
+    if crate::kube::versions::unserved_version(api_version).is_some() {
         return None;
     }
-    let scope = super::scope::built_in(api_version, kind)?;
+    let scope = crate::kube::scope::built_in(api_version, kind)?;
     let group = group_of(api_version);
     let (g, v) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let gvk = kube::core::GroupVersionKind::gvk(g, v, kind);
@@ -80,12 +82,14 @@ impl std::fmt::Debug for MemoryCluster {
 
 impl MemoryCluster {
     /// A cluster serving every built-in kind a current API server serves, at each stable
-    /// version of its group (see `known_kinds::embedded_versions`); its stores take
+    /// version of its group (see [`crate::kube::versions::embedded_versions`]); its stores take
     /// `options` (their [`Revision`] is the cluster's).
     pub fn new(options: MemorySourceOptions) -> Self {
         let this = Self { kinds: RwLock::default(), options };
-        for (group, kind, _) in super::scope::built_ins().filter(|(g, k, _)| super::scope::removed_in(g, k).is_none()) {
-            for version in crate::plugin::deploy::known_kinds::embedded_versions(group) {
+        for (group, kind, _) in
+            crate::kube::scope::built_ins().filter(|(g, k, _)| crate::kube::scope::removed_in(g, k).is_none())
+        {
+            for version in crate::kube::versions::embedded_versions(group) {
                 let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
                 if let Some((info, status)) = built_in_kind(&api_version, kind) {
                     let fields = built_in_fields(group, kind);

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, StrInput, Tag};
 use serde_json::{Map, Number, Value};
 
-use crate::informer::object::MAX_DEPTH;
+use super::MAX_DEPTH;
 
 /// Nodes aliases may add to a document before the ratio of aliased nodes counts
 /// ([`Builder::count_alias`]).
@@ -31,7 +31,7 @@ const ALIAS_FREE_NODES: u64 = 100_000;
 
 /// Why a document could not be read.
 #[derive(Debug, PartialEq)]
-pub(super) enum Yaml11Error {
+pub(crate) enum Yaml11Error {
     /// The parser's error, with its line and column in the text parsed; nothing after it
     /// in the stream is read.
     Parse(String),
@@ -42,13 +42,13 @@ pub(super) enum Yaml11Error {
 
 /// The documents of a YAML stream, as JSON (an empty document is `null`), until the first
 /// parse error.
-pub(super) struct Documents<'a> {
+pub(crate) struct Documents<'a> {
     parser: Parser<'a, StrInput<'a>>,
     failed: bool,
 }
 
 /// Reads the documents of `text`.
-pub(super) fn documents(text: &str) -> Documents<'_> {
+pub(crate) fn documents(text: &str) -> Documents<'_> {
     Documents { parser: Parser::new_from_str(text), failed: false }
 }
 

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::cluster::RequestError;
+use crate::embedded::ResourceVersionMatch;
 use crate::informer::{ListParams, WatchParams};
-use crate::source::ResourceVersionMatch;
 
 /// A request's decoded query.
 pub struct Query(Vec<(String, String)>);

@@ -8,12 +8,12 @@
 //!   resources of the folder's CustomResourceDefinitions and of those created through this
 //!   API, and whatever the files hold).
 //! - [`handlers`]: routing, GET, and the writes — POST, PUT, PATCH (merge, JSON, strategic merge, apply), DELETE —
-//!   through [`EmbeddedClient`](crate::cluster::EmbeddedClient): the same rules plugins'
+//!   through [`EmbeddedClient`](crate::embedded::EmbeddedClient): the same rules plugins'
 //!   writes follow. Errors are `Status` objects with the API server's codes and reasons.
 //! - [`read`]: LIST (paged over a snapshot, at a resourceVersion, `resourceVersionMatch`) and
 //!   WATCH (a chunked stream of JSON lines, bookmarks, streaming lists), with the
 //!   [`selection`]s and [`query`] rules of the API server, over the stores' semantics
-//!   ([`MemorySource`](crate::source::MemorySource)).
+//!   ([`MemorySource`](crate::embedded::MemorySource)).
 //!
 //! `/healthz`, `/livez` and `/readyz` answer `ok`. The tests' local API server is this router
 //! with fault injection layered on top.
@@ -39,11 +39,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::EmbeddedCluster;
+use crate::embedded::EmbeddedCluster;
 
 pub use discovery::Served;
 pub use read::error_frame;
-pub use selection::built_in_fields;
 
 /// What the endpoint serves: an embedded cluster, and the kinds it lists in discovery.
 pub trait ServedCluster: EmbeddedCluster {

@@ -5,10 +5,10 @@
 use serde_json::Value;
 use wink_apiserver as api;
 
-use super::embedded::{Collection, key_of};
-use super::{Request, RequestError, Verb};
+use super::client::{Collection, key_of};
+use crate::cluster::{Request, RequestError, Verb};
+use crate::embedded::Write;
 use crate::informer::{Object, ObjectError};
-use crate::source::Write;
 
 impl From<ObjectError> for RequestError {
     fn from(e: ObjectError) -> Self {

@@ -107,12 +107,6 @@ impl LabelSet for BTreeMap<String, String> {
     }
 }
 
-impl LabelSet for crate::informer::Labels<'_> {
-    fn label(&self, key: &str) -> Option<&str> {
-        self.get(key)
-    }
-}
-
 /// One comma-separated term of a selector: a key and a condition on its value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Requirement {

@@ -7,7 +7,7 @@
 //! each group serves. A kind missing from it is only warned about, never refused: custom
 //! resources are legitimate, and the directory source serves any kind.
 
-use crate::source::scope;
+use super::scope;
 
 /// The versions current Kubernetes serves for each built-in API group (`""`: the core
 /// group), the preferred first; the groups' kinds are the directory source's table

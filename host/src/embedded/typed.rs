@@ -21,7 +21,7 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistrat
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::RequestError;
+use crate::cluster::RequestError;
 
 /// Maps whose values are all quantities (`resources.limits`, `spec.hard`, `capacity`, …).
 const QUANTITY_MAPS: &[&str] = &[

@@ -17,11 +17,11 @@ use super::read;
 use super::selection::Selection;
 use super::{ApiOptions, ServedCluster};
 use crate::cluster::{
-    ClusterClient, DeleteOptions, EmbeddedClient, PatchType, Preconditions, PropagationPolicy, Request, RequestError,
-    Subresource, Verb,
+    ClusterClient, DeleteOptions, PatchType, Preconditions, PropagationPolicy, Request, RequestError, Subresource, Verb,
 };
+use crate::embedded::EmbeddedClient;
 use crate::informer::Object;
-use crate::plugin::Attributes;
+use crate::kube::Attributes;
 
 /// What every request reads.
 #[derive(Clone)]
@@ -233,7 +233,7 @@ async fn resource(
             };
             // An apply body is YAML (JSON is YAML too), read as the API server reads it.
             let text = match patch_type {
-                PatchType::Apply { .. } => match crate::source::yaml11::one_document(&text) {
+                PatchType::Apply { .. } => match crate::kube::yaml11::one_document(&text) {
                     Ok(v) => v.to_string(),
                     Err(e) => return failure(&RequestError::BadRequest(format!("the apply body is not YAML: {e}"))),
                 },

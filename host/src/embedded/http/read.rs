@@ -23,7 +23,8 @@ use serde_json::value::RawValue;
 use super::handlers::{failure, status_failure};
 use super::query::Query;
 use super::selection::Selection;
-use crate::cluster::{Collection, RequestError};
+use crate::cluster::RequestError;
+use crate::embedded::Collection;
 use crate::informer::{Object, SourceError, Status, WatchEvent};
 
 /// The annotation of the bookmark that ends a streaming list's initial events.

@@ -1,0 +1,29 @@
+//! Kubernetes vocabulary, without behaviour: the bottom room every other one may use, and
+//! which uses nothing of them (as kube-rs keeps `kube-core` below its client and runtime).
+//!
+//! - [`scope`]: the built-in kinds and their scopes, and the kinds CustomResourceDefinitions
+//!   add;
+//! - [`versions`]: the versions each built-in API group serves;
+//! - [`fields`]: the fields a LIST or WATCH of a built-in kind can be selected by;
+//! - [`selector`]: label selectors in their string form (`app=web, tier in (a,b)`);
+//! - [`rbac`]: RBAC's rules and the attributes of a request they are matched against;
+//! - [`yaml11`]: YAML documents read into JSON as kubectl reads them, and [`nesting`]: how
+//!   deeply a document nests, measured before it is parsed.
+
+pub mod fields;
+pub mod nesting;
+pub mod rbac;
+pub mod scope;
+pub mod selector;
+pub mod versions;
+pub mod yaml11;
+
+pub use rbac::{Attributes, PolicyRule};
+pub use scope::Scope;
+pub use selector::{LabelSelector, LabelSet, SelectorError};
+
+/// The deepest nesting of JSON arrays and objects (the top-level object counts as one) that
+/// wink reads from untrusted text: `serde_json`'s recursion limit. The YAML reader refuses
+/// anything deeper as it reads it, and so do the sources that build objects from files or
+/// writes; an [`Object`](crate::informer::Object) reads back no deeper.
+pub const MAX_DEPTH: usize = 127;
