@@ -30,77 +30,7 @@ struct Cli {
 #[allow(clippy::large_enum_variant, reason = "parsed once at start; boxing would only obscure the options")]
 enum Command {
     /// Deliver the events of the watched resources to every plugin of a folder.
-    Run {
-        /// The plugins folder: each subfolder holding a plugin.yaml is a plugin.
-        #[arg(long, value_name = "DIR", required_unless_present_any = ["plugin_refs", "winkplugins"])]
-        plugins: Option<PathBuf>,
-        /// Also take plugins from `WinkPlugin` objects (`wink.dev/v1alpha1`, see `wink crd`):
-        /// each is deployed from its `image`, replaced when it changes, removed when it is
-        /// deleted, and its status written back.
-        #[arg(long)]
-        winkplugins: bool,
-        #[command(flatten)]
-        shard: ShardArgs,
-        /// Also record what the plugins' informers deliver into this file (JSON Lines), for
-        /// `wink replay`.
-        #[arg(long, value_name = "FILE")]
-        record: Option<PathBuf>,
-        /// Deploy the plugin published at this OCI reference (`registry/repo:tag` or
-        /// `…@sha256:…`); repeatable. Tags are resolved again every `--plugin-ref-refresh`.
-        #[arg(long = "plugin-ref", value_name = "REF")]
-        plugin_refs: Vec<String>,
-        /// How often plugin references' tags are resolved again.
-        #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
-        plugin_ref_refresh: std::time::Duration,
-        #[command(flatten)]
-        oci: OciArgs,
-        /// Where objects come from: `dir:PATH` (a folder of YAML/JSON manifests), `kube` (the
-        /// default kubeconfig, or the in-cluster service account) or `kube:KUBECONFIG`.
-        #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
-        source: SourceSpec,
-        /// With a `dir:` source, the namespace of namespaced objects that name none, as
-        /// `kubectl apply -n`: objects naming another namespace are skipped [default: default].
-        #[arg(long, short = 'n', value_name = "NS", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-        namespace: Option<String>,
-        /// Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this address, e.g.
-        /// `0.0.0.0:9090` (port 0: any free port, logged).
-        #[arg(long, value_name = "ADDR")]
-        listen: Option<std::net::SocketAddr>,
-        /// Serve the embedded cluster (`--source dir:`) over the Kubernetes API on this address,
-        /// e.g. `127.0.0.1:8001`, for `kubectl --server http://ADDR`: plain HTTP, no
-        /// authentication (keep it on loopback).
-        #[arg(long, value_name = "ADDR")]
-        serve_api: Option<std::net::SocketAddr>,
-        /// The operator's policy: the most each plugin's manifest may claim (`permissions:`
-        /// rules and `serviceAccount:`). Without it, manifests are trusted as written.
-        #[arg(long, value_name = "FILE")]
-        policy: Option<PathBuf>,
-        /// Watch the API server of this kubeconfig (same as `--source kube:PATH`).
-        #[arg(long, value_name = "PATH", conflicts_with = "source")]
-        kubeconfig: Option<PathBuf>,
-        /// Where compiled components are cached [default: ~/.cache/wink/components].
-        #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
-        cache_dir: Option<PathBuf>,
-        /// Compile components on every start instead of caching them.
-        #[arg(long)]
-        no_cache: bool,
-        /// Load the plugins once instead of watching the folder for changes.
-        #[arg(long)]
-        no_watch: bool,
-        /// When plugins start (instantiate and `init`): `on-deploy` (a plugin that cannot start
-        /// is not deployed) or `on-first-event` (idle plugins hold no instance; `init`'s errors
-        /// surface with the first event, under the failure policy).
-        #[arg(long, value_name = "WHEN", default_value_t = PluginStart::OnDeploy)]
-        start_plugins: PluginStart,
-        /// Log every plugin's metrics this often, e.g. `30s` (`0`: only at shutdown).
-        #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
-        metrics_interval: std::time::Duration,
-        #[command(flatten)]
-        bounds: BoundsArgs,
-        /// How log lines are written to stderr: `text`, or `json` (one object per line).
-        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
-        log_format: LogFormat,
-    },
+    Run(RunArgs),
     /// Publish a plugin folder (plugin.yaml and its component) as an OCI artifact.
     Push {
         /// The plugin's folder.
@@ -160,6 +90,121 @@ enum Command {
         #[command(flatten)]
         bounds: BoundsArgs,
     },
+}
+
+/// The options of `wink run`.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The plugins folder: each subfolder holding a plugin.yaml is a plugin.
+    #[arg(long, value_name = "DIR", required_unless_present_any = ["plugin_refs", "winkplugins"])]
+    plugins: Option<PathBuf>,
+    /// Also take plugins from `WinkPlugin` objects (`wink.dev/v1alpha1`, see `wink crd`):
+    /// each is deployed from its `image`, replaced when it changes, removed when it is
+    /// deleted, and its status written back.
+    #[arg(long)]
+    winkplugins: bool,
+    #[command(flatten)]
+    shard: ShardArgs,
+    /// Also record what the plugins' informers deliver into this file (JSON Lines), for
+    /// `wink replay`.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Deploy the plugin published at this OCI reference (`registry/repo:tag` or
+    /// `…@sha256:…`); repeatable. Tags are resolved again every `--plugin-ref-refresh`.
+    #[arg(long = "plugin-ref", value_name = "REF")]
+    plugin_refs: Vec<String>,
+    /// How often plugin references' tags are resolved again.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    plugin_ref_refresh: std::time::Duration,
+    #[command(flatten)]
+    oci: OciArgs,
+    /// Where objects come from: `dir:PATH` (a folder of YAML/JSON manifests), `kube` (the
+    /// default kubeconfig, or the in-cluster service account) or `kube:KUBECONFIG`.
+    #[arg(long, value_name = "SOURCE", default_value = "dir:examples/cluster")]
+    source: SourceSpec,
+    /// With a `dir:` source, the namespace of namespaced objects that name none, as
+    /// `kubectl apply -n`: objects naming another namespace are skipped [default: default].
+    #[arg(long, short = 'n', value_name = "NS", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    namespace: Option<String>,
+    /// Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this address, e.g.
+    /// `0.0.0.0:9090` (port 0: any free port, logged).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// Serve the embedded cluster (`--source dir:`) over the Kubernetes API on this address,
+    /// e.g. `127.0.0.1:8001`, for `kubectl --server http://ADDR`: plain HTTP, no
+    /// authentication (keep it on loopback).
+    #[arg(long, value_name = "ADDR")]
+    serve_api: Option<std::net::SocketAddr>,
+    /// The operator's policy: the most each plugin's manifest may claim (`permissions:`
+    /// rules and `serviceAccount:`). Without it, manifests are trusted as written.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Watch the API server of this kubeconfig (same as `--source kube:PATH`).
+    #[arg(long, value_name = "PATH", conflicts_with = "source")]
+    kubeconfig: Option<PathBuf>,
+    /// Where compiled components are cached [default: ~/.cache/wink/components].
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    cache_dir: Option<PathBuf>,
+    /// Compile components on every start instead of caching them.
+    #[arg(long)]
+    no_cache: bool,
+    /// Load the plugins once instead of watching the folder for changes.
+    #[arg(long)]
+    no_watch: bool,
+    /// When plugins start (instantiate and `init`): `on-deploy` (a plugin that cannot start
+    /// is not deployed) or `on-first-event` (idle plugins hold no instance; `init`'s errors
+    /// surface with the first event, under the failure policy).
+    #[arg(long, value_name = "WHEN", default_value_t = PluginStart::OnDeploy)]
+    start_plugins: PluginStart,
+    /// Log every plugin's metrics this often, e.g. `30s` (`0`: only at shutdown).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    metrics_interval: std::time::Duration,
+    #[command(flatten)]
+    bounds: BoundsArgs,
+    /// How log lines are written to stderr: `text`, or `json` (one object per line).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+impl RunArgs {
+    /// What `wink run` runs, from its flags.
+    fn options(self) -> anyhow::Result<RunOptions> {
+        let shard = self.shard.options()?;
+        let member = shard.as_ref().map(|s| s.identity.clone());
+        let bounds = self.bounds.bounds();
+        let oci = self.oci.options(bounds.load.max_component_size);
+        let refresh = self.plugin_ref_refresh;
+        let winkplugins = self.winkplugins.then(|| {
+            let pull_dir = oci.cache_dir.join("winkplugins");
+            (oci.clone(), ControllerOptions { pull_dir, refresh, member })
+        });
+        let references = self.plugin_refs;
+        let plugin_refs = (!references.is_empty()).then(|| {
+            let pull_dir = oci.cache_dir.join("plugins");
+            (oci, RefreshOptions { references, interval: refresh, pull_dir })
+        });
+        let source = match self.kubeconfig {
+            Some(path) => SourceSpec::Kube { kubeconfig: Some(path) },
+            None => self.source,
+        };
+        Ok(RunOptions {
+            plugins: self.plugins,
+            plugin_refs,
+            source,
+            namespace: self.namespace,
+            listen: self.listen,
+            cache_dir: cache_dir(self.cache_dir, self.no_cache),
+            watch_plugins: !self.no_watch,
+            start_plugins: self.start_plugins,
+            metrics_interval: Some(self.metrics_interval),
+            bounds,
+            policy: self.policy,
+            serve_api: self.serve_api,
+            winkplugins,
+            shard,
+            record: self.record,
+        })
+    }
 }
 
 /// Scale-out: sharing the plugins with other replicas through Leases.
@@ -293,7 +338,7 @@ fn report(err: &anyhow::Error) -> String {
 
 fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
     let log_format = match &cli.command {
-        Command::Run { log_format, .. } => *log_format,
+        Command::Run(args) => args.log_format,
         Command::Check { .. }
         | Command::Push { .. }
         | Command::Pull { .. }
@@ -304,61 +349,8 @@ fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
     wink::logging::init(log_format).context("installing the log subscriber")?;
     let runtime = wink::plugin::runtime_builder().build().context("starting the tokio runtime")?;
     match cli.command {
-        Command::Run {
-            plugins,
-            source,
-            namespace,
-            listen,
-            kubeconfig,
-            cache_dir: dir,
-            no_cache,
-            no_watch,
-            start_plugins,
-            metrics_interval,
-            bounds,
-            plugin_refs,
-            plugin_ref_refresh,
-            oci,
-            policy,
-            serve_api,
-            winkplugins,
-            shard,
-            record,
-            ..
-        } => {
-            let shard = shard.options()?;
-            let member = shard.as_ref().map(|s| s.identity.clone());
-            let bounds = bounds.bounds();
-            let oci = oci.options(bounds.load.max_component_size);
-            let winkplugins = winkplugins.then(|| {
-                let pull_dir = oci.cache_dir.join("winkplugins");
-                (oci.clone(), ControllerOptions { pull_dir, refresh: plugin_ref_refresh, member })
-            });
-            let plugin_refs = (!plugin_refs.is_empty()).then(|| {
-                let pull_dir = oci.cache_dir.join("plugins");
-                (oci, RefreshOptions { references: plugin_refs, interval: plugin_ref_refresh, pull_dir })
-            });
-            let source = match kubeconfig {
-                Some(path) => SourceSpec::Kube { kubeconfig: Some(path) },
-                None => source,
-            };
-            let options = RunOptions {
-                plugins,
-                plugin_refs,
-                source,
-                namespace,
-                listen,
-                cache_dir: cache_dir(dir, no_cache),
-                watch_plugins: !no_watch,
-                start_plugins,
-                metrics_interval: Some(metrics_interval),
-                bounds,
-                policy,
-                serve_api,
-                winkplugins,
-                shard,
-                record,
-            };
+        Command::Run(args) => {
+            let options = args.options()?;
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));
             let summaries = runtime.block_on(app::run(options, shutdown))?;

@@ -16,7 +16,8 @@ use kube::discovery::{Scope, pinned_kind};
 use parking_lot::Mutex;
 
 use super::{
-    ClusterClient, Identity, PatchType, PropagationPolicy, Request, RequestError, ResourceInfo, Subresource, Verb,
+    ClusterClient, DeleteOptions, Identity, PatchType, PropagationPolicy, Request, RequestError, ResourceInfo,
+    Subresource, Verb,
 };
 use crate::informer::Object;
 
@@ -160,21 +161,7 @@ impl ClusterClient for KubeClient {
                 api.replace(name, &pp, &obj).await.map_err(error)?
             }
             Verb::Patch(patch_type) => {
-                let mut params = PatchParams::default();
-                let patch: Patch<serde_json::Value> = match patch_type {
-                    PatchType::Merge => Patch::Merge(serde_json::from_str(&request.body).map_err(bad_json)?),
-                    PatchType::StrategicMerge => {
-                        Patch::Strategic(serde_json::from_str(&request.body).map_err(bad_json)?)
-                    }
-                    PatchType::Json => Patch::Json(serde_json::from_str(&request.body).map_err(bad_json)?),
-                    PatchType::Apply { field_manager, force } => {
-                        params = PatchParams::apply(field_manager);
-                        if *force {
-                            params = params.force();
-                        }
-                        Patch::Apply(serde_json::from_str(&request.body).map_err(bad_json)?)
-                    }
-                };
+                let (patch, mut params) = patch_of(patch_type, &request.body)?;
                 params.dry_run = request.dry_run;
                 if status {
                     api.patch_status(name, &params, &patch).await.map_err(error)?
@@ -183,22 +170,7 @@ impl ClusterClient for KubeClient {
                 }
             }
             Verb::Delete(options) => {
-                let params = DeleteParams {
-                    dry_run: request.dry_run,
-                    grace_period_seconds: options.grace_period_seconds.map(|s| s.max(0) as u32),
-                    propagation_policy: options.propagation_policy.map(|p| match p {
-                        PropagationPolicy::Orphan => kube::api::PropagationPolicy::Orphan,
-                        PropagationPolicy::Background => kube::api::PropagationPolicy::Background,
-                        PropagationPolicy::Foreground => kube::api::PropagationPolicy::Foreground,
-                    }),
-                    preconditions: {
-                        let p = &options.preconditions;
-                        (p.uid.is_some() || p.resource_version.is_some()).then(|| kube::api::Preconditions {
-                            uid: p.uid.clone(),
-                            resource_version: p.resource_version.clone(),
-                        })
-                    },
-                };
+                let params = delete_params(options, request.dry_run);
                 return match api.delete(name, &params).await.map_err(error)? {
                     either::Either::Left(obj) => {
                         // The object remains (finalizers); one that came back without a
@@ -212,6 +184,36 @@ impl ClusterClient for KubeClient {
             }
         };
         to_object(&answer).map(Some)
+    }
+}
+
+/// The kube client's patch, and its parameters, for a request's patch and body.
+fn patch_of(patch_type: &PatchType, body: &str) -> Result<(Patch<serde_json::Value>, PatchParams), RequestError> {
+    let value = || serde_json::from_str::<serde_json::Value>(body).map_err(bad_json);
+    Ok(match patch_type {
+        PatchType::Merge => (Patch::Merge(value()?), PatchParams::default()),
+        PatchType::StrategicMerge => (Patch::Strategic(value()?), PatchParams::default()),
+        PatchType::Json => (Patch::Json(serde_json::from_str(body).map_err(bad_json)?), PatchParams::default()),
+        PatchType::Apply { field_manager, force } => {
+            let params = PatchParams::apply(field_manager);
+            (Patch::Apply(value()?), if *force { params.force() } else { params })
+        }
+    })
+}
+
+/// The kube client's delete parameters for a request's options.
+fn delete_params(options: &DeleteOptions, dry_run: bool) -> DeleteParams {
+    let p = &options.preconditions;
+    DeleteParams {
+        dry_run,
+        grace_period_seconds: options.grace_period_seconds.map(|s| s.max(0) as u32),
+        propagation_policy: options.propagation_policy.map(|p| match p {
+            PropagationPolicy::Orphan => kube::api::PropagationPolicy::Orphan,
+            PropagationPolicy::Background => kube::api::PropagationPolicy::Background,
+            PropagationPolicy::Foreground => kube::api::PropagationPolicy::Foreground,
+        }),
+        preconditions: (p.uid.is_some() || p.resource_version.is_some())
+            .then(|| kube::api::Preconditions { uid: p.uid.clone(), resource_version: p.resource_version.clone() }),
     }
 }
 

@@ -21,6 +21,7 @@
 
 use std::collections::BTreeSet;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
@@ -29,7 +30,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use super::backoff::BackoffConfig;
 use super::crash::panic_message;
@@ -325,28 +326,7 @@ impl Listener {
                 queue.next_retry()
             };
             if taken.is_empty() {
-                let mut sleep = std::pin::pin!(retry_at.map(tokio::time::sleep_until));
-                let mut token_first = after_batch;
-                let stop = std::future::poll_fn(|cx| {
-                    // Straight after a batch the token comes first (nothing queued since may
-                    // be delivered past a cancellation); later, a wake-up being a ring far
-                    // more often than not, the ring does.
-                    let token_first = std::mem::take(&mut token_first);
-                    if !token_first && self.doorbell.poll_rung(cx).is_ready() {
-                        return Poll::Ready(false);
-                    }
-                    if cancelled.as_mut().poll(cx).is_ready() {
-                        return Poll::Ready(true);
-                    }
-                    if token_first && self.doorbell.poll_rung(cx).is_ready() {
-                        return Poll::Ready(false);
-                    }
-                    match sleep.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
-                        Some(Poll::Ready(())) => Poll::Ready(false),
-                        _ => Poll::Pending,
-                    }
-                })
-                .await;
+                let stop = self.idle(cancelled.as_mut(), retry_at, after_batch).await;
                 if stop {
                     return;
                 }
@@ -380,6 +360,38 @@ impl Listener {
             // yield to its thread's other tasks every so many batches.
             tokio::task::coop::consume_budget().await;
         }
+    }
+
+    /// Waits, with nothing to deliver, for a ring of the doorbell or the next retry (false)
+    /// or for `cancelled` (true).
+    async fn idle(
+        &self,
+        mut cancelled: Pin<&mut WaitForCancellationFuture<'_>>,
+        retry_at: Option<Instant>,
+        after_batch: bool,
+    ) -> bool {
+        let mut sleep = std::pin::pin!(retry_at.map(tokio::time::sleep_until));
+        let mut token_first = after_batch;
+        std::future::poll_fn(|cx| {
+            // Straight after a batch the token comes first (nothing queued since may
+            // be delivered past a cancellation); later, a wake-up being a ring far
+            // more often than not, the ring does.
+            let token_first = std::mem::take(&mut token_first);
+            if !token_first && self.doorbell.poll_rung(cx).is_ready() {
+                return Poll::Ready(false);
+            }
+            if cancelled.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(true);
+            }
+            if token_first && self.doorbell.poll_rung(cx).is_ready() {
+                return Poll::Ready(false);
+            }
+            match sleep.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(false),
+                _ => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// Accounts for one delivered (or partly delivered) entry: counters, retry, or requeue,

@@ -353,6 +353,8 @@ impl Reflector {
 
     /// Makes one transition.
     pub async fn step(&mut self, state: State) -> State {
+        // One match over the states, as client-go's `ListAndWatch` is one function: each arm
+        // is one transition, and the transitions read best side by side.
         match state {
             State::Empty if self.config.use_watch_list && !self.watch_list_unsupported && !self.fallback_to_list => {
                 match self.lw.watch(&self.watch_params(self.rewatch_resource_version(), true)).await {

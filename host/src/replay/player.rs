@@ -23,7 +23,7 @@ use crate::embedded::{MemoryCluster, MemorySourceOptions};
 use crate::informer::{
     Action, EventHandler, HandlerError, HandlerResult, InformerFactory, ListerWatcher, Object, ResourceKey, SourceError,
 };
-use crate::plugin::deploy::loader::{load_manifest, load_plugin_manifest};
+use crate::plugin::deploy::loader::{LoadedPlugin, load_manifest, load_plugin_manifest};
 use crate::plugin::deploy::registry::FactoryCache;
 use crate::plugin::imports::ClusterContext;
 use crate::plugin::{
@@ -113,16 +113,8 @@ fn outcome(result: &HandlerResult, trapped: bool) -> String {
     if trapped { format!("trapped: {text}") } else { text }
 }
 
-/// Replays `options.recording` to the plugin of `options.plugin`.
-pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
-    let recording = format::read(&options.recording)?;
-    let engine = PluginEngine::new(EngineConfig { cache_dir: options.cache_dir.clone(), ..EngineConfig::default() })?;
-    let manifest = load_plugin_manifest(&options.plugin).map_err(LoadError::from)?;
-    let plugin = load_manifest(manifest, &engine, &options.load)?;
-    let name = plugin.name().to_owned();
-
-    let cluster = Arc::new(MemoryCluster::new(MemorySourceOptions::default()));
-    serve_kinds(&cluster, &recording);
+/// Informers over the recording's `cluster` for every kind `plugin` watches or reads.
+fn informers(cluster: &Arc<MemoryCluster>, plugin: &LoadedPlugin) -> Arc<InformerFactory> {
     let served = cluster.clone();
     let factory = Arc::new(InformerFactory::new(Arc::new(move |key: &ResourceKey| {
         served
@@ -134,6 +126,20 @@ pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError
     for (api_version, kind) in kinds.chain(plugin.manifest.cache.iter().map(|g| (&g.api_version, &g.kind))) {
         let _ = factory.informer_for(&ResourceKey::new(api_version.as_str(), kind.as_str()));
     }
+    factory
+}
+
+/// Replays `options.recording` to the plugin of `options.plugin`.
+pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
+    let recording = format::read(&options.recording)?;
+    let engine = PluginEngine::new(EngineConfig { cache_dir: options.cache_dir.clone(), ..EngineConfig::default() })?;
+    let manifest = load_plugin_manifest(&options.plugin).map_err(LoadError::from)?;
+    let plugin = load_manifest(manifest, &engine, &options.load)?;
+    let name = plugin.name().to_owned();
+
+    let cluster = Arc::new(MemoryCluster::new(MemorySourceOptions::default()));
+    serve_kinds(&cluster, &recording);
+    let factory = informers(&cluster, &plugin);
     factory.start();
 
     let dry_run = DryRun::new(EmbeddedClient::new(cluster.clone()));

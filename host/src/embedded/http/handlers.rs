@@ -19,7 +19,7 @@ use super::{ApiOptions, ServedCluster};
 use crate::cluster::{
     ClusterClient, DeleteOptions, PatchType, Preconditions, PropagationPolicy, Request, RequestError, Subresource, Verb,
 };
-use crate::embedded::EmbeddedClient;
+use crate::embedded::{Collection, EmbeddedClient};
 use crate::informer::Object;
 use crate::kube::Attributes;
 
@@ -154,37 +154,13 @@ async fn resource(
     let namespace = if kind.namespaced { path.namespace.clone() } else { None };
     let name = path.name.clone().unwrap_or_default();
     // An apply that finds no object creates it: allowed only to whom may also create.
-    let mut may_create = true;
-    if let Some(user) = impersonated(headers) {
-        let verb = match (&method, path.name.is_some()) {
-            (&Method::GET, false) if watching => "watch",
-            (&Method::GET, false) => "list",
-            (&Method::GET, true) => "get",
-            (&Method::POST, _) => "create",
-            (&Method::PUT, _) => "update",
-            (&Method::PATCH, _) => "patch",
-            (&Method::DELETE, _) => "delete",
-            _ => "unknown",
-        };
-        let resource = if path.status { format!("{}/status", kind.plural) } else { kind.plural.clone() };
-        let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
-        let attributes = Attributes { group, resource: &resource, verb, namespace: namespace.as_deref(), name: &name };
-        if let Err(message) = rbac::authorize(state.cluster.as_ref(), &user, &attributes) {
-            return failure(&RequestError::Forbidden(message));
-        }
-        if verb == "patch" {
-            let create = Attributes { verb: "create", ..attributes };
-            may_create = rbac::authorize(state.cluster.as_ref(), &user, &create).is_ok();
-        }
-    }
-    // `dryRun=All`: the write is decided, not stored (its one value, as the API server's).
-    let dry_run = match query.get("dryRun") {
-        None | Some("") => false,
-        Some("All") => true,
-        Some(other) => {
-            let message = format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"");
-            return failure(&RequestError::BadRequest(message));
-        }
+    let may_create = match authorize(state, headers, &method, path, kind, watching, namespace.as_deref(), &name) {
+        Ok(may_create) => may_create,
+        Err(e) => return failure(&e),
+    };
+    let dry_run = match dry_run(&query) {
+        Ok(dry_run) => dry_run,
+        Err(e) => return failure(&e),
     };
     let request = |verb: Verb, body: String| {
         Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
@@ -194,43 +170,12 @@ async fn resource(
     };
     let text = String::from_utf8_lossy(&body).into_owned();
     let write = match (method, path.name.is_some()) {
-        (Method::GET, false) => {
-            let selection = match Selection::parse(
-                &collection,
-                namespace,
-                query.get("labelSelector"),
-                query.get("fieldSelector"),
-            ) {
-                Ok(s) => s,
-                Err(e) => return failure(&e),
-            };
-            return if watching {
-                read::watch(
-                    &collection,
-                    &kind.api_version,
-                    &kind.kind,
-                    selection,
-                    &query,
-                    state.options.default_watch_timeout,
-                )
-            } else {
-                read::list(&collection, &kind.api_version, &kind.kind, &selection, &query)
-            };
-        }
+        (Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching),
         (Method::GET, true) => request(Verb::Get, String::new()),
         (Method::POST, false) => request(Verb::Create, text),
         (Method::PUT, true) => request(Verb::Update, text),
         (Method::PATCH, true) => {
-            let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-            let patch_type = match content_type.split(';').next().unwrap_or_default().trim() {
-                "application/json-patch+json" => PatchType::Json,
-                "application/strategic-merge-patch+json" => PatchType::StrategicMerge,
-                "application/apply-patch+yaml" => PatchType::Apply {
-                    field_manager: query.get("fieldManager").unwrap_or("unknown").to_owned(),
-                    force: query.get("force") == Some("true"),
-                },
-                _ => PatchType::Merge,
-            };
+            let patch_type = patch_type(headers, &query);
             // An apply body is YAML (JSON is YAML too), read as the API server reads it.
             let text = match patch_type {
                 PatchType::Apply { .. } => match crate::kube::yaml11::one_document(&text) {
@@ -256,6 +201,85 @@ async fn resource(
                     "details": {"name": name, "kind": path.plural}}),
         ),
         Err(e) => failure(&e),
+    }
+}
+
+/// A LIST, or a WATCH, of a collection, with the request's selection.
+fn list_or_watch(
+    state: &State,
+    collection: &Collection,
+    kind: &Served,
+    namespace: Option<String>,
+    query: &Query,
+    watching: bool,
+) -> Response {
+    let selection =
+        match Selection::parse(collection, namespace, query.get("labelSelector"), query.get("fieldSelector")) {
+            Ok(s) => s,
+            Err(e) => return failure(&e),
+        };
+    if watching {
+        read::watch(collection, &kind.api_version, &kind.kind, selection, query, state.options.default_watch_timeout)
+    } else {
+        read::list(collection, &kind.api_version, &kind.kind, &selection, query)
+    }
+}
+
+/// Authorizes a request that impersonates a user (`kubectl --as`) by the cluster's RBAC;
+/// returns whether a server-side apply that finds no object may create it (`create` as
+/// well as `patch`). A request that impersonates no one is the cluster admin's.
+#[allow(clippy::too_many_arguments, reason = "the parts of one request, read where they were parsed")]
+fn authorize(
+    state: &State,
+    headers: &HeaderMap,
+    method: &Method,
+    path: &ResourcePath,
+    kind: &Served,
+    watching: bool,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<bool, RequestError> {
+    let Some(user) = impersonated(headers) else { return Ok(true) };
+    let verb = match (method, path.name.is_some()) {
+        (&Method::GET, false) if watching => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::GET, true) => "get",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, _) => "delete",
+        _ => "unknown",
+    };
+    let resource = if path.status { format!("{}/status", kind.plural) } else { kind.plural.clone() };
+    let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let attributes = Attributes { group, resource: &resource, verb, namespace, name };
+    rbac::authorize(state.cluster.as_ref(), &user, &attributes).map_err(RequestError::Forbidden)?;
+    let create = Attributes { verb: "create", ..attributes };
+    Ok(verb != "patch" || rbac::authorize(state.cluster.as_ref(), &user, &create).is_ok())
+}
+
+/// `dryRun=All`: the write is decided, not stored (its one value, as the API server's).
+fn dry_run(query: &Query) -> Result<bool, RequestError> {
+    match query.get("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => {
+            Err(RequestError::BadRequest(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"")))
+        }
+    }
+}
+
+/// The kind of patch a PATCH's `Content-Type` names (a merge patch when it names none).
+fn patch_type(headers: &HeaderMap, query: &Query) -> PatchType {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    match content_type.split(';').next().unwrap_or_default().trim() {
+        "application/json-patch+json" => PatchType::Json,
+        "application/strategic-merge-patch+json" => PatchType::StrategicMerge,
+        "application/apply-patch+yaml" => PatchType::Apply {
+            field_manager: query.get("fieldManager").unwrap_or("unknown").to_owned(),
+            force: query.get("force") == Some("true"),
+        },
+        _ => PatchType::Merge,
     }
 }
 

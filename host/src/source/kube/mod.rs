@@ -13,7 +13,7 @@
 //!   parameters (`limit`, `continue`, `resourceVersion`, selectors, `watch=1`,
 //!   `allowWatchBookmarks`, `timeoutSeconds`, `sendInitialEvents` +
 //!   `resourceVersionMatch=NotOlderThan`) are built here so that bodies are decoded once from
-//!   the bytes received (see the `kube_decode` module): no `DynamicObject` or
+//!   the bytes received (see the `decode` module): no `DynamicObject` or
 //!   `serde_json::Value` per object.
 //! - **Errors** keep the distinctions the reflector acts on: `410`, reason `Expired` or
 //!   "too old resource version" → [`SourceError::Gone`] (relist); `429` →
@@ -54,7 +54,6 @@ use crate::informer::list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
 
-#[path = "kube_decode.rs"]
 mod decode;
 
 use decode::{FrameSplitter, decode_event, decode_list, status_from_body};
@@ -528,5 +527,4 @@ fn guard_initial_events(events: WatchStream, unsupported: Arc<AtomicBool>) -> Wa
 }
 
 #[cfg(test)]
-#[path = "kube_tests.rs"]
 mod tests;

@@ -60,17 +60,14 @@ use crate::plugin::imports::{CacheResolver, ClusterContext};
 use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 use crate::plugin::runtime::outcome::CallOutcome;
 
-#[path = "registry_load.rs"]
+mod folder_sync;
 mod load;
-#[path = "registry_scan.rs"]
-mod scan;
-#[path = "registry_shard.rs"]
-mod shard;
+mod ownership;
 
 use load::{Read, Started, Starting};
-pub use shard::Ownership;
+pub use ownership::Ownership;
 
-pub use scan::{DEPLOY_RETRY, ScanStats};
+pub use folder_sync::{DEPLOY_RETRY, ScanStats};
 
 /// Why a plugin could not be deployed.
 #[derive(Debug, thiserror::Error)]
@@ -237,14 +234,14 @@ pub struct PluginRegistry {
     /// Plugin file digests by (size, modification time), for rescans.
     digests: Arc<parking_lot::Mutex<FileDigests>>,
     /// Folder scans and failed deploys waiting for their retry.
-    scans: scan::ScanState,
+    scans: folder_sync::ScanState,
     memory_budget: MemoryBudget,
     load_limits: LoadLimits,
     cluster: Option<ClusterContext>,
     /// Which plugins run here when a shard group shares them (`None`: all).
     ownership: Option<Arc<dyn Ownership>>,
     /// Plugins found but run by another member.
-    parked: parking_lot::Mutex<BTreeMap<String, shard::Parked>>,
+    parked: parking_lot::Mutex<BTreeMap<String, ownership::Parked>>,
     start: PluginStart,
     /// Where plugins' starts run, from how the last ones went (see
     /// [`PluginHandler::warm_up_placed`](crate::plugin::delivery::runner::PluginHandler::warm_up_placed)).
@@ -290,7 +287,7 @@ impl PluginRegistry {
             pool,
             plugins: tokio::sync::Mutex::default(),
             digests: Arc::default(),
-            scans: scan::ScanState::new(DEPLOY_RETRY),
+            scans: folder_sync::ScanState::new(DEPLOY_RETRY),
             memory_budget: MemoryBudget::unlimited(),
             load_limits: LoadLimits::default(),
             cluster: None,
@@ -426,8 +423,8 @@ impl PluginRegistry {
     /// its memory, grants and handler, and its start, left running.
     async fn begin_deploy(&self, dir: &Path, read: Option<Read>) -> Result<Deploying, RegistryError> {
         let shard = match self.placement(dir) {
-            shard::Placement::Here(shard) => shard,
-            shard::Placement::Elsewhere(name) => {
+            ownership::Placement::Here(shard) => shard,
+            ownership::Placement::Elsewhere(name) => {
                 if self.remove(&name).await {
                     tracing::info!(plugin = %name, "plugin handed over: another member runs it now");
                 }
@@ -555,5 +552,4 @@ impl PluginRegistry {
 }
 
 #[cfg(test)]
-#[path = "registry_tests.rs"]
 mod tests;

@@ -442,11 +442,9 @@ fn watchdog_loop(shared: &Arc<Shared>) {
     }
 }
 
-#[path = "pool_here.rs"]
 pub(crate) mod here;
 
 pub use here::{HandOver, on_tick, stalled_executor};
 
 #[cfg(test)]
-#[path = "pool_tests.rs"]
 mod tests;

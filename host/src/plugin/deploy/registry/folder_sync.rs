@@ -162,44 +162,7 @@ impl PluginRegistry {
     /// files did not change is retried only when its backoff has passed.
     pub async fn sync_dir(&self, root: &Path) -> Result<Vec<RegistryError>, RegistryError> {
         self.scans.scans.fetch_add(1, Ordering::Relaxed);
-        let entries = std::fs::read_dir(root).map_err(|source| RegistryError::Io { path: root.to_owned(), source })?;
-        let mut dirs: Vec<PathBuf> =
-            entries.flatten().map(|e| e.path()).filter(|p| p.join(MANIFEST_FILE).is_file()).collect();
-        dirs.sort();
-        let deployed: Vec<(String, PathBuf, Option<String>)> =
-            self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
-        for (name, dir, _) in &deployed {
-            // Plugins deployed from elsewhere (another folder, a registry) are not this scan's.
-            if dir.parent() == Some(root) && dirs.binary_search(dir).is_err() {
-                self.remove_unpruned(name).await;
-            }
-        }
-        self.scans.failed.lock().retain(|dir, _| dirs.binary_search(dir).is_ok());
-        // Each folder's deployed version, looked up by folder (a rescan of a large folder is
-        // linear in its plugins).
-        let mut by_dir: HashMap<&Path, &Option<String>> = HashMap::with_capacity(deployed.len());
-        for (_, dir, fingerprint) in &deployed {
-            by_dir.entry(dir.as_path()).or_insert(fingerprint);
-        }
-        self.digests.lock().begin_pass();
-        let mut due = Vec::new();
-        for dir in dirs {
-            let current = by_dir.get(dir.as_path()).map(|f| (*f).clone());
-            // A new plugin is due whatever its files: its read takes the fingerprint. A
-            // deployed one is due if its files changed, a failed one if they changed or its
-            // retry is due.
-            if current.is_some() || self.scans.has_failed(&dir) {
-                let fingerprint = self.digests.lock().fingerprint(&dir);
-                if current.as_ref() == Some(&fingerprint) {
-                    self.scans.succeeded(&dir);
-                    continue;
-                }
-                if self.scans.backing_off(&dir, &fingerprint) {
-                    continue;
-                }
-            }
-            due.push((dir, current.is_some()));
-        }
+        let due = self.due(root).await?;
         let (mut errors, mut reads_begun) = (Vec::new(), 0);
         // Runs of plugins being read, and plugins read but not loaded yet, in folder order.
         let (mut reads, mut ready, mut read) = (VecDeque::new(), VecDeque::new(), 0);
@@ -257,6 +220,51 @@ impl PluginRegistry {
         self.factory.start();
         self.prune_cache().await;
         Ok(errors)
+    }
+
+    /// The plugin folders of `root` that a scan deploys, in the folder's order, each with
+    /// whether it replaces a deployed version; removes the plugins whose folders are gone.
+    /// Begins the fingerprints' pass (the scan ends it).
+    async fn due(&self, root: &Path) -> Result<Vec<(PathBuf, bool)>, RegistryError> {
+        let entries = std::fs::read_dir(root).map_err(|source| RegistryError::Io { path: root.to_owned(), source })?;
+        let mut dirs: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.join(MANIFEST_FILE).is_file()).collect();
+        dirs.sort();
+        let deployed: Vec<(String, PathBuf, Option<String>)> =
+            self.plugins.lock().await.iter().map(|(n, d)| (n.clone(), d.dir.clone(), d.fingerprint.clone())).collect();
+        for (name, dir, _) in &deployed {
+            // Plugins deployed from elsewhere (another folder, a registry) are not this scan's.
+            if dir.parent() == Some(root) && dirs.binary_search(dir).is_err() {
+                self.remove_unpruned(name).await;
+            }
+        }
+        self.scans.failed.lock().retain(|dir, _| dirs.binary_search(dir).is_ok());
+        // Each folder's deployed version, looked up by folder (a rescan of a large folder is
+        // linear in its plugins).
+        let mut by_dir: HashMap<&Path, &Option<String>> = HashMap::with_capacity(deployed.len());
+        for (_, dir, fingerprint) in &deployed {
+            by_dir.entry(dir.as_path()).or_insert(fingerprint);
+        }
+        self.digests.lock().begin_pass();
+        let mut due = Vec::new();
+        for dir in dirs {
+            let current = by_dir.get(dir.as_path()).map(|f| (*f).clone());
+            // A new plugin is due whatever its files: its read takes the fingerprint. A
+            // deployed one is due if its files changed, a failed one if they changed or its
+            // retry is due.
+            if current.is_some() || self.scans.has_failed(&dir) {
+                let fingerprint = self.digests.lock().fingerprint(&dir);
+                if current.as_ref() == Some(&fingerprint) {
+                    self.scans.succeeded(&dir);
+                    continue;
+                }
+                if self.scans.backing_off(&dir, &fingerprint) {
+                    continue;
+                }
+            }
+            due.push((dir, current.is_some()));
+        }
+        Ok(due)
     }
 
     /// Registers the starting plugins in order, from the first, until at most `keep` are

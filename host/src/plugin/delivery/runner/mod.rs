@@ -542,11 +542,8 @@ impl EventHandler for PluginHandler {
     }
 }
 
-#[path = "batch.rs"]
 mod batch;
-#[path = "policy.rs"]
 mod policy;
 
 #[cfg(test)]
-#[path = "runner_tests.rs"]
 mod tests;
