@@ -71,7 +71,7 @@ pub use serde_json;
 pub use k8s_openapi;
 
 /// The version of the WIT package (`wink:plugin`) this SDK implements.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 #[doc(hidden)]
 pub mod __private {
