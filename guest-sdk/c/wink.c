@@ -1,6 +1,6 @@
 /*
  * wink.c — the glue between wink.h and the bindings wit-bindgen generates for
- * wit/wink-plugin.wit (handler_plugin.h).
+ * wit/v0.2.0/ (handler_plugin.h).
  *
  * The generated exports hand us objects we own; each export copies what the plugin sees into
  * NUL-terminated strings in a per-call arena, frees the generated object, calls the plugin's

@@ -12,7 +12,7 @@
  *
  *     WINK_EXPORT_HANDLER(.on_add = on_add);
  *
- * This header hides the bindings wit-bindgen generates for wit/wink-plugin.wit (0.2.0):
+ * This header hides the bindings wit-bindgen generates for wit/v0.2.0/ (WINK_WIT_VERSION):
  * objects come as NUL-terminated strings, logging is printf-style, errors are `wink_retry` /
  * `wink_fatal`, `wink_requeue_after` asks to be called again later, and the `wink_cluster_*`
  * functions send requests to the cluster (objects and patches as JSON strings).
@@ -29,6 +29,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The version of the WIT package (`wink:plugin`) this SDK implements. */
+#define WINK_WIT_VERSION "0.2.0"
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,7 +11,7 @@
 //     });
 //
 // `cargo xtask build-plugins` turns it into a WebAssembly component with componentize-qjs
-// (QuickJS). This module hides the generated bindings of wit/wink-plugin.wit (0.2.0): objects
+// (QuickJS). This module hides the generated bindings of wit/v0.2.0/ (WIT_VERSION): objects
 // are `KubeObject`s, `throw new Retry(...)` / `throw new Fatal(...)` are the handler errors, a
 // handler may `return requeueAfter(ms)`, and `log`, `cache` and `cluster` wrap the host's
 // imports. See README.md beside this file.

@@ -1,6 +1,6 @@
 //! The raw bindings of the `wink:plugin/handler-plugin` world, generated once.
 //!
-//! Everything here is produced by `wit_bindgen::generate!` from `wit/wink-plugin.wit`; the rest
+//! Everything here is produced by `wit_bindgen::generate!` from `wit/v0.3.0/`; the rest
 //! of the SDK wraps it. Plugin authors normally never name this module: the typed
 //! [`Object`](crate::Object), [`Handler`](crate::Handler), [`log`](mod@crate::log) and
 //! [`cache`](crate::cache) APIs sit on top of it and
@@ -12,7 +12,7 @@
 
 wit_bindgen::generate!({
     world: "handler-plugin",
-    path: "../wit",
+    path: "../wit/v0.3.0",
     // `export_handler!` expands in the plugin's crate and invokes the export macro generated
     // here, so it must be `#[macro_export]`ed and find these bindings through this crate.
     pub_export_macro: true,

@@ -1,7 +1,7 @@
 //! `wink-guest`: write [wink](https://github.com/wink-rs/wink) handler plugins in Rust.
 //!
 //! A wink plugin is a WebAssembly component that implements the `wink:plugin/handler-plugin`
-//! world (`wit/wink-plugin.wit`, version 0.3.0). This crate hides the component-model
+//! world (`wit/v0.3.0/`, version 0.3.0). This crate hides the component-model
 //! plumbing behind a [`Handler`] trait, a typed [`Object`], and safe wrappers over the host's
 //! [`log`](mod@log), [`cache`], [`cluster`] and [`time`] imports.
 //!
@@ -71,7 +71,7 @@ pub use serde_json;
 pub use k8s_openapi;
 
 /// The version of the WIT package (`wink:plugin`) this SDK implements.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 #[doc(hidden)]
 pub mod __private {

@@ -2,7 +2,7 @@
 //! and exports, as the host will see it.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use wit_component::{ComponentEncoder, DecodedWasm};
@@ -121,8 +121,8 @@ impl Surface {
     }
 }
 
-/// Every version of the contract a plugin may implement: the current one (`wit/`) and the
-/// earlier ones kept beside it (`wit/v<version>/`).
+/// Every version of the contract a plugin may implement: each published version of the
+/// `wink:plugin` package, in its own folder `wit/v<version>/`; the newest is the current one.
 #[derive(Debug, Clone)]
 pub struct Contract {
     /// The surface of each version's world, newest first.
@@ -130,18 +130,9 @@ pub struct Contract {
 }
 
 impl Contract {
-    /// Reads the current package in `wit_dir` and each earlier one in its `v*/` folders.
+    /// Reads the package in each of `wit_dir`'s version folders ([`version_dirs`]).
     pub fn load(wit_dir: &Path) -> Result<Self> {
-        let mut versions = vec![Surface::of_contract(wit_dir)?];
-        let mut earlier: Vec<std::path::PathBuf> = std::fs::read_dir(wit_dir)
-            .with_context(|| format!("reading {}", wit_dir.display()))?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|path| path.is_dir() && path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('v')))
-            .collect();
-        earlier.sort();
-        for dir in earlier.iter().rev() {
-            versions.push(Surface::of_contract(dir)?);
-        }
+        let versions = version_dirs(wit_dir)?.iter().map(|dir| Surface::of_contract(dir)).collect::<Result<_>>()?;
         Ok(Self { versions })
     }
 
@@ -159,6 +150,31 @@ impl Contract {
         }
         current
     }
+}
+
+/// The folders `v<major>.<minor>.<patch>` of `wit_dir`, one per published version of the
+/// package, newest first (by version, not by name: `v0.10.0` is newer than `v0.9.0`). Fails
+/// if there is none.
+pub fn version_dirs(wit_dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut dirs: Vec<([u64; 3], PathBuf)> = std::fs::read_dir(wit_dir)
+        .with_context(|| format!("reading {}", wit_dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.is_dir())
+        .filter_map(|path| Some((folder_version(&path)?, path)))
+        .collect();
+    if dirs.is_empty() {
+        bail!("{} holds no version folder (v<major>.<minor>.<patch>/)", wit_dir.display());
+    }
+    dirs.sort();
+    Ok(dirs.into_iter().rev().map(|(_, path)| path).collect())
+}
+
+/// The version a folder named `v<major>.<minor>.<patch>` holds.
+pub fn folder_version(dir: &Path) -> Option<[u64; 3]> {
+    let name = dir.file_name()?.to_str()?.strip_prefix('v')?;
+    let mut parts = name.split('.').map(|part| part.parse::<u64>().ok());
+    let version = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(version)
 }
 
 impl fmt::Display for Surface {
@@ -243,6 +259,29 @@ mod tests {
         assert!(contracts.current().imports.contains(&"wasi:clocks/wall-clock@0.2.0".to_owned()));
         let surface = Surface::of_component(&component(&test_wit(), "plugin")).unwrap();
         contracts.check(&surface).expect("a 0.1.0 plugin still implements the contract");
+    }
+
+    #[test]
+    fn version_folders_are_read_newest_first_by_version() {
+        let wit = tempfile::tempdir().unwrap();
+        for name in ["v0.9.0", "v0.10.0", "v1.0.0", "deps", "v1.0", "vnext"] {
+            std::fs::create_dir(wit.path().join(name)).unwrap();
+        }
+        std::fs::write(wit.path().join("v2.0.0"), "a file, not a folder").unwrap();
+        let dirs = version_dirs(wit.path()).unwrap();
+        let names: Vec<_> = dirs.iter().map(|d| d.file_name().unwrap().to_str().unwrap()).collect();
+        assert_eq!(names, ["v1.0.0", "v0.10.0", "v0.9.0"]);
+        assert_eq!(folder_version(Path::new("wit/v0.3.0")), Some([0, 3, 0]));
+        assert_eq!(folder_version(Path::new("wit/v0.3.0.1")), None);
+        assert_eq!(folder_version(Path::new("wit/0.3.0")), None);
+    }
+
+    #[test]
+    fn a_wit_folder_without_versions_is_an_error() {
+        let wit = tempfile::tempdir().unwrap();
+        std::fs::create_dir(wit.path().join("deps")).unwrap();
+        let err = version_dirs(wit.path()).unwrap_err().to_string();
+        assert!(err.contains("holds no version folder"), "{err}");
     }
 
     #[test]

@@ -25,6 +25,8 @@ mod run_tests;
 mod select;
 mod test_tools;
 mod toolchain;
+#[cfg(test)]
+mod wit_versions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -4,7 +4,7 @@
 //! A plugin folder holds a `plugin.yaml` whose `name:` is the folder's name and whose
 //! `component:` is `<name>.wasm`. The component must import only `wink:plugin/*` interfaces
 //! (no WASI) and, unless the plugin brings a `wit/` world of its own (a hostile test plugin),
-//! implement `wit/`'s `handler-plugin` world. Outputs are written atomically: the component
+//! implement the `handler-plugin` world of one of the versions under `wit/`. Outputs are written atomically: the component
 //! first, so whoever sees the manifest finds its component.
 
 use std::fs;

@@ -11,7 +11,7 @@
 //!
 //! Build: the plugin's files are staged into a build folder with the SDK as
 //! `node_modules/wink-guest`, so `import … from "wink-guest"` resolves as it would in an npm
-//! project; then `componentize-qjs --wit wit --world handler-plugin --js app.js --module-root
+//! project; then `componentize-qjs --wit wit/v0.2.0 --world handler-plugin --js app.js --module-root
 //! <stage> --sync` (`--sync` picks the runtime without the component-model async ABI). The
 //! QuickJS runtime imports parts of WASI: the host gives it the clocks and randomness and
 //! refuses the rest (files, environment, streams: calls trap), so `Date` works.

@@ -117,7 +117,7 @@ fn collect_files(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> Result<()
         let entry = entry?;
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        // Symbolic links are followed: `wit/v0.2.0/deps` links to the shared `wit/deps`.
+        // Symbolic links are followed: `wit/v<version>/deps` links to the shared `wit/deps`.
         if path.is_dir() {
             if !is_skipped_dir(&name) {
                 collect_files(root, &path, files)?;

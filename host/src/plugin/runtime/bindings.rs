@@ -30,7 +30,7 @@ use crate::plugin::runtime::guest_text::GuestText;
 mod generated {
     wasmtime::component::bindgen!({
         world: "handler-plugin",
-        path: "../wit",
+        path: "../wit/v0.3.0",
     });
 }
 
