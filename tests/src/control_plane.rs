@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
@@ -148,6 +148,13 @@ impl ControlPlane {
 
     /// Starts a control plane of the caller's own, stopped when dropped.
     pub async fn start() -> Result<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts a control plane of the caller's own whose kube-apiserver also gets
+    /// `extra_apiserver_args` (e.g. `--watch-cache=false`, so that watches read etcd and an
+    /// etcd compaction answers them `410 Gone`), stopped when dropped.
+    pub async fn start_with(extra_apiserver_args: &[&str]) -> Result<Self> {
         let binaries = binaries()?;
         let dir = tempfile::Builder::new().prefix("wink-control-plane-").tempdir().context("creating its folder")?;
         let path = dir.path();
@@ -206,7 +213,10 @@ impl ControlPlane {
             "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
             "--allow-privileged=true".to_owned(),
             "--profiling=false".to_owned(),
-        ];
+        ]
+        .into_iter()
+        .chain(extra_apiserver_args.iter().map(|arg| (*arg).to_owned()))
+        .collect::<Vec<_>>();
         let apiserver = Server::start(&binaries.kube_apiserver, &apiserver_args, path.join("kube-apiserver.log"))?;
         let kubeconfig = path.join("admin.kubeconfig");
         let admin = serde_json::json!({
@@ -356,6 +366,30 @@ impl ControlPlane {
         }
     }
 
+    /// Compacts etcd's history up to its current revision (as kube-apiserver does every five
+    /// minutes), through etcd's v3 JSON gateway: a watch or list asked for at an older
+    /// resourceVersion that reaches etcd is answered `410 Gone` from then on. Returns the
+    /// revision compacted to.
+    pub async fn compact_etcd(&self) -> Result<u64> {
+        let address = self.etcd_url.trim_start_matches("http://");
+        // Any key: the answer's header carries the store's current revision.
+        let range =
+            http_post(address, "/v3/kv/range", r#"{"key":"AA=="}"#).await.context("asking etcd for its revision")?;
+        let answer: serde_json::Value = serde_json::from_str(http_body(&range)?)
+            .with_context(|| format!("etcd's range answer is not JSON:\n{range}"))?;
+        let revision: u64 = answer["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .with_context(|| format!("etcd's range answer has no revision:\n{range}"))?;
+        let body = format!(r#"{{"revision":"{revision}","physical":true}}"#);
+        let compacted = http_post(address, "/v3/kv/compaction", &body).await.context("compacting etcd")?;
+        ensure!(
+            compacted.starts_with("HTTP/1.1 200") || compacted.starts_with("HTTP/1.0 200"),
+            "etcd refused to compact to {revision}:\n{compacted}"
+        );
+        Ok(revision)
+    }
+
     /// Kills both processes and removes the folder (the shared control plane, at exit).
     fn stop(&self) {
         self.apiserver.kill();
@@ -420,6 +454,32 @@ async fn http_get(address: &str, path: &str) -> Option<String> {
         std::io::Result::Ok(answer)
     };
     tokio::time::timeout(Duration::from_secs(5), exchange).await.ok()?.ok()
+}
+
+/// A plain HTTP/1.0 POST of a JSON `body`; the whole answer.
+async fn http_post(address: &str, path: &str, body: &str) -> Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        let head = format!(
+            "POST {path} HTTP/1.0\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await?;
+        std::io::Result::Ok(answer)
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .with_context(|| format!("POST {path} to etcd timed out"))??;
+    Ok(answer)
+}
+
+/// The body of an HTTP answer.
+fn http_body(answer: &str) -> Result<&str> {
+    answer.split_once("\r\n\r\n").map(|(_, body)| body).with_context(|| format!("not an HTTP answer:\n{answer}"))
 }
 
 /// A kube-rs configuration from a kubeconfig file, as a user's program reads one.
