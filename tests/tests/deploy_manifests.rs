@@ -61,7 +61,10 @@ async fn kubectl_apply_k_deploy_creates_wink_and_again_changes_nothing() {
     };
     assert!(grants("winkplugins/status", "patch"), "{rules:?}");
     assert!(!grants("*", "create") && !grants("*", "delete"), "wink itself writes nothing else: {rules:?}");
-    assert!(!grants("serviceaccounts", "impersonate"), "impersonation is bound per namespace, not everywhere: {rules:?}");
+    assert!(
+        !grants("serviceaccounts", "impersonate"),
+        "impersonation is bound per namespace, not everywhere: {rules:?}"
+    );
     let impersonate = server.get("rbac.authorization.k8s.io/v1", "ClusterRole", "wink-impersonate").expect("its role");
     assert_eq!(impersonate["rules"][0]["resources"][0], "serviceaccounts");
     assert_eq!(impersonate["rules"][0]["verbs"][0], "impersonate");
