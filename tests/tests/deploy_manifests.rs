@@ -47,8 +47,15 @@ async fn kubectl_apply_k_deploy_creates_wink_and_again_changes_nothing() {
                 && r["verbs"].as_array().unwrap().iter().any(|x| x == verb)
         })
     };
-    assert!(grants("serviceaccounts", "impersonate") && grants("winkplugins/status", "patch"), "{rules:?}");
+    assert!(grants("winkplugins/status", "patch"), "{rules:?}");
     assert!(!grants("*", "create") && !grants("*", "delete"), "wink itself writes nothing else: {rules:?}");
+    assert!(
+        !grants("serviceaccounts", "impersonate"),
+        "impersonation is bound per namespace, not everywhere: {rules:?}"
+    );
+    let impersonate = server.get("rbac.authorization.k8s.io/v1", "ClusterRole", "wink-impersonate").expect("its role");
+    assert_eq!(impersonate["rules"][0]["resources"][0], "serviceaccounts");
+    assert_eq!(impersonate["rules"][0]["verbs"][0], "impersonate");
     let binding = server.get("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "wink").expect("the binding");
     assert_eq!(binding["subjects"][0]["namespace"], "wink-system");
     assert!(server.get("rbac.authorization.k8s.io/v1", "RoleBinding", "wink-system/wink-leases").is_some());
