@@ -169,3 +169,19 @@ pub fn service_account_yaml(namespace: &str, name: &str) -> String {
 pub fn wink() -> Command {
     Command::new(crate::binary::wink_binary())
 }
+
+/// A tenant's namespace with a Deployment `web` that names ConfigMap `settings` for the
+/// reloader, and that ConfigMap.
+pub async fn reloader_tenant(cp: &ControlPlane, prefix: &str) -> Result<String> {
+    let namespace = cp.namespace(prefix).await?;
+    let web = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": namespace,
+                     "annotations": {"reloader.wink.dev/configmaps": "settings"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "registry.example/web:1"}]}}}});
+    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": namespace}, "data": {"currency": "EUR"}});
+    apply(cp, &format!("{web}\n---\n{settings}"))?;
+    Ok(namespace)
+}

@@ -31,7 +31,7 @@ use wink_tests::control_plane::ControlPlane;
 use wink_tests::install_plugin;
 use wink_tests::oci_registry::Registry;
 use wink_tests::process::Running;
-use wink_tests::rbac::{Output, apply, binding, deploy_dir, get, kubectl, kubectl_ok, role_for, wink};
+use wink_tests::rbac::{Output, apply, binding, deploy_dir, get, kubectl, kubectl_ok, reloader_tenant, role_for, wink};
 use wink_tests::wait::eventually_async;
 
 /// How long wink may take to deploy a plugin and its write to show: generous, for a loaded
@@ -222,16 +222,7 @@ async fn real_apiserver_wink_deploys_a_winkplugin_and_writes_its_status() -> Res
     let cp = ControlPlane::shared().await?;
     deploy_applied(cp).await?;
     let registry = Registry::start()?;
-    let namespace = cp.namespace("team").await?;
-    let web = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": namespace,
-                     "annotations": {"reloader.wink.dev/configmaps": "settings"}},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "web", "image": "registry.example/web:1"}]}}}});
-    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "settings", "namespace": namespace}, "data": {"currency": "EUR"}});
-    apply(cp, &format!("{web}\n---\n{settings}"))?;
+    let namespace = reloader_tenant(cp, "team").await?;
     // The plugin's account, and wink's leave to act as it (as the deploy docs say).
     apply(
         cp,

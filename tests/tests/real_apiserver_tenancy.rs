@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 use wink_tests::control_plane::{ControlPlane, Identity};
 use wink_tests::install_plugin;
 use wink_tests::process::Running;
-use wink_tests::rbac::{apply, binding, can_i, deploy_rbac_in, role_for, service_account_yaml, wink};
+use wink_tests::rbac::{apply, binding, can_i, deploy_rbac_in, reloader_tenant, role_for, service_account_yaml, wink};
 use wink_tests::wait::eventually_async;
 
 /// The reloader's pod-template annotation.
@@ -42,22 +42,6 @@ const HASH: &str = "reloader.wink.dev/config-hash";
 
 /// How long a plugin's write may take to show on the server: generous, for a loaded machine.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A tenant's namespace with a Deployment `web` that names ConfigMap `settings` for the
-/// reloader, and that ConfigMap.
-async fn tenant(cp: &ControlPlane, prefix: &str) -> Result<String> {
-    let namespace = cp.namespace(prefix).await?;
-    let web = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": namespace,
-                     "annotations": {"reloader.wink.dev/configmaps": "settings"}},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "web", "image": "registry.example/web:1"}]}}}});
-    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "settings", "namespace": namespace}, "data": {"currency": "EUR"}});
-    apply(cp, &format!("{web}\n---\n{settings}"))?;
-    Ok(namespace)
-}
 
 /// wink's own account as `deploy/rbac.yaml` makes it, in a namespace of its own, allowed to
 /// impersonate the service accounts of `tenants`; its identity.
@@ -103,7 +87,7 @@ async fn web(deployments: &Api<Deployment>) -> Result<(Option<String>, String)> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_apiserver_a_plugins_write_is_held_to_its_service_accounts_role() -> Result<()> {
     let cp = ControlPlane::shared().await?;
-    let namespace = tenant(cp, "tenant").await?;
+    let namespace = reloader_tenant(cp, "tenant").await?;
     let account = wink_account(cp, &[&namespace]).await?;
     apply(cp, &service_account_yaml(&namespace, "reloader"))?;
     // The account may record Events, not patch Deployments.
@@ -156,7 +140,7 @@ async fn can_i_async(cp: &ControlPlane, user: &str, namespace: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_apiserver_a_write_the_manifest_does_not_allow_never_reaches_the_server() -> Result<()> {
     let cp = ControlPlane::shared().await?;
-    let namespace = tenant(cp, "tenant").await?;
+    let namespace = reloader_tenant(cp, "tenant").await?;
     let account = wink_account(cp, &[&namespace]).await?;
     apply(cp, &service_account_yaml(&namespace, "reloader"))?;
     // The account may patch Deployments: the server would let the patch through.
