@@ -22,3 +22,17 @@ pub fn kubectl() -> anyhow::Result<PathBuf> {
         anyhow::anyhow!("no kubectl: run the tests with `cargo xtask test`, which installs Debian's kubectl")
     })
 }
+
+/// Runs kubectl with `kubeconfig` and `args`; panics with its output unless it succeeds;
+/// returns its standard output.
+pub fn kubectl_ok(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(kubectl().unwrap())
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .expect("running kubectl");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "kubectl {args:?} failed:\nstdout: {stdout}\nstderr: {stderr}");
+    stdout.into_owned()
+}

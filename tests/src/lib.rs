@@ -15,6 +15,7 @@ pub mod kubectl;
 pub mod logs;
 pub mod oci_registry;
 pub mod process;
+pub mod rbac;
 pub mod recorder;
 pub mod wait;
 

@@ -64,3 +64,13 @@ pub fn eventually_blocking(timeout: Duration, mut cond: impl FnMut() -> bool) ->
 pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(800)).await;
 }
+
+/// Polls `condition` every [`POLL`] until it holds; panics naming `what` after `timeout` (of
+/// tokio's clock, so that it also bounds a test on paused time).
+pub async fn until(what: impl std::fmt::Display, timeout: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}

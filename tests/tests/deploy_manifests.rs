@@ -10,22 +10,10 @@ use std::process::Command;
 
 use serde_json::Value;
 use wink_tests::apiserver::ApiServer;
-use wink_tests::kubectl::kubectl;
+use wink_tests::kubectl::kubectl_ok;
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
-}
-
-fn kubectl_ok(server: &ApiServer, args: &[&str]) -> String {
-    let out = Command::new(kubectl().unwrap())
-        .arg("--kubeconfig")
-        .arg(server.kubeconfig())
-        .args(args)
-        .output()
-        .expect("running kubectl");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "kubectl {args:?} failed:\nstdout: {stdout}\nstderr: {stderr}");
-    stdout.into_owned()
 }
 
 fn generations(server: &ApiServer) -> Vec<(String, Value)> {
@@ -45,7 +33,7 @@ async fn kubectl_apply_k_deploy_creates_wink_and_again_changes_nothing() {
     let server = ApiServer::start().await.unwrap();
     let dir = deploy_dir();
     let dir = dir.to_str().unwrap();
-    kubectl_ok(&server, &["apply", "--validate=false", "-k", dir]);
+    kubectl_ok(server.kubeconfig(), &["apply", "--validate=false", "-k", dir]);
 
     assert!(server.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "winkplugins.wink.dev").is_some());
     assert!(server.get("v1", "Namespace", "wink-system").is_some());
@@ -59,13 +47,20 @@ async fn kubectl_apply_k_deploy_creates_wink_and_again_changes_nothing() {
                 && r["verbs"].as_array().unwrap().iter().any(|x| x == verb)
         })
     };
-    assert!(grants("serviceaccounts", "impersonate") && grants("winkplugins/status", "patch"), "{rules:?}");
+    assert!(grants("winkplugins/status", "patch"), "{rules:?}");
     assert!(!grants("*", "create") && !grants("*", "delete"), "wink itself writes nothing else: {rules:?}");
+    assert!(
+        !grants("serviceaccounts", "impersonate"),
+        "impersonation is bound per namespace, not everywhere: {rules:?}"
+    );
+    let impersonate = server.get("rbac.authorization.k8s.io/v1", "ClusterRole", "wink-impersonate").expect("its role");
+    assert_eq!(impersonate["rules"][0]["resources"][0], "serviceaccounts");
+    assert_eq!(impersonate["rules"][0]["verbs"][0], "impersonate");
     let binding = server.get("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "wink").expect("the binding");
     assert_eq!(binding["subjects"][0]["namespace"], "wink-system");
     assert!(server.get("rbac.authorization.k8s.io/v1", "RoleBinding", "wink-system/wink-leases").is_some());
     // The WinkPlugin kind is served once its CRD exists.
-    kubectl_ok(&server, &["get", "winkplugins", "-A"]);
+    kubectl_ok(server.kubeconfig(), &["get", "winkplugins", "-A"]);
 
     let deployment = server.get("apps/v1", "Deployment", "wink-system/wink").expect("the Deployment");
     let pod = &deployment["spec"]["template"]["spec"];
@@ -89,7 +84,7 @@ async fn kubectl_apply_k_deploy_creates_wink_and_again_changes_nothing() {
 
     // Again: nothing changes.
     let before = generations(&server);
-    kubectl_ok(&server, &["apply", "--validate=false", "-k", dir]);
+    kubectl_ok(server.kubeconfig(), &["apply", "--validate=false", "-k", dir]);
     assert_eq!(generations(&server), before);
 }
 

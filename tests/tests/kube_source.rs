@@ -17,11 +17,10 @@ use wink::informer::{
     InformerConfig, ListParams, ListerWatcher, ResourceKey, SharedIndexInformer, SourceError, WatchEvent, WatchParams,
 };
 use wink::source::KubeSource;
-use wink_tests::apiserver::testing::{
-    Recorder, TIMEOUT, cache_versions, eventually, informer_config, kube_source, print_logs,
-};
+use wink_tests::apiserver::testing::{Recorder, cache_versions, informer_config, kube_source, print_logs};
 use wink_tests::apiserver::{ApiServer, ResourceDef, ServerOptions, Verb, WatchListSupport};
 use wink_tests::recorder::Seen;
+use wink_tests::wait::{TIMEOUT, until};
 
 fn cm(ns: &str, name: &str, data: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns, "name": name}, "data": {"d": data}})
@@ -47,11 +46,11 @@ async fn run(server: &ApiServer, key: ResourceKey, config: InformerConfig) -> Ru
 }
 
 async fn synced(running: &Running) {
-    eventually("the informer to sync", TIMEOUT, || running.informer.has_synced()).await;
+    until("the informer to sync", TIMEOUT, || running.informer.has_synced()).await;
 }
 
 async fn converged(server: &ApiServer, running: &Running, api_version: &str, kind: &str) {
-    eventually(format!("the cache and handler to equal the server's {kind}s"), TIMEOUT, || {
+    until(format!("the cache and handler to equal the server's {kind}s"), TIMEOUT, || {
         let truth = server.versions(api_version, kind);
         cache_versions(&running.informer) == truth && running.recorder.view() == truth
     })
@@ -108,7 +107,7 @@ async fn paged_list_sends_limit_and_continue_and_syncs_everything() {
         running.recorder.seen().into_iter().filter(|s| matches!(s, Seen::Add { initial: true, .. })).collect();
     assert_eq!(initial.len(), 7);
     // The informer then watches from the list's resourceVersion, with bookmarks.
-    eventually("a watch", TIMEOUT, || !server.requests_of(Verb::Watch).is_empty()).await;
+    until("a watch", TIMEOUT, || !server.requests_of(Verb::Watch).is_empty()).await;
     let watch = &server.requests_of(Verb::Watch)[0];
     assert_eq!(watch.param("resourceVersion"), Some(server.resource_version().to_string().as_str()));
     assert_eq!(watch.param("allowWatchBookmarks"), Some("true"));
@@ -125,7 +124,7 @@ async fn watch_resumes_from_the_last_resource_version_after_a_dropped_connection
     }
     let running = run(&server, configmaps(), informer_config("cm", Some(500))).await;
     synced(&running).await;
-    eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
+    until("a watch", TIMEOUT, || server.open_watches() == 1).await;
     server.apply(cm("ns", "c0", "1")).unwrap();
     converged(&server, &running, "v1", "ConfigMap").await;
     let before_drop = server.resource_version();
@@ -139,7 +138,7 @@ async fn watch_resumes_from_the_last_resource_version_after_a_dropped_connection
     server.apply(cm("ns", "c1", "2")).unwrap();
     server.apply(cm("ns", "c3", "new")).unwrap();
     server.delete("v1", "ConfigMap", "ns/c2").unwrap();
-    eventually("a failed re-watch", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
+    until("a failed re-watch", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
     server.clear_failures();
     converged(&server, &running, "v1", "ConfigMap").await;
 
@@ -169,7 +168,7 @@ async fn relist_after_410_delivers_tombstones_for_deletes_missed_while_disconnec
     }
     let running = run(&server, configmaps(), informer_config("cm", Some(2))).await;
     synced(&running).await;
-    eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
+    until("a watch", TIMEOUT, || server.open_watches() == 1).await;
 
     server.fail_next(&[Verb::Watch], usize::MAX, 500);
     server.drop_watches();
@@ -177,7 +176,7 @@ async fn relist_after_410_delivers_tombstones_for_deletes_missed_while_disconnec
     server.delete("v1", "ConfigMap", "ns/c3").unwrap();
     server.apply(cm("ns", "c4", "1")).unwrap();
     server.compact();
-    eventually("a failed re-watch", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
+    until("a failed re-watch", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
     server.clear_failures();
     converged(&server, &running, "v1", "ConfigMap").await;
 
@@ -206,7 +205,7 @@ async fn bookmarks_advance_the_resource_version_without_events() {
     server.apply(cm("ns", "a", "0")).unwrap();
     let running = run(&server, configmaps(), informer_config("cm", Some(500))).await;
     synced(&running).await;
-    eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
+    until("a watch", TIMEOUT, || server.open_watches() == 1).await;
     // Changes to another kind move the global resourceVersion; this watch sees no event.
     for i in 0..3 {
         server
@@ -218,14 +217,14 @@ async fn bookmarks_advance_the_resource_version_without_events() {
     let target = server.resource_version().to_string();
     assert_ne!(running.informer.last_sync_resource_version(), target);
     assert_eq!(server.bookmark_now(), 1);
-    eventually("the bookmark to advance the resourceVersion", TIMEOUT, || {
+    until("the bookmark to advance the resourceVersion", TIMEOUT, || {
         running.informer.last_sync_resource_version() == target
     })
     .await;
     assert_eq!(running.recorder.seen().len(), 1, "a bookmark is not an event");
     // A re-watch resumes from the bookmark.
     server.drop_watches();
-    eventually("a second watch", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
+    until("a second watch", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
     assert_eq!(server.requests_of(Verb::Watch)[1].param("resourceVersion"), Some(target.as_str()));
 }
 
@@ -244,19 +243,17 @@ async fn errors_429_and_500_are_retried_with_backoff_until_convergence() {
     server.apply(cm("ns", "c9", "late")).unwrap();
     converged(&server, &running, "v1", "ConfigMap").await;
     // A relist can deliver the late object while the last failing watch is still to come.
-    eventually("every injected failure served", TIMEOUT, || server.pending_failures() == 0).await;
+    until("every injected failure served", TIMEOUT, || server.pending_failures() == 0).await;
     // A watch refused with 429 is retried as a watch; one failing with 500 relists, as
     // client-go's ListAndWatch returning does.
-    eventually("a relist after each watch failing with 500", TIMEOUT, || server.requests_of(Verb::List).len() >= 6)
-        .await;
+    until("a relist after each watch failing with 500", TIMEOUT, || server.requests_of(Verb::List).len() >= 6).await;
     assert_eq!(
         server.requests_of(Verb::List).len(),
         6,
         "three failed lists, one that worked, and a relist after each watch failing with 500"
     );
     // The watch after the last relist may still be on its way.
-    eventually("four failed watches, then one that worked", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 5)
-        .await;
+    until("four failed watches, then one that worked", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 5).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,7 +275,7 @@ async fn cluster_scoped_namespaced_and_grouped_resources() {
         run(&server, ResourceKey::new("apps/v1", "Deployment"), informer_config("deploy", Some(10))).await;
     converged(&server, &namespaces, "v1", "Namespace").await;
     converged(&server, &deployments, "apps/v1", "Deployment").await;
-    eventually("configmaps of namespace a", TIMEOUT, || {
+    until("configmaps of namespace a", TIMEOUT, || {
         let truth: std::collections::BTreeMap<_, _> =
             server.versions("v1", "ConfigMap").into_iter().filter(|(k, _)| k.starts_with("a/")).collect();
         cache_versions(&configmaps_a.informer) == truth
@@ -320,7 +317,7 @@ async fn custom_resources_are_found_by_discovery_even_when_installed_late() {
     let w1 = widgets.informer.store().get_by_key("ns/w1").unwrap();
     assert_eq!(w1.meta().kind, "Widget");
     assert_eq!(w1.meta().generation, Some(1));
-    eventually("discovery of the missing kind to fail at least once", TIMEOUT, || {
+    until("discovery of the missing kind to fail at least once", TIMEOUT, || {
         server.requests().iter().filter(|r| r.path == "/apis/example.com/v1alpha1").count() >= 2
     })
     .await;
@@ -343,7 +340,7 @@ async fn split_frames_and_a_malformed_frame_are_survived() {
     server.set_split_frames(true);
     let running = run(&server, configmaps(), informer_config("cm", Some(500))).await;
     synced(&running).await;
-    eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
+    until("a watch", TIMEOUT, || server.open_watches() == 1).await;
     for round in 0..3 {
         for i in 0..10 {
             server.apply(cm("ns", &format!("c{i}"), &round.to_string())).unwrap();
@@ -354,7 +351,7 @@ async fn split_frames_and_a_malformed_frame_are_survived() {
 
     let at = server.resource_version().to_string();
     assert_eq!(server.send_malformed_frame(), 1);
-    eventually("a re-watch after the malformed frame", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
+    until("a re-watch after the malformed frame", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 2).await;
     assert_eq!(server.requests_of(Verb::Watch)[1].param("resourceVersion"), Some(at.as_str()));
     server.delete("v1", "ConfigMap", "ns/c0").unwrap();
     server.apply(cm("ns", "c1", "after")).unwrap();
@@ -373,7 +370,7 @@ async fn a_two_megabyte_object_arrives_whole_by_list_and_by_watch() {
     converged(&server, &running, "v1", "ConfigMap").await;
     let listed = running.informer.store().get_by_key("ns/big").unwrap();
     assert!(listed.json().len() > 2 << 20);
-    eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
+    until("a watch", TIMEOUT, || server.open_watches() == 1).await;
     let bigger = format!("{blob}yy");
     server.apply(cm("ns", "big", &bigger)).unwrap();
     converged(&server, &running, "v1", "ConfigMap").await;
@@ -417,7 +414,7 @@ async fn assert_falls_back_to_list(support: WatchListSupport) {
     let running = run(&server, configmaps(), watch_list_config()).await;
     if support == WatchListSupport::Ignored {
         // Such a server only betrays itself with an ordinary bookmark during the "initial events".
-        eventually("the streaming attempt", TIMEOUT, || server.open_watches() == 1).await;
+        until("the streaming attempt", TIMEOUT, || server.open_watches() == 1).await;
         server.bookmark_now();
     }
     synced(&running).await;
@@ -462,11 +459,11 @@ async fn label_and_field_selectors_are_applied_server_side() {
         assert_eq!(request.param("labelSelector"), Some("app=web,tier in (front)"));
         assert_eq!(request.param("fieldSelector"), Some("metadata.name!=skip"));
     }
-    eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
+    until("a watch", TIMEOUT, || server.open_watches() == 1).await;
     // Objects moving into and out of the selection arrive as adds and deletes.
     server.apply(labelled("web-2", "web", "front")).unwrap();
     server.apply(labelled("web-1", "web", "back")).unwrap();
-    eventually("the selection to follow", TIMEOUT, || running.recorder.view().keys().eq(["ns/web-2"])).await;
+    until("the selection to follow", TIMEOUT, || running.recorder.view().keys().eq(["ns/web-2"])).await;
     assert_eq!(running.informer.store().list_keys(), ["ns/web-2"]);
     assert!(matches!(running.recorder.seen_for("ns/web-1").last(), Some(Seen::Delete { unknown: false, .. })));
 }
@@ -479,9 +476,9 @@ async fn watch_timeouts_end_watches_that_resume_where_they_left_off() {
     config.reflector.test_only_min_watch_timeout = Some(Duration::from_secs(1));
     let running = run(&server, configmaps(), config).await;
     synced(&running).await;
-    eventually("a watch", TIMEOUT, || server.open_watches() == 1).await;
+    until("a watch", TIMEOUT, || server.open_watches() == 1).await;
     server.apply(cm("ns", "a", "1")).unwrap();
-    eventually("three watches", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 3).await;
+    until("three watches", TIMEOUT, || server.requests_of(Verb::Watch).len() >= 3).await;
     server.apply(cm("ns", "b", "1")).unwrap();
     converged(&server, &running, "v1", "ConfigMap").await;
     let watches = server.requests_of(Verb::Watch);

@@ -14,22 +14,10 @@ use serde_json::Value;
 use wink_tests::apiserver::ApiServer;
 use wink_tests::binary::wink_binary;
 use wink_tests::install_plugin;
-use wink_tests::kubectl::kubectl;
+use wink_tests::kubectl::kubectl_ok;
 use wink_tests::oci_registry::Registry;
 use wink_tests::process::{Running, field};
 use wink_tests::wait::wait_for;
-
-fn kubectl_ok(server: &ApiServer, args: &[&str]) -> String {
-    let out = Command::new(kubectl().unwrap())
-        .arg("--kubeconfig")
-        .arg(server.kubeconfig())
-        .args(args)
-        .output()
-        .expect("running kubectl");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "kubectl {args:?} failed:\nstdout: {stdout}\nstderr: {stderr}");
-    stdout.into_owned()
-}
 
 /// A `WinkPlugin` whose spec is a built plugin's manifest (without its name and component)
 /// and `image`.
@@ -55,7 +43,7 @@ async fn kubectl_apply_and_delete_of_winkplugins_deploy_and_remove_plugins() {
     let work = tempfile::tempdir().unwrap();
     let crd = work.path().join("crd.yaml");
     std::fs::write(&crd, wink::crd::crd_yaml()).unwrap();
-    kubectl_ok(&server, &["apply", "--validate=false", "-f", crd.to_str().unwrap()]);
+    kubectl_ok(server.kubeconfig(), &["apply", "--validate=false", "-f", crd.to_str().unwrap()]);
     let web = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": "shop", "annotations": {"reloader.wink.dev/configmaps": "settings"}},
         "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": "web"}}}}});
@@ -94,7 +82,7 @@ async fn kubectl_apply_and_delete_of_winkplugins_deploy_and_remove_plugins() {
     // kubectl apply: deployed from the registry, with the object's spec as its manifest.
     let object = work.path().join("reloader.yaml");
     std::fs::write(&object, winkplugin("reloader", "team-a", &image, &built.join("plugin.yaml"))).unwrap();
-    kubectl_ok(&server, &["apply", "--validate=false", "-f", object.to_str().unwrap()]);
+    kubectl_ok(server.kubeconfig(), &["apply", "--validate=false", "-f", object.to_str().unwrap()]);
     wait_for(
         "the WinkPlugin's status to say Deployed",
         || status(&server, "team-a/reloader")["phase"] == "Deployed",
@@ -127,7 +115,7 @@ async fn kubectl_apply_and_delete_of_winkplugins_deploy_and_remove_plugins() {
     let missing = format!("{}/team/missing:v1", registry.host);
     let broken = work.path().join("broken.yaml");
     std::fs::write(&broken, winkplugin("broken", "team-b", &missing, &built.join("plugin.yaml"))).unwrap();
-    kubectl_ok(&server, &["apply", "--validate=false", "-f", broken.to_str().unwrap()]);
+    kubectl_ok(server.kubeconfig(), &["apply", "--validate=false", "-f", broken.to_str().unwrap()]);
     wait_for(
         "the broken WinkPlugin to be Failed with the reason",
         || {
@@ -140,7 +128,7 @@ async fn kubectl_apply_and_delete_of_winkplugins_deploy_and_remove_plugins() {
     assert_eq!(status(&server, "team-a/reloader")["phase"], "Deployed");
 
     // kubectl delete: the plugin is removed.
-    kubectl_ok(&server, &["delete", "winkplugin", "reloader", "-n", "team-a"]);
+    kubectl_ok(server.kubeconfig(), &["delete", "winkplugin", "reloader", "-n", "team-a"]);
     stderr
         .wait_for("the plugin removed", |l| {
             (l.contains("WinkPlugin removed") && field(l, "plugin") == Some("team-a-reloader")).then_some(())

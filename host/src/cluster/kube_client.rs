@@ -87,7 +87,13 @@ impl KubeClient {
         }
         let mut config = self.config.clone();
         config.auth_info.impersonate = Some(identity.user.clone());
-        config.auth_info.impersonate_groups = Some(identity.groups.clone());
+        // A service account's groups are the API server's to add (it derives them from the
+        // name when no `Impersonate-Group` is sent). Naming them would need `impersonate` on
+        // `groups` too, which RBAC cannot narrow to those groups: whoever has it may act as
+        // any group, `system:masters` included.
+        if !identity.is_service_account() {
+            config.auth_info.impersonate_groups = Some(identity.groups.clone());
+        }
         let client = kube::Client::try_from(config).map_err(|e| RequestError::Unavailable(e.to_string()))?;
         self.impersonated.lock().insert(identity.clone(), client.clone());
         Ok(client)

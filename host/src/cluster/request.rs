@@ -246,4 +246,9 @@ impl Identity {
             ],
         }
     }
+
+    /// Whether this is a service account's identity (`system:serviceaccount:NS:NAME`).
+    pub fn is_service_account(&self) -> bool {
+        self.user.strip_prefix("system:serviceaccount:").is_some_and(|rest| rest.split(':').count() == 2)
+    }
 }

@@ -7,6 +7,9 @@
 //!   component), and deployed through the registry — replacing the running version, with the
 //!   handover every replacement has (the new version gets the cache as its initial list).
 //! - A deleted object: its plugin is removed.
+//! - An object naming a `serviceAccount` of another namespace is not deployed (`Failed`): a
+//!   WinkPlugin acts only as an account of its own namespace, so the right to write
+//!   WinkPlugins in one namespace never reaches another tenant's accounts.
 //! - Its status, through the status subresource: `Deployed` with the digest running, or
 //!   `Failed` with the reason (a spec the manifest rules refuse, an unreachable registry, a
 //!   component that does not load), `Quarantined` once the plugin is, and its call, error and
@@ -127,6 +130,17 @@ impl WinkPluginController {
                 return Ok(Action::AwaitChange);
             }
         };
+        // Whoever may write WinkPlugins in a namespace may act only as that namespace's
+        // accounts: naming another's would cross from one tenant into another.
+        if let Some(account) = spec.service_account.as_ref().filter(|a| a.namespace != namespace) {
+            let message = format!(
+                "serviceAccount {account} is not in the WinkPlugin's namespace {namespace}: a WinkPlugin may act \
+                 only as a service account of its own namespace"
+            );
+            tracing::warn!(winkplugin = %obj.key(), %plugin, reason = %message, "WinkPlugin not deployed");
+            self.report(obj, &plugin, Phase::Failed, Some(message), None).await;
+            return Ok(Action::AwaitChange);
+        }
         let pinned = spec.image.contains("@sha256:");
         let requeue = if pinned { Action::AwaitChange } else { Action::RequeueAfter(self.options.refresh) };
         let digest = match self.oci.resolve(&spec.image).await {

@@ -356,12 +356,14 @@ impl MemorySource {
         });
     }
 
-    /// Makes the next LIST call fail with `err`.
+    /// Makes the next LIST call fail with `err` (the `testing` feature).
+    #[cfg(any(test, feature = "testing"))]
     pub fn fail_next_list(&self, err: SourceError) {
         self.inner.lock().list_errors.push_back(err);
     }
 
-    /// Makes the next WATCH call fail with `err`.
+    /// Makes the next WATCH call fail with `err` (the `testing` feature).
+    #[cfg(any(test, feature = "testing"))]
     pub fn fail_next_watch(&self, err: SourceError) {
         self.inner.lock().watch_errors.push_back(err);
     }

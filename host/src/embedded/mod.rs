@@ -20,6 +20,7 @@ pub mod http;
 mod memory;
 mod memory_cluster;
 mod memory_read;
+#[cfg(any(test, feature = "testing"))]
 mod memory_rewind;
 mod rules;
 pub mod typed;
@@ -32,5 +33,6 @@ pub use memory::{MemorySource, MemorySourceOptions, Revision, Write};
 pub use memory_cluster::MemoryCluster;
 pub(crate) use memory_cluster::built_in_kind;
 pub use memory_read::{ListPage, ResourceVersionMatch, Selects};
+#[cfg(any(test, feature = "testing"))]
 pub use memory_rewind::{Recorded, RewindError};
 pub use rules::Outcome;

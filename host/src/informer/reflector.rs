@@ -77,9 +77,9 @@ pub struct ReflectorConfig {
     /// [`MIN_WATCH_TIMEOUT`] (5 minutes, as client-go's `minWatchTimeout`); a smaller value is
     /// raised to it, so no setting makes an API server end watches more often.
     pub min_watch_timeout: Duration,
-    /// Test-only: replaces `min_watch_timeout` without the 5-minute floor, for tests against
-    /// a local API server. Never set it for a real API server.
-    #[doc(hidden)]
+    /// Test-only (the `testing` feature): replaces `min_watch_timeout` without the 5-minute
+    /// floor, for tests against a local API server.
+    #[cfg(any(test, feature = "testing"))]
     pub test_only_min_watch_timeout: Option<Duration>,
     /// Backoff after failures.
     pub backoff: BackoffConfig,
@@ -98,6 +98,7 @@ impl Default for ReflectorConfig {
         Self {
             page_size: Some(500),
             min_watch_timeout: MIN_WATCH_TIMEOUT,
+            #[cfg(any(test, feature = "testing"))]
             test_only_min_watch_timeout: None,
             backoff: BackoffConfig::default(),
             resync_period: Duration::ZERO,
@@ -345,8 +346,9 @@ impl Reflector {
 
     fn watch_params(&self, resource_version: String, send_initial_events: bool) -> WatchParams {
         // client-go's `watchWithResync`: timeoutSeconds = minWatchTimeout * (1 + rand).
-        let min =
-            self.config.test_only_min_watch_timeout.unwrap_or(self.config.min_watch_timeout.max(MIN_WATCH_TIMEOUT));
+        let min = self.config.min_watch_timeout.max(MIN_WATCH_TIMEOUT);
+        #[cfg(any(test, feature = "testing"))]
+        let min = self.config.test_only_min_watch_timeout.unwrap_or(min);
         let timeout = min.mul_f64(1.0 + rand::rng().random::<f64>());
         WatchParams { resource_version, timeout: Some(timeout), allow_bookmarks: true, send_initial_events }
     }

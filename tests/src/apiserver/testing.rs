@@ -4,7 +4,6 @@
 //! [`Seen`] events of [`crate::recorder`], which the event-recorder plugin's lines parse to).
 
 use std::collections::BTreeMap;
-use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,18 +25,6 @@ pub fn print_logs() {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-    }
-}
-
-/// The default deadline of [`eventually`].
-pub const TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Polls `condition` every 20 ms until it holds; panics naming `what` after `timeout`.
-pub async fn eventually(what: impl Display, timeout: Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + timeout;
-    while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -283,11 +283,19 @@ fn patch_type(headers: &HeaderMap, query: &Query) -> PatchType {
     }
 }
 
-/// The user a request impersonates (`Impersonate-User`, `Impersonate-Group`), if any.
+/// The user a request impersonates (`Impersonate-User`, `Impersonate-Group`), if any. As the
+/// API server does, a service account impersonated without groups gets its own
+/// (`system:serviceaccounts`, `system:serviceaccounts:<namespace>`, `system:authenticated`).
 fn impersonated(headers: &HeaderMap) -> Option<User> {
     let name = headers.get("impersonate-user")?.to_str().ok()?.to_owned();
-    let groups =
+    let mut groups: Vec<String> =
         headers.get_all("impersonate-group").iter().filter_map(|v| v.to_str().ok().map(str::to_owned)).collect();
+    if groups.is_empty()
+        && let Some((namespace, account)) = name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':'))
+        && !account.contains(':')
+    {
+        groups = crate::cluster::Identity::service_account(namespace, account).groups;
+    }
     Some(User { name, groups })
 }
 

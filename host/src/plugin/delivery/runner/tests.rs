@@ -154,8 +154,12 @@ async fn repeated_traps_back_off_before_restarting() {
 #[tokio::test(flavor = "current_thread")]
 async fn guest_code_never_runs_on_the_executor_thread() {
     // One executor thread: if the looping guest ran on it, neither the ticker below nor the
-    // epoch ticker could run, and the call would never be interrupted.
-    let h = handler(Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 5));
+    // epoch ticker could run, and the call would never be interrupted. The call loops for
+    // 300 ms, sixty of the ticker's periods: a loaded machine that deschedules the test's
+    // thread still lets it tick the few times asked.
+    let (engine, pool) = (engine(), GuestPool::new(2));
+    let guest = Guest::on_add(Behaviour::Loop);
+    let h = handler_with_deadline(&engine, guest, policy(OnError::Skip, 5), pool, Duration::from_millis(300));
     let ticks = Arc::new(AtomicU32::new(0));
     let counter = ticks.clone();
     let ticker = tokio::spawn(async move {

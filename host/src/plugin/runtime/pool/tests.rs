@@ -197,16 +197,21 @@ async fn a_wait_outside_the_guest_is_not_a_stall() {
 /// one; jobs on both leave none, and the next job queues for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_runs_here_only_while_the_pool_has_a_place_free() {
-    let pool = GuestPool::new(2);
+    // The blocked jobs must keep their places however long the machine takes to start the
+    // next one: no slow-call threshold they could pass in this test.
+    let pool = GuestPool::with_slow_call(2, Duration::from_secs(3600));
     let block = |pool: &GuestPool| {
         let (release, released) = std::sync::mpsc::channel::<()>();
         let runner = pool.clone();
         (release, tokio::spawn(async move { runner.run(move || released.recv().is_ok()).await }))
     };
     let until_busy = async |pool: &GuestPool, n: usize| {
-        while pool.busy() < n {
-            tokio::task::yield_now().await;
-        }
+        let busy = async {
+            while pool.busy() < n {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), busy).await.expect("the blocked jobs hold their places");
     };
     let (release_first, first) = block(&pool);
     until_busy(&pool, 1).await;

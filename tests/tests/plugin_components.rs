@@ -1,9 +1,7 @@
 //! The sandbox against the real plugins built from `plugins/` by `cargo xtask build-plugins`.
 //!
 //! Run with `cargo xtask test` (which builds the plugins and sets `WINK_PLUGINS_DIR`), or
-//! `cargo xtask build-plugins && cargo test -p wink-host --test plugin_components`. When
-//! `WINK_PLUGINS_DIR` is unset and `.wink/plugins` does not exist the tests say so and pass;
-//! when `WINK_PLUGINS_DIR` is set, a missing plugin is a failure.
+//! `cargo test -p wink-tests --test plugin_components` (which builds them first when needed).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,29 +18,15 @@ use wink::plugin::{CacheOutcome, EngineConfig, PluginEngine, PoolLimits};
 use wink::plugin::{CallOutcome, TrapKind};
 use wink::plugin::{GuestPool, PluginHandler};
 use wink::plugin::{LoadError, LoadedPlugin, load_plugin};
-
-/// The folder of built plugins, or `None` (after saying why) when there is none.
-fn plugins_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("WINK_PLUGINS_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
-        .join("../.wink/plugins");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    eprintln!("skipped: no built plugins (run `cargo xtask build-plugins` or `cargo xtask test`)");
-    None
-}
+use wink_tests::{plugin, plugins_dir};
 
 fn engine(cache_dir: Option<PathBuf>) -> PluginEngine {
     PluginEngine::new(EngineConfig { pool: Some(PoolLimits::small()), cache_dir, ..EngineConfig::default() }).unwrap()
 }
 
-fn load(engine: &PluginEngine, relative: &str) -> Option<LoadedPlugin> {
-    let dir = plugins_dir()?.join(relative);
-    Some(load_plugin(&dir, engine).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display())))
+fn load(engine: &PluginEngine, relative: &str) -> LoadedPlugin {
+    let dir = plugin(relative);
+    load_plugin(&dir, engine).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
 }
 
 fn handler(engine: &PluginEngine, plugin: &LoadedPlugin, resolver: Arc<dyn CacheResolver>) -> PluginHandler {
@@ -68,7 +52,7 @@ fn pod(name: &str, labels: serde_json::Value) -> Object {
 
 #[tokio::test]
 async fn example_plugins_load_start_and_hit_the_cache() {
-    let Some(dir) = plugins_dir() else { return };
+    let dir = plugins_dir();
     let cache = tempfile::tempdir().unwrap();
     let engine = engine(Some(cache.path().to_owned()));
     for name in ["label-auditor", "event-recorder", "owner-lookup"] {
@@ -90,7 +74,7 @@ async fn example_plugins_load_start_and_hit_the_cache() {
 
 #[test]
 fn wrong_world_is_refused_with_a_clear_error() {
-    let Some(dir) = plugins_dir() else { return };
+    let dir = plugins_dir();
     let err = load_plugin(dir.join("hostile/wrong-world"), &engine(None)).unwrap_err();
     assert!(matches!(err, LoadError::MissingExport { .. }), "{err:?}");
     let text = err.to_string();
@@ -100,7 +84,7 @@ fn wrong_world_is_refused_with_a_clear_error() {
 #[tokio::test]
 async fn spin_is_interrupted_skipped_and_quarantined() {
     let engine = engine(None);
-    let Some(plugin) = load(&engine, "hostile/spin") else { return };
+    let plugin = load(&engine, "hostile/spin");
     let h = handler(&engine, &plugin, Arc::new(NoCache));
     let quarantine_after = plugin.manifest.failure_policy.quarantine_after;
     assert_eq!(quarantine_after, 3);
@@ -123,7 +107,7 @@ async fn spin_is_interrupted_skipped_and_quarantined() {
 #[tokio::test]
 async fn memory_bomb_hits_the_cap() {
     let engine = engine(None);
-    let Some(plugin) = load(&engine, "hostile/memory-bomb") else { return };
+    let plugin = load(&engine, "hostile/memory-bomb");
     let mut instance = plugin.sandbox(&engine, Arc::new(NoCache), None).instantiate().unwrap();
     let outcome = tokio::task::spawn_blocking(move || {
         let first = instance.on_add(&pod("a", serde_json::json!({})), false);
@@ -138,7 +122,7 @@ async fn memory_bomb_hits_the_cap() {
 #[tokio::test]
 async fn trap_plugin_traps_only_on_marked_objects_and_recovers() {
     let engine = engine(None);
-    let Some(plugin) = load(&engine, "hostile/trap") else { return };
+    let plugin = load(&engine, "hostile/trap");
     let mut policy = plugin.manifest.failure_policy.clone();
     policy.on_error = wink::plugin::OnError::Retry;
     let sandbox = Arc::new(plugin.sandbox(&engine, Arc::new(NoCache), None));
@@ -203,7 +187,7 @@ impl Write for Captured {
 #[test]
 fn owner_lookup_reads_the_scoped_cache() {
     let engine = engine(None);
-    let Some(plugin) = load(&engine, "owner-lookup") else { return };
+    let plugin = load(&engine, "owner-lookup");
     let owner = |kind: &str, name: &str| serde_json::json!([{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": format!("uid-{name}"), "controller": true}]);
     let deploy = object(
         serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop", "uid": "uid-web"}}),
