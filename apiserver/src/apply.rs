@@ -143,7 +143,7 @@ pub(crate) fn apply(
             remove_at(&mut merged, path);
         }
     }
-    let mut merged = strategic::merge(def.built_in, &merged, &config)?;
+    let mut merged = strategic::merge(def.built_in, strategic::ListOrder::Live, &merged, &config)?;
     match entries.iter().position(mine) {
         Some(i) => entries[i] = own_entry(applied),
         None => entries.push(own_entry(applied)),

@@ -18,6 +18,7 @@
 use serde_json::Value;
 
 use crate::context::{Context, NAME_SUFFIX_LEN};
+use crate::data_keys;
 use crate::field_error::FieldError;
 use crate::managed_fields;
 use crate::object;
@@ -91,6 +92,7 @@ pub fn create(
         errors.push(FieldError::required("metadata.namespace", ""));
     }
     errors.extend(validate::object_meta(def, &obj));
+    errors.extend(data_keys::errors(def, &obj));
     if !errors.is_empty() {
         return Err(Status::invalid(def, &name, &errors));
     }

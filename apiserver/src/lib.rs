@@ -35,6 +35,7 @@ pub mod apply;
 mod context;
 pub mod crd_status;
 pub mod create;
+pub mod data_keys;
 pub mod delete;
 mod field_error;
 pub mod fieldset;

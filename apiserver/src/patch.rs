@@ -88,7 +88,7 @@ pub fn patch(
             if !body.is_object() {
                 return Err(Status::bad_request("strategic merge patch must be a JSON object"));
             }
-            strategic::merge(true, current, &body)?
+            strategic::merge(true, strategic::ListOrder::Patch, current, &body)?
         }
         PatchType::Merge | PatchType::Apply { .. } => {
             let mut doc = current.clone();

@@ -7,12 +7,16 @@
 //! fields of the core and apps types). Directives: `$patch: replace` on a map or in a list
 //! replaces it; `$patch: delete` on a map removes it, on a list item removes the item with
 //! that key; `$deleteFromPrimitiveList/<field>` removes values from a set list;
-//! `$setElementOrder/<field>` and `$retainKeys` are accepted and ignored (order is kept from
-//! the live list, new items appended). Custom resources have no such type information: their
-//! lists are atomic, except the `metadata` lists every object shares.
+//! `$retainKeys` is accepted and ignored. Custom resources have no such type information:
+//! their lists are atomic, except the `metadata` lists every object shares.
+//!
+//! A merged list is ordered as apimachinery orders it ([`ListOrder::Patch`]): the patch's
+//! items in the patch's order (or in `$setElementOrder/<field>`'s, when given), with the
+//! items only the live list has slotted in where the live list had them — so an item new to
+//! the list comes before the live items, as it does on a real API server.
 //!
 //! Server-side apply uses the same merge to bring an applied configuration into the live
-//! object.
+//! object, keeping the live order and appending new items ([`ListOrder::Live`]).
 
 use serde_json::{Map, Value};
 
@@ -27,6 +31,22 @@ pub(crate) enum ListStrategy {
     Keyed(&'static str),
     /// Items are scalars merged as a set.
     Set,
+}
+
+/// How the items of a merged list are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListOrder {
+    /// As a strategic merge patch orders them (apimachinery's `normalizeElementOrder`).
+    Patch,
+    /// The live list's order, new items appended.
+    Live,
+}
+
+/// What a merge needs to know besides the values.
+#[derive(Debug, Clone, Copy)]
+struct Rules {
+    built_in: bool,
+    order: ListOrder,
 }
 
 /// The merge strategy of the list in field `field`, under the fields `ancestors` (root first).
@@ -64,10 +84,10 @@ const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 const RETAIN_KEYS: &str = "$retainKeys";
 
 /// Merges `patch` into `target` with the list strategies of a built-in (`built_in`) or a
-/// custom resource.
-pub(crate) fn merge(built_in: bool, target: &Value, patch: &Value) -> Result<Value, Status> {
+/// custom resource, ordering merged lists by `order`.
+pub(crate) fn merge(built_in: bool, order: ListOrder, target: &Value, patch: &Value) -> Result<Value, Status> {
     let mut ancestors = Vec::new();
-    match merge_value(built_in, &mut ancestors, Some(target), patch)? {
+    match merge_value(Rules { built_in, order }, &mut ancestors, Some(target), patch)? {
         Some(v) => Ok(v),
         None => Ok(Value::Object(Map::new())),
     }
@@ -75,7 +95,7 @@ pub(crate) fn merge(built_in: bool, target: &Value, patch: &Value) -> Result<Val
 
 /// The merge of one value; `None` when a `$patch: delete` removes it.
 fn merge_value(
-    built_in: bool,
+    rules: Rules,
     ancestors: &mut Vec<String>,
     target: Option<&Value>,
     patch: &Value,
@@ -108,15 +128,16 @@ fn merge_value(
         }
         let merged = match value {
             Value::Array(items) => {
-                let strategy = list_strategy(built_in, ancestors, key);
+                let strategy = list_strategy(rules.built_in, ancestors, key);
+                let order = patch_map.get(&format!("{SET_ELEMENT_ORDER}{key}")).and_then(Value::as_array);
                 ancestors.push(key.clone());
-                let merged = merge_list(built_in, ancestors, strategy, result.get(key), items);
+                let merged = merge_list(rules, ancestors, strategy, result.get(key), items, order);
                 ancestors.pop();
                 Some(merged?)
             }
             Value::Object(_) => {
                 ancestors.push(key.clone());
-                let merged = merge_value(built_in, ancestors, result.get(key), value);
+                let merged = merge_value(rules, ancestors, result.get(key), value);
                 ancestors.pop();
                 merged?
             }
@@ -127,15 +148,40 @@ fn merge_value(
             None => result.remove(key),
         };
     }
+    if rules.order == ListOrder::Patch {
+        reorder_unpatched_lists(rules, ancestors, patch_map, &mut result);
+    }
     Ok(Some(Value::Object(result)))
 }
 
+/// A `$setElementOrder/<field>` whose field the patch leaves alone still orders the live list.
+fn reorder_unpatched_lists(
+    rules: Rules,
+    ancestors: &[String],
+    patch: &Map<String, Value>,
+    result: &mut Map<String, Value>,
+) {
+    for (key, order) in patch {
+        let Some(field) = key.strip_prefix(SET_ELEMENT_ORDER) else { continue };
+        let (Some(order), false) = (order.as_array(), patch.contains_key(field)) else { continue };
+        let key = match list_strategy(rules.built_in, ancestors, field) {
+            ListStrategy::Keyed(key) => Some(key),
+            ListStrategy::Set => None,
+            ListStrategy::Atomic => continue,
+        };
+        if let Some(Value::Array(live)) = result.get_mut(field) {
+            *live = patch_order(live, order, &live.clone(), key);
+        }
+    }
+}
+
 fn merge_list(
-    built_in: bool,
+    rules: Rules,
     ancestors: &mut Vec<String>,
     strategy: ListStrategy,
     target: Option<&Value>,
     patch: &[Value],
+    set_order: Option<&Vec<Value>>,
 ) -> Result<Value, Status> {
     let replace = patch.iter().any(|i| i.get(PATCH).and_then(Value::as_str) == Some("replace"));
     let live = match (target, replace) {
@@ -145,16 +191,16 @@ fn merge_list(
     match strategy {
         ListStrategy::Atomic => Ok(Value::Array(patch.iter().map(strip_directives).collect())),
         ListStrategy::Set => {
-            let mut result = live;
+            let mut result = live.clone();
             for item in patch {
                 if !result.contains(item) {
                     result.push(item.clone());
                 }
             }
-            Ok(Value::Array(result))
+            Ok(Value::Array(ordered(rules, result, set_order.map_or(patch, Vec::as_slice), &live, None)))
         }
         ListStrategy::Keyed(key) => {
-            let mut result = live;
+            let mut result = live.clone();
             for item in patch {
                 if !item.is_object() {
                     result.push(item.clone());
@@ -167,7 +213,7 @@ fn merge_list(
                     return Err(Status::bad_request(format!("map: {item} does not contain declared merge key: {key}")));
                 };
                 let found = result.iter().position(|live| live.get(key) == Some(id));
-                let merged = merge_value(built_in, ancestors, found.map(|i| &result[i]), item)?;
+                let merged = merge_value(rules, ancestors, found.map(|i| &result[i]), item)?;
                 match (found, merged) {
                     (Some(i), Some(v)) => result[i] = v,
                     (Some(i), None) => {
@@ -177,9 +223,48 @@ fn merge_list(
                     (None, None) => {}
                 }
             }
-            Ok(Value::Array(result))
+            let order = set_order.map_or(patch, Vec::as_slice);
+            Ok(Value::Array(ordered(rules, result, order, &live, Some(key))))
         }
     }
+}
+
+/// `merged` in the order `rules` asks for; `key` identifies map items (scalars are their own).
+fn ordered(rules: Rules, merged: Vec<Value>, patch: &[Value], live: &[Value], key: Option<&str>) -> Vec<Value> {
+    match rules.order {
+        ListOrder::Live => merged,
+        ListOrder::Patch => patch_order(&merged, patch, live, key),
+    }
+}
+
+/// apimachinery's order of a merged list: the items the patch names, in the patch's order,
+/// with the live-only items slotted in where the live list had them relative to those items.
+fn patch_order(merged: &[Value], patch: &[Value], live: &[Value], key: Option<&str>) -> Vec<Value> {
+    let id = |item: &Value| -> Option<Value> {
+        match key {
+            Some(key) => item.get(key).cloned(),
+            None => Some(item.clone()),
+        }
+    };
+    let index =
+        |list: &[Value], item: &Value| id(item).and_then(|i| list.iter().position(|x| id(x).as_ref() == Some(&i)));
+    let (mut named, mut live_only): (Vec<&Value>, Vec<&Value>) =
+        merged.iter().partition(|item| index(patch, item).is_some());
+    named.sort_by_key(|item| index(patch, item));
+    live_only.sort_by_key(|item| index(live, item));
+    let mut out = Vec::with_capacity(merged.len());
+    let (mut left, mut right) = (live_only.into_iter().peekable(), named.into_iter().peekable());
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+            (Some(l), Some(r)) => matches!((index(live, l), index(live, r)), (Some(li), Some(ri)) if li < ri),
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next.cloned());
+    }
+    out
 }
 
 /// A patch value with its directives and nulls removed, as it is stored when nothing merges.

@@ -27,6 +27,7 @@
 
 use serde_json::Value;
 
+use crate::data_keys;
 use crate::field_error::FieldError;
 use crate::managed_fields;
 use crate::object;
@@ -111,7 +112,8 @@ pub(crate) fn finish(
             return Err(Status::invalid(def, &name, &[FieldError::forbidden("metadata.finalizers", &detail)]));
         }
     }
-    let errors = validate::object_meta(def, &new);
+    let mut errors = validate::object_meta(def, &new);
+    errors.extend(data_keys::errors(def, &new));
     if !errors.is_empty() {
         return Err(Status::invalid(def, &name, &errors));
     }

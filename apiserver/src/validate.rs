@@ -35,7 +35,7 @@ const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist 
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 
 /// The API server's wording of a pattern failure: message, examples and the regex.
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+pub(crate) fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     let mut s = format!("{msg} (e.g. ");
     for (i, example) in examples.iter().enumerate() {
         if i > 0 {
@@ -47,7 +47,7 @@ fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     s
 }
 
-fn max_len_error(max: usize) -> String {
+pub(crate) fn max_len_error(max: usize) -> String {
     format!("must be no more than {max} characters")
 }
 

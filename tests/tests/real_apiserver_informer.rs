@@ -202,7 +202,9 @@ async fn real_apiserver_informer_lists_and_watches_thousands_to_the_final_list()
         update_config_maps(&api, "before", 0..300, "1"),
         delete_config_maps(&api, "before", 700..900),
     );
-    (created?, updated?, deleted?);
+    created?;
+    updated?;
+    deleted?;
 
     let server = converges(&running, &api).await?;
     ensure!(server.len() == 1800, "the server holds {} ConfigMaps, not 1800", server.len());
@@ -328,7 +330,9 @@ async fn real_apiserver_informer_converges_after_an_apiserver_restart() -> Resul
         update_config_maps(&api, "old", 0..50, "1"),
         delete_config_maps(&api, "old", 150..200),
     );
-    (created?, updated?, deleted?);
+    created?;
+    updated?;
+    deleted?;
     let server = converges(&running, &api).await?;
     ensure!(server.len() == 250, "the server holds {} ConfigMaps", server.len());
     let counts = running.informer.reflector_counts();
