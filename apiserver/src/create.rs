@@ -18,7 +18,6 @@
 use serde_json::Value;
 
 use crate::context::{Context, NAME_SUFFIX_LEN};
-use crate::data_keys;
 use crate::field_error::FieldError;
 use crate::managed_fields;
 use crate::object;
@@ -26,6 +25,7 @@ use crate::resource::ResourceDef;
 use crate::status::{Status, StatusReason};
 use crate::validate;
 use crate::write::{Write, WriteOptions, check_object, set, shape_error};
+use crate::{data_keys, defaults};
 
 /// The longest name a generated name may have: a DNS label, less the suffix.
 const MAX_GENERATE_NAME_PREFIX: usize = 63 - NAME_SUFFIX_LEN;
@@ -82,6 +82,7 @@ pub fn create(
     }
     object::remove_meta(&mut obj, "resourceVersion");
     assign_name(&mut obj, ctx)?;
+    defaults::apply(def, &mut obj);
 
     let name = object::name(&obj).to_string();
     let mut errors = Vec::new();

@@ -36,6 +36,7 @@ mod context;
 pub mod crd_status;
 pub mod create;
 pub mod data_keys;
+pub mod defaults;
 pub mod delete;
 mod field_error;
 pub mod fieldset;

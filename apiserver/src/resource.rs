@@ -67,21 +67,31 @@ impl ResourceDef {
         qualify(&self.kind, &self.group)
     }
 
-    /// Whether `metadata.generation` is kept: always for custom resources; for built-ins, those
-    /// with a status subresource (the kinds with a spec that controllers observe), which is
-    /// where the API server's strategies maintain it. ConfigMaps, Secrets and the like have none.
+    /// Whether `metadata.generation` is kept, as the API server's strategies keep it: always
+    /// for custom resources; for built-ins, mostly those with a status subresource (the kinds
+    /// with a spec that controllers observe) but Namespaces and Services, and also
+    /// IngressClasses, NetworkPolicies, PriorityClasses and admission configurations.
+    /// ConfigMaps, Secrets and the like have none.
     pub fn tracks_generation(&self) -> bool {
-        !self.built_in || self.status_subresource
+        if !self.built_in {
+            return true;
+        }
+        match (self.group.as_str(), self.kind.as_str()) {
+            // A status subresource but no generation.
+            ("", "Namespace" | "Service") => false,
+            // A generation but no status subresource.
+            ("networking.k8s.io", "IngressClass" | "NetworkPolicy")
+            | ("scheduling.k8s.io", "PriorityClass")
+            | ("admissionregistration.k8s.io", _) => true,
+            _ => self.status_subresource,
+        }
     }
 
-    /// Whether object names must be DNS-1123 labels (namespaces) rather than subdomains.
+    /// Whether object names must be DNS-1123 labels (namespaces; services, whose names are
+    /// DNS-1123 labels since Kubernetes 1.34's relaxed service name validation, no longer
+    /// DNS-1035 labels) rather than subdomains.
     pub(crate) fn name_is_label(&self) -> bool {
-        self.built_in && self.group.is_empty() && self.kind == "Namespace"
-    }
-
-    /// Whether object names must be DNS-1035 labels (services).
-    pub(crate) fn name_is_dns1035_label(&self) -> bool {
-        self.built_in && self.group.is_empty() && self.kind == "Service"
+        self.built_in && self.group.is_empty() && matches!(self.kind.as_str(), "Namespace" | "Service")
     }
 
     /// Whether object names need only be path segments (RBAC's roles and bindings, whose

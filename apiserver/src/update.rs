@@ -72,8 +72,13 @@ pub(crate) fn finish(
         ));
     }
     let name = object::name(current).to_string();
+    if !def.namespaced {
+        // As on create: a cluster-scoped object's namespace is dropped, not refused.
+        object::remove_meta(&mut new, "namespace");
+    }
     check_identity(current, &new, &name)?;
     check_preconditions(def, current, &new, &name)?;
+    crate::defaults::apply(def, &mut new);
 
     let mut new = match opts.subresource {
         Some(Subresource::Status) => {

@@ -2,8 +2,9 @@
 //!
 //! The checks and their messages are the API server's (apimachinery's `IsDNS1123Subdomain`,
 //! `IsQualifiedName`, `IsValidLabelValue`, `ValidateAnnotations`): most names are DNS-1123
-//! subdomains (at most 253 characters), namespace names DNS-1123 labels (at most 63), service
-//! names DNS-1035 labels, RBAC role and binding names path segments; label keys and
+//! subdomains (at most 253 characters), namespace and service names DNS-1123 labels (at most
+//! 63; a service's may start with a digit since Kubernetes 1.34), RBAC role and binding names
+//! path segments; label keys and
 //! annotation keys are qualified names; the annotations of one object hold at most 256 KiB. Each message the checker returns becomes one
 //! [`FieldError`] at the real field path (`metadata.name`, `metadata.labels`...).
 
@@ -156,8 +157,6 @@ fn name_errors(def: &ResourceDef, name: &str) -> Vec<String> {
         path_segment(name)
     } else if def.name_is_label() {
         dns1123_label(name)
-    } else if def.name_is_dns1035_label() {
-        dns1035_label(name)
     } else {
         dns1123_subdomain(name)
     }

@@ -4,6 +4,7 @@
 //! Plugins come from `WINK_PLUGINS_DIR` when `cargo xtask test` set it; otherwise the first
 //! test that needs them runs `cargo xtask build-plugins` once.
 
+pub mod agreement;
 pub mod apiserver;
 pub mod binary;
 pub mod cluster;

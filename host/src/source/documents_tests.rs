@@ -249,12 +249,13 @@ fn built_in_groups_at_versions_no_server_serves_are_refused() {
 }
 
 /// Names, namespaces, labels and annotations the API server refuses are refused, with its
-/// message, by the kind's own rule: a Service's name is a DNS-1035 label, a role's a path
-/// segment.
+/// message, by the kind's own rule: a Service's name is a DNS-1123 label (it may start with a
+/// digit, not hold a dot), a role's a path segment.
 #[test]
 fn metadata_the_api_server_refuses_is_refused() {
     let text = [
         doc("v1", "ConfigMap", "{name: Upper_Name, namespace: shop}"),
+        doc("v1", "Service", "{name: svc.1, namespace: shop}"),
         doc("v1", "Service", "{name: 1svc, namespace: shop}"),
         doc("v1", "ConfigMap", "{name: ok, namespace: Team-B}"),
         doc("v1", "Pod", "{name: 'vttablet-{{uid}}', namespace: shop}"),
@@ -264,14 +265,14 @@ fn metadata_the_api_server_refuses_is_refused() {
     ]
     .join("---\n");
     let (objects, refused) = parse("n.yaml", &text);
-    assert_eq!(objects, ["ClusterRole system:metrics-server", "ConfigMap shop/fine"]);
+    assert_eq!(objects, ["Service shop/1svc", "ClusterRole system:metrics-server", "ConfigMap shop/fine"]);
     let fields: Vec<&str> = refused.iter().map(|r| r.split(": ").nth(2).unwrap_or_default()).collect();
     assert_eq!(
         fields,
         ["metadata.name", "metadata.name", "metadata.namespace", "metadata.name", "metadata.labels"],
         "{refused:?}"
     );
-    assert!(refused[1].contains("a DNS-1035 label must consist of"), "{refused:?}");
+    assert!(refused[1].contains("a lowercase RFC 1123 label must consist of"), "{refused:?}");
 }
 
 /// Metadata fields set to null are stored as absent, as the API server stores them.

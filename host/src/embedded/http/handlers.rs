@@ -10,15 +10,15 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::discovery::{self, Served};
+use super::options::{delete_options, dry_run, patch_type};
 use super::paths::{ResourcePath, Route, route};
 use super::query::Query;
 use super::rbac::{self, User};
 use super::read;
 use super::selection::Selection;
+use super::status::{About, failure, failure_about, json_response};
 use super::{ApiOptions, ServedCluster};
-use crate::cluster::{
-    ClusterClient, DeleteOptions, PatchType, Preconditions, PropagationPolicy, Request, RequestError, Subresource, Verb,
-};
+use crate::cluster::{ClusterClient, PatchType, Request, RequestError, Subresource, Verb};
 use crate::embedded::{Collection, EmbeddedClient};
 use crate::informer::Object;
 use crate::kube::Attributes;
@@ -37,47 +37,6 @@ impl State {
         let client = EmbeddedClient::new(cluster.clone());
         Self { cluster, client, options }
     }
-}
-
-fn json_response(status: StatusCode, value: &Value) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response()
-}
-
-/// A `Status` failure, as the API server answers errors.
-pub(super) fn failure(e: &RequestError) -> Response {
-    let (code, reason) = match e {
-        RequestError::NotPermitted(_) | RequestError::Forbidden(_) => (403, "Forbidden"),
-        RequestError::NotFound(_) => (404, "NotFound"),
-        RequestError::AlreadyExists(_) => (409, "AlreadyExists"),
-        RequestError::Conflict(_) => (409, "Conflict"),
-        RequestError::Invalid { .. } => (422, "Invalid"),
-        RequestError::TooLarge(_) => (413, "RequestEntityTooLarge"),
-        RequestError::BadRequest(_) => (400, "BadRequest"),
-        RequestError::RateLimited(_) => (429, "TooManyRequests"),
-        RequestError::TimedOut(_) => (504, "Timeout"),
-        RequestError::Unavailable(_) => (503, "ServiceUnavailable"),
-    };
-    let message = match e {
-        RequestError::Invalid { message, .. } => message.clone(),
-        other => other.to_string().split_once(": ").map_or_else(|| other.to_string(), |(_, m)| m.to_owned()),
-    };
-    let mut status = status_object(code, reason, &message);
-    if let RequestError::Invalid { causes, .. } = e {
-        let causes: Vec<Value> =
-            causes.iter().map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field})).collect();
-        status["details"] = json!({"causes": causes});
-    }
-    json_response(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &status)
-}
-
-fn status_object(code: u16, reason: &str, message: &str) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code})
-}
-
-/// A `Status` failure with this code, reason and message.
-pub(super) fn status_failure(code: u16, reason: &str, message: &str) -> Response {
-    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, &status_object(code, reason, message))
 }
 
 fn not_found(what: &str) -> Response {
@@ -158,9 +117,9 @@ async fn resource(
         Ok(may_create) => may_create,
         Err(e) => return failure(&e),
     };
-    let dry_run = match dry_run(&query) {
+    let dry_run = match dry_run(&method, &query) {
         Ok(dry_run) => dry_run,
-        Err(e) => return failure(&e),
+        Err(refused) => return *refused,
     };
     let request = |verb: Verb, body: String| {
         Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
@@ -175,7 +134,10 @@ async fn resource(
         (Method::POST, false) => request(Verb::Create, text),
         (Method::PUT, true) => request(Verb::Update, text),
         (Method::PATCH, true) => {
-            let patch_type = patch_type(headers, &query);
+            let patch_type = match patch_type(headers, &query) {
+                Ok(patch_type) => patch_type,
+                Err(refused) => return *refused,
+            };
             // An apply body is YAML (JSON is YAML too), read as the API server reads it.
             let text = match patch_type {
                 PatchType::Apply { .. } => match crate::kube::yaml11::one_document(&text) {
@@ -186,21 +148,42 @@ async fn resource(
             };
             Request { may_create, ..request(Verb::Patch(patch_type), text) }
         }
-        (Method::DELETE, true) => request(Verb::Delete(delete_options(&text, &query)), String::new()),
+        (Method::DELETE, true) => match delete_options(&text, &query) {
+            Ok(options) => request(Verb::Delete(options), String::new()),
+            Err(refused) => return *refused,
+        },
         (method, _) => {
             let e = RequestError::BadRequest(format!("the server does not allow {method} on {}", uri.path()));
             return failure(&e);
         }
     };
-    let creating = matches!(write.verb, Verb::Create);
+    let creating = match &write.verb {
+        Verb::Create => true,
+        // An apply answers 201 when it created the object.
+        Verb::Patch(PatchType::Apply { .. }) => {
+            let probe = request(Verb::Get, String::new()).with_dry_run(false);
+            matches!(state.client.execute(probe, None).await, Err(RequestError::NotFound(_)))
+        }
+        _ => false,
+    };
+    let body_name = serde_json::from_str::<Value>(&write.body)
+        .ok()
+        .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned));
+    let group = kind.api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let object_name = if name.is_empty() { body_name.as_deref().unwrap_or_default() } else { name.as_str() };
+    let about = About { name: object_name, group, plural: &path.plural, kind: &kind.kind };
     match state.client.execute(write, None).await {
         Ok(Some(obj)) => json_response(if creating { StatusCode::CREATED } else { StatusCode::OK }, &value(&obj)),
-        Ok(None) => json_response(
-            StatusCode::OK,
-            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                    "details": {"name": name, "kind": path.plural}}),
-        ),
-        Err(e) => failure(&e),
+        Ok(None) => {
+            let mut details = json!({"name": name, "kind": path.plural});
+            if !group.is_empty() {
+                details["group"] = json!(group);
+            }
+            let success =
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
+            json_response(StatusCode::OK, &success)
+        }
+        Err(e) => failure_about(&e, Some(&about)),
     }
 }
 
@@ -258,31 +241,6 @@ fn authorize(
     Ok(verb != "patch" || rbac::authorize(state.cluster.as_ref(), &user, &create).is_ok())
 }
 
-/// `dryRun=All`: the write is decided, not stored (its one value, as the API server's).
-fn dry_run(query: &Query) -> Result<bool, RequestError> {
-    match query.get("dryRun") {
-        None | Some("") => Ok(false),
-        Some("All") => Ok(true),
-        Some(other) => {
-            Err(RequestError::BadRequest(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"")))
-        }
-    }
-}
-
-/// The kind of patch a PATCH's `Content-Type` names (a merge patch when it names none).
-fn patch_type(headers: &HeaderMap, query: &Query) -> PatchType {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    match content_type.split(';').next().unwrap_or_default().trim() {
-        "application/json-patch+json" => PatchType::Json,
-        "application/strategic-merge-patch+json" => PatchType::StrategicMerge,
-        "application/apply-patch+yaml" => PatchType::Apply {
-            field_manager: query.get("fieldManager").unwrap_or("unknown").to_owned(),
-            force: query.get("force") == Some("true"),
-        },
-        _ => PatchType::Merge,
-    }
-}
-
 /// The user a request impersonates (`Impersonate-User`, `Impersonate-Group`), if any. As the
 /// API server does, a service account impersonated without groups gets its own
 /// (`system:serviceaccounts`, `system:serviceaccounts:<namespace>`, `system:authenticated`).
@@ -297,25 +255,4 @@ fn impersonated(headers: &HeaderMap) -> Option<User> {
         groups = crate::cluster::Identity::service_account(namespace, account).groups;
     }
     Some(User { name, groups })
-}
-
-fn delete_options(body: &str, query: &Query) -> DeleteOptions {
-    let options: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-    let text = |v: &Value| v.as_str().map(str::to_owned);
-    let propagation = options["propagationPolicy"].as_str().or_else(|| query.get("propagationPolicy"));
-    DeleteOptions {
-        preconditions: Preconditions {
-            uid: text(&options["preconditions"]["uid"]),
-            resource_version: text(&options["preconditions"]["resourceVersion"]),
-        },
-        propagation_policy: match propagation {
-            Some("Orphan") => Some(PropagationPolicy::Orphan),
-            Some("Foreground") => Some(PropagationPolicy::Foreground),
-            Some("Background") => Some(PropagationPolicy::Background),
-            _ => None,
-        },
-        grace_period_seconds: options["gracePeriodSeconds"]
-            .as_i64()
-            .or_else(|| query.get("gracePeriodSeconds").and_then(|g| g.parse().ok())),
-    }
 }

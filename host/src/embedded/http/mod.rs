@@ -27,11 +27,13 @@
 
 mod discovery;
 mod handlers;
+mod options;
 mod paths;
 mod query;
 pub mod rbac;
 mod read;
 mod selection;
+mod status;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

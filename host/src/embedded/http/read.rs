@@ -20,9 +20,9 @@ use futures::StreamExt;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::handlers::{failure, status_failure};
 use super::query::Query;
 use super::selection::Selection;
+use super::status::{failure, status_failure};
 use crate::cluster::RequestError;
 use crate::embedded::Collection;
 use crate::informer::{Object, SourceError, Status, WatchEvent};
