@@ -420,8 +420,12 @@ async fn a_fast_plugins_lone_event_is_delivered_at_once_and_anything_else_is_dec
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_whose_call_ran_long_on_the_delivering_thread_keeps_to_the_guest_threads() {
     let pool = GuestPool::with_slow_call(2, Duration::from_millis(10));
-    // on-update returns at once; on-add loops until the 50 ms deadline.
-    let h = handler_on(&engine(), Guest::on_add(Behaviour::Loop), policy(OnError::Skip, 0), pool.clone());
+    // on-update returns at once; on-add loops until its deadline: 500 ms, so that it computes
+    // past the 10 ms threshold in thread CPU time even on a machine whose other load takes
+    // most of the CPU (the deadline's pauses and descheduling are not computing).
+    let looping = Guest::on_add(Behaviour::Loop);
+    let h =
+        handler_with_deadline(&engine(), looping, policy(OnError::Skip, 0), pool.clone(), Duration::from_millis(500));
     h.warm_up().await;
     earn_the_streak(&h);
     assert_eq!(h.on_add(&pod("b"), false).await, crate::informer::DONE, "skipped after the deadline");
