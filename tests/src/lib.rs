@@ -18,6 +18,7 @@ pub mod oci_registry;
 pub mod process;
 pub mod rbac;
 pub mod recorder;
+pub mod shard_group;
 pub mod wait;
 
 use std::path::{Path, PathBuf};
