@@ -98,9 +98,22 @@ pub fn read(obj: &Value) -> Vec<ManagedEntry> {
         .collect()
 }
 
-/// Writes the entries that own something; removes `managedFields` when none does.
+/// Writes the entries that own something, in the API server's order (operation — `Apply`
+/// before `Update` —, then time to the second, manager, apiVersion, subresource); removes
+/// `managedFields` when none does.
 pub fn write(obj: &mut Value, entries: &[ManagedEntry]) {
-    let list: Vec<Value> = entries.iter().filter(|e| !e.fields.is_empty()).map(ManagedEntry::to_json).collect();
+    let mut owning: Vec<&ManagedEntry> = entries.iter().filter(|e| !e.fields.is_empty()).collect();
+    let second = |e: &ManagedEntry| e.time.as_deref().map(|t| t.get(..19).unwrap_or(t).to_owned()).unwrap_or_default();
+    owning.sort_by(|p, q| {
+        (p.operation.as_str(), second(p), p.manager.as_str(), p.api_version.as_str(), p.subresource.as_str()).cmp(&(
+            q.operation.as_str(),
+            second(q),
+            q.manager.as_str(),
+            q.api_version.as_str(),
+            q.subresource.as_str(),
+        ))
+    });
+    let list: Vec<Value> = owning.into_iter().map(ManagedEntry::to_json).collect();
     if list.is_empty() {
         object::remove_meta(obj, "managedFields");
     } else if let Ok(meta) = object::metadata_mut(obj) {

@@ -51,3 +51,27 @@ fn managers_are_described_as_in_conflict_messages() {
     assert_eq!(entry(APPLY, "status").describe(), r#""m" with subresource "status""#);
     assert_eq!(entry(UPDATE, "").describe(), r#""m" using apps/v1 at 2024-01-01T00:00:00Z"#);
 }
+
+/// apimachinery's `sortEncodedManagedFields`: by operation (`Apply` first), then time to the
+/// second, then manager.
+#[test]
+fn entries_are_written_in_the_api_servers_order() {
+    let entry = |manager: &str, operation: &str, time: &str| ManagedEntry {
+        manager: manager.into(),
+        operation: operation.into(),
+        api_version: "v1".into(),
+        time: Some(time.into()),
+        subresource: String::new(),
+        fields: FieldSet::from_fields_v1(&json!({"f:data": {"f:a": {}}})),
+    };
+    let mut obj = json!({"metadata": {"name": "c"}});
+    let entries = [
+        entry("zed", UPDATE, "2024-01-01T00:00:00Z"),
+        entry("late", APPLY, "2024-01-01T00:00:09Z"),
+        entry("bee", UPDATE, "2024-01-01T00:00:00.5Z"),
+        entry("early", APPLY, "2024-01-01T00:00:01Z"),
+    ];
+    write(&mut obj, &entries);
+    let order: Vec<String> = read(&obj).into_iter().map(|e| e.manager).collect();
+    assert_eq!(order, ["early", "late", "bee", "zed"]);
+}

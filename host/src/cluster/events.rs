@@ -220,17 +220,8 @@ impl EventRecorder {
             "note": spec.note,
             "type": spec.event_type.as_str(),
         });
-        let request = Request {
-            verb: Verb::Create,
-            api_version: "events.k8s.io/v1".into(),
-            kind: "Event".into(),
-            namespace: Some(namespace.clone()),
-            name: name.clone(),
-            subresource: None,
-            body: event.to_string(),
-            dry_run: false,
-            may_create: true,
-        };
+        let request = Request::new(Verb::Create, "events.k8s.io/v1", "Event", Some(namespace.clone()), name.clone())
+            .with_body(event.to_string());
         self.inner.client.execute(request, identity).await?;
         let mut series = self.inner.series.lock();
         if series.len() >= MAX_SERIES
@@ -251,17 +242,9 @@ impl EventRecorder {
         identity: Option<&Identity>,
     ) -> Result<(), RequestError> {
         let patch = serde_json::json!({"series": {"count": count, "lastObservedTime": micro_time(last_observed)}});
-        let request = Request {
-            verb: Verb::Patch(PatchType::Merge),
-            api_version: "events.k8s.io/v1".into(),
-            kind: "Event".into(),
-            namespace: Some(namespace.to_owned()),
-            name: name.to_owned(),
-            subresource: None,
-            body: patch.to_string(),
-            dry_run: false,
-            may_create: true,
-        };
+        let request =
+            Request::new(Verb::Patch(PatchType::Merge), "events.k8s.io/v1", "Event", Some(namespace.to_owned()), name)
+                .with_body(patch.to_string());
         self.inner.client.execute(request, identity).await.map(drop)
     }
 

@@ -75,6 +75,9 @@ pub struct Request {
     /// server allows that only to whom may `create` as well as `patch`; without, an apply
     /// of a missing object is refused (see [`Request::apply_may_not_create`]).
     pub may_create: bool,
+    /// Who makes a write other than an apply, recorded in the object's `managedFields` (an
+    /// apply names its own manager); none records nothing.
+    pub field_manager: Option<String>,
 }
 
 impl Request {
@@ -96,6 +99,7 @@ impl Request {
             body: String::new(),
             dry_run: false,
             may_create: true,
+            field_manager: None,
         }
     }
 
@@ -168,6 +172,12 @@ impl Request {
         let listed: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         let message = format!("{} \"{}\" is invalid: {}", shown(&self.kind), shown(&self.name), listed.join(", "));
         Err(RequestError::Invalid { message, causes })
+    }
+
+    /// Recorded in `managedFields` as written by `manager` (see [`Request::field_manager`]).
+    pub fn with_field_manager(mut self, manager: impl Into<String>) -> Self {
+        self.field_manager = Some(manager.into());
+        self
     }
 
     /// Only decided, not stored, when `dry_run` (see [`Request::dry_run`]).

@@ -60,7 +60,8 @@ impl Revision {
         self.0.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// Moves the revision to `rv` (see [`MemorySource::rewind`]).
+    /// Moves the revision to `rv` (see `MemorySource::rewind`, the `testing` feature).
+    #[cfg(any(test, feature = "testing"))]
     pub(super) fn set(&self, rv: u64) {
         self.0.store(rv, Ordering::SeqCst);
     }

@@ -102,7 +102,7 @@ fn write(
 pub(super) fn execute(c: &Collection, namespace: Option<&str>, request: Request) -> Result<Outcome, RequestError> {
     let def = definition(c, &request.api_version, &request.kind);
     let ctx = api::SystemContext;
-    let opts = api::WriteOptions { subresource: request.subresource, ..api::WriteOptions::default() };
+    let opts = api::WriteOptions { subresource: request.subresource, field_manager: request.field_manager.clone() };
     let (name, dry_run) = (request.name.clone(), request.dry_run);
     match request.verb {
         Verb::Get => {

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::discovery::{self, Served};
-use super::options::{delete_options, dry_run, patch_type};
+use super::options::{delete_options, dry_run, field_manager, patch_type};
 use super::paths::{ResourcePath, Route, route};
 use super::query::Query;
 use super::rbac::{self, User};
@@ -156,6 +156,14 @@ async fn resource(
             let e = RequestError::BadRequest(format!("the server does not allow {method} on {}", uri.path()));
             return failure(&e);
         }
+    };
+    // Every write but an apply (which names its own) and a delete is recorded in managedFields.
+    let write = match &write.verb {
+        Verb::Create | Verb::Update => write.with_field_manager(field_manager(headers, &query)),
+        Verb::Patch(patch) if !matches!(patch, PatchType::Apply { .. }) => {
+            write.with_field_manager(field_manager(headers, &query))
+        }
+        _ => write,
     };
     let creating = match &write.verb {
         Verb::Create => true,

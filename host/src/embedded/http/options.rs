@@ -60,6 +60,27 @@ pub(super) fn patch_type(headers: &HeaderMap, query: &Query) -> Result<PatchType
     }
 }
 
+/// The manager of a write other than an apply, as the API server names it: the
+/// `fieldManager` query, else the `User-Agent` up to its first `/` (printable characters, at
+/// most 128 bytes), else `unknown`.
+pub(super) fn field_manager(headers: &HeaderMap, query: &Query) -> String {
+    if let Some(manager) = query.get("fieldManager").filter(|m| !m.is_empty()) {
+        return manager.to_owned();
+    }
+    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let mut manager = String::new();
+    for c in agent.split('/').next().unwrap_or_default().chars().filter(|c| !c.is_control()) {
+        if manager.len() + c.len_utf8() > MANAGER_MAX_BYTES {
+            break;
+        }
+        manager.push(c);
+    }
+    if manager.is_empty() { "unknown".to_owned() } else { manager }
+}
+
+/// The longest field manager name (apimachinery's `FieldManagerMaxLength`).
+const MANAGER_MAX_BYTES: usize = 128;
+
 /// A DELETE's options, from its body (`DeleteOptions`) or query.
 pub(super) fn delete_options(body: &str, query: &Query) -> Result<DeleteOptions, Refused> {
     let options: Value = serde_json::from_str(body).unwrap_or(Value::Null);
@@ -130,6 +151,15 @@ mod tests {
         assert_eq!(patch_type(&apply, &query("")).unwrap_err().status(), StatusCode::UNPROCESSABLE_ENTITY);
         let text = content("text/plain");
         assert_eq!(patch_type(&text, &query("")).unwrap_err().status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    }
+
+    #[test]
+    fn a_writes_manager_is_its_field_manager_or_its_user_agents_first_part() {
+        let mut agent = HeaderMap::new();
+        agent.insert(header::USER_AGENT, HeaderValue::from_static("kubectl/v1.37.2 (linux/amd64) kubernetes/abc"));
+        assert_eq!(field_manager(&agent, &query("fieldManager=mine")), "mine");
+        assert_eq!(field_manager(&agent, &query("")), "kubectl");
+        assert_eq!(field_manager(&HeaderMap::new(), &query("")), "unknown");
     }
 
     #[test]

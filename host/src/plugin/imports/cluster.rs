@@ -461,17 +461,7 @@ pub mod requests {
         if name.is_empty() && verb != Verb::Create {
             return Err(RequestError::BadRequest("the object has no metadata.name".into()));
         }
-        Ok(Request {
-            verb,
-            api_version,
-            kind,
-            namespace,
-            name,
-            subresource,
-            body: json,
-            dry_run: false,
-            may_create: true,
-        })
+        Ok(Request::new(verb, api_version, kind, namespace, name).with_subresource(subresource).with_body(json))
     }
 }
 

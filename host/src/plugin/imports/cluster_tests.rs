@@ -66,17 +66,7 @@ fn access(
 }
 
 fn get(name: &str) -> Request {
-    Request {
-        verb: Verb::Get,
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        namespace: Some("shop".into()),
-        name: name.into(),
-        subresource: None,
-        body: String::new(),
-        dry_run: false,
-        may_create: true,
-    }
+    Request::new(Verb::Get, "apps/v1", "Deployment", Some("shop".into()), name)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
