@@ -14,7 +14,11 @@
 //!   (guest pool, sandbox, WIT call lending both objects as handles, the guest fetching the name);
 //! - wink with a native handler doing the same work (read the name), to split the cost;
 //! - kube-rs's `watcher` of typed `Pod`s (the faster kube-rs decoding, benchmark 1) with a
-//!   native closure reading the name.
+//!   native closure reading the name;
+//! - client-go's `SharedIndexInformer` of typed Pods with a handler reading the name, in a Go
+//!   program (`wink_benches::client_go`) that stamps each handler return with the clock the
+//!   server's commit stamps are read from (its rows are skipped, saying why, when the
+//!   program cannot be built).
 //!
 //! The completion instants are recorded by resourceVersion and joined with the write stamps
 //! afterwards, so no stamp can be missed by a consumer faster than the writer's bookkeeping.
@@ -32,12 +36,13 @@ use kube::runtime::watcher::{self, Event};
 use parking_lot::Mutex;
 use wink::informer::{EntryResults, EventHandler, HandlerResult, Notification, Object};
 use wink::plugin::{CallOutcome, GuestPool, LoadedPlugin, MetricsRegistry, PluginEngine};
+use wink_benches::client_go::{ClientGoConsumer, ClientGoPeer, Mode};
 use wink_benches::cluster::BenchCluster;
 use wink_benches::consumers::WinkConsumer;
 use wink_benches::gate::{WatchGate, gated_client};
 use wink_benches::plugins::{self, PluginSettings};
 use wink_benches::results::{Report, Table, human_duration, percentile};
-use wink_benches::track::ReadName;
+use wink_benches::track::{Progress, ReadName};
 use wink_benches::workload::PodSize;
 
 const PODS: usize = 1_000;
@@ -50,16 +55,18 @@ enum Consumer {
     WinkWasm,
     WinkNative,
     KubeRs,
+    ClientGo,
 }
 
 impl Consumer {
-    const ALL: [Consumer; 3] = [Consumer::WinkWasm, Consumer::WinkNative, Consumer::KubeRs];
+    const ALL: [Consumer; 4] = [Consumer::WinkWasm, Consumer::WinkNative, Consumer::KubeRs, Consumer::ClientGo];
 
     fn label(self) -> &'static str {
         match self {
             Self::WinkWasm => "wink, wasm plugin (`bench-noop`)",
             Self::WinkNative => "wink, native handler",
             Self::KubeRs => "kube-rs `watcher` (typed Pod), native closure",
+            Self::ClientGo => "client-go `SharedIndexInformer` (typed Pod), Go handler",
         }
     }
 
@@ -68,6 +75,7 @@ impl Consumer {
             Self::WinkWasm => "wink-wasm",
             Self::WinkNative => "wink-native",
             Self::KubeRs => "kube-rs",
+            Self::ClientGo => "client-go",
         }
     }
 }
@@ -128,20 +136,24 @@ impl Probe {
 enum Running {
     Wink(WinkConsumer),
     KubeRs(tokio::task::JoinHandle<()>),
+    ClientGo(ClientGoConsumer),
 }
 
-/// What the wink consumers need to build their handlers.
+/// What the consumers need beyond the server: wink's plugin, and the client-go program.
 struct Plugins {
     engine: PluginEngine,
     plugin: LoadedPlugin,
     metrics: MetricsRegistry,
     pool: GuestPool,
+    /// The client-go program, if it could be built.
+    client_go: Option<Arc<ClientGoPeer>>,
 }
 
 async fn start(consumer: Consumer, cluster: &BenchCluster, plugins: &Plugins, done: &Done) -> Running {
-    let client = gated_client(cluster.kubeconfig(), WatchGate::opened()).await;
+    let client = || gated_client(cluster.kubeconfig(), WatchGate::opened());
     let running = match consumer {
         Consumer::WinkWasm | Consumer::WinkNative => {
+            let client = client().await;
             let inner: Arc<dyn EventHandler> = if consumer == Consumer::WinkWasm {
                 let settings = PluginSettings::named("noop");
                 let handler =
@@ -159,6 +171,7 @@ async fn start(consumer: Consumer, cluster: &BenchCluster, plugins: &Plugins, do
             Running::Wink(wink)
         }
         Consumer::KubeRs => {
+            let client = client().await;
             let done = done.clone();
             let (synced, mut on_sync) = tokio::sync::watch::channel(false);
             let stream = watcher::watcher(Api::<Pod>::all(client), watcher::Config::default());
@@ -182,6 +195,13 @@ async fn start(consumer: Consumer, cluster: &BenchCluster, plugins: &Plugins, do
             let _ = on_sync.wait_for(|s| *s).await;
             Running::KubeRs(task)
         }
+        Consumer::ClientGo => {
+            let peer = plugins.client_go.as_ref().expect("client-go runs only with its program");
+            let progress = Progress::new(PODS, 1);
+            let running = peer.start(cluster.kubeconfig(), Mode::Latency, PODS, progress.clone(), Some(done.clone()));
+            progress.synced().await;
+            Running::ClientGo(running)
+        }
     };
     // Synced; the watch is open once the server counts it.
     while cluster.server.open_watches() == 0 {
@@ -197,6 +217,7 @@ async fn stop(running: Running, cluster: &BenchCluster) {
             task.abort();
             let _ = task.await;
         }
+        Running::ClientGo(client_go) => client_go.stop().await,
     }
     // The next consumer's start waits for its own watch, not this one's.
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -238,13 +259,16 @@ fn main() {
     let mut cluster = rt.block_on(BenchCluster::start(PodSize::Small, PODS, 100_000));
     let engine = plugins::engine(8);
     let plugin = plugins::load(&plugins::bench_noop(), &engine);
-    let plugins = Plugins { engine, plugin, metrics: MetricsRegistry::new(), pool: GuestPool::per_core() };
+    let client_go = ClientGoPeer::start_or_skip("end_to_end");
+    let consumers: Vec<Consumer> =
+        Consumer::ALL.into_iter().filter(|c| *c != Consumer::ClientGo || client_go.is_some()).collect();
+    let plugins = Plugins { engine, plugin, metrics: MetricsRegistry::new(), pool: GuestPool::per_core(), client_go };
     let done: Done = Arc::default();
     let mut all: HashMap<Consumer, Vec<Duration>> = HashMap::new();
     let mut group = criterion.benchmark_group("end_to_end");
     group.sampling_mode(SamplingMode::Flat).sample_size(10).measurement_time(Duration::from_secs(1));
     // Interleaved: each consumer measures one run per sample, started afresh each time.
-    for consumer in Consumer::ALL {
+    for &consumer in &consumers {
         group.bench_function(consumer.id(), |b| {
             b.iter_custom(|iters| {
                 let running = rt.block_on(start(consumer, &cluster, &plugins, &done));
@@ -277,11 +301,28 @@ fn report(all: &HashMap<Consumer, Vec<Duration>>, borrowed_runs: u64) {
          consumer's handler returned for that resourceVersion, over HTTP on loopback through the kube \
          client. wink: kube source + informer + listener + handler (the `bench-noop` wasm plugin's \
          `on-update`, or a native handler reading the name); kube-rs: `watcher` of typed Pods + a native \
-         closure reading the name. One consumer at a time, over the same server and client settings; \
+         closure reading the name; client-go: `SharedIndexInformer` of typed Pods (informer factory, JSON, no \
+         client-side rate limit) + a handler reading the name, in a Go program stamping each handler return \
+         with the same clock. One consumer at a time, over the same server and client settings; \
          percentiles over every event of all runs.",
     );
-    let mut table = Table::new("", &["consumer", "events", "p50", "p99", "max", "p50 ÷ kube-rs", "p99 ÷ kube-rs"]);
-    let peer = all.get(&Consumer::KubeRs).map(|l| (percentile(l, 50.0), percentile(l, 99.0)));
+    let mut table = Table::new(
+        "",
+        &[
+            "consumer",
+            "events",
+            "p50",
+            "p99",
+            "max",
+            "p50 ÷ kube-rs",
+            "p99 ÷ kube-rs",
+            "p50 ÷ client-go",
+            "p99 ÷ client-go",
+        ],
+    );
+    let percentiles = |c: Consumer| all.get(&c).map(|l| (percentile(l, 50.0), percentile(l, 99.0)));
+    let peer = percentiles(Consumer::KubeRs);
+    let client_go = percentiles(Consumer::ClientGo);
     for consumer in Consumer::ALL {
         let Some(latencies) = all.get(&consumer) else { continue };
         let (p50, p99) = (percentile(latencies, 50.0), percentile(latencies, 99.0));
@@ -294,6 +335,8 @@ fn report(all: &HashMap<Consumer, Vec<Duration>>, borrowed_runs: u64) {
             human_duration(percentile(latencies, 100.0)),
             peer.map(|(p, _)| ratio(p50, p)).unwrap_or_default(),
             peer.map(|(_, p)| ratio(p99, p)).unwrap_or_default(),
+            client_go.map(|(p, _)| ratio(p50, p)).unwrap_or_default(),
+            client_go.map(|(_, p)| ratio(p99, p)).unwrap_or_default(),
         ]);
     }
     report.tables.push(table);
@@ -306,6 +349,13 @@ fn report(all: &HashMap<Consumer, Vec<Duration>>, borrowed_runs: u64) {
             human_duration(p50),
             human_duration(p99),
         ));
+        if let Some((go50, go99)) = client_go {
+            report.notes.push(format!(
+                "client-go's SharedIndexInformer with a handler p50 {} / p99 {}",
+                human_duration(go50),
+                human_duration(go99),
+            ));
+        }
         report.notes.push(format!(
             "the wasm plugin's events run on the delivering thread: {borrowed_runs} of {} (the others hop to a \
              guest thread and back: two thread wake-ups on an idle machine)",

@@ -1,20 +1,25 @@
 //! Run with cargo bench -p wink-benches --bench informer_throughput
 //!
-//! Benchmark 1 — informer throughput vs kube-rs. The local API server holds 10,000 Pods;
-//! a consumer lists them (paged, 500 a page, as both clients default to) and syncs, then
+//! Benchmark 1 — informer throughput vs kube-rs and client-go. The local API server holds
+//! 10,000 Pods; a consumer lists them (paged, 500 a page, as every client defaults to) and
+//! syncs, then
 //! receives 50,000 watch events (status updates, round-robin over the Pods). Timed: from the
 //! consumer's start until every listed Pod was handled, plus from the moment its watch is let
 //! through until every Pod's final state was handled; the writing of the 50,000 events is
 //! not timed (the watch waits at a gate meanwhile, see `wink_benches::gate`). Consumers:
-//! wink's informer with one no-op native handler, and kube-rs's `watcher` + `reflector`
-//! store with a no-op stream consumer, of `DynamicObject` and of the typed `Pod`.
+//! wink's informer with one no-op native handler, kube-rs's `watcher` + `reflector` store
+//! with a no-op stream consumer, of `DynamicObject` and of the typed `Pod`, and client-go's
+//! `SharedIndexInformer` of typed Pods with a no-op handler (a Go program, see
+//! `wink_benches::client_go`; its rows are skipped, saying why, when it cannot be built).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput};
+use wink_benches::client_go::{ClientGoPeer, Mode};
 use wink_benches::cluster::BenchCluster;
 use wink_benches::consumers::{KubeRsConsumer, KubeRsType, WinkConsumer};
 use wink_benches::results::{Report, Table, verdict};
@@ -27,16 +32,18 @@ enum Consumer {
     Wink,
     KubeRsDynamic,
     KubeRsTyped,
+    ClientGo,
 }
 
 impl Consumer {
-    const ALL: [Consumer; 3] = [Consumer::Wink, Consumer::KubeRsDynamic, Consumer::KubeRsTyped];
+    const ALL: [Consumer; 4] = [Consumer::Wink, Consumer::KubeRsDynamic, Consumer::KubeRsTyped, Consumer::ClientGo];
 
     fn label(self) -> &'static str {
         match self {
             Self::Wink => "wink",
             Self::KubeRsDynamic => "kube-rs (DynamicObject)",
             Self::KubeRsTyped => "kube-rs (typed Pod)",
+            Self::ClientGo => "client-go (typed Pod)",
         }
     }
 
@@ -45,10 +52,23 @@ impl Consumer {
             Self::Wink => "wink",
             Self::KubeRsDynamic => "kube-rs-dynamic",
             Self::KubeRsTyped => "kube-rs-typed",
+            Self::ClientGo => "client-go",
         }
     }
 
-    fn start(self, client: kube::Client, progress: Arc<wink_benches::track::Progress>) -> Running {
+    fn is_kube_rs(self) -> bool {
+        matches!(self, Self::KubeRsDynamic | Self::KubeRsTyped)
+    }
+
+    /// Starts the consumer; client-go's in `client_go` (the program), against the server of
+    /// `kubeconfig`.
+    fn start(
+        self,
+        client: kube::Client,
+        progress: Arc<wink_benches::track::Progress>,
+        client_go: Option<&Arc<ClientGoPeer>>,
+        kubeconfig: &Path,
+    ) -> Running {
         match self {
             Self::Wink => {
                 let handler = Tracked::new(Arc::new(ReadName), progress);
@@ -56,6 +76,10 @@ impl Consumer {
             }
             Self::KubeRsDynamic => Running::KubeRs(KubeRsConsumer::start(client, KubeRsType::Dynamic, progress, false)),
             Self::KubeRsTyped => Running::KubeRs(KubeRsConsumer::start(client, KubeRsType::Typed, progress, false)),
+            Self::ClientGo => {
+                let peer = client_go.expect("client-go runs only with its program");
+                Running::ClientGo(peer.start(kubeconfig, Mode::Stream, OBJECTS, progress, None))
+            }
         }
     }
 }
@@ -64,6 +88,9 @@ fn main() {
     let rt = wink_benches::runtime();
     let mut criterion = Criterion::default().warm_up_time(Duration::from_millis(1)).configure_from_args();
     let runs: RefCell<BTreeMap<(PodSize, Consumer), Vec<StreamRun>>> = RefCell::default();
+    let client_go = ClientGoPeer::start_or_skip("informer_throughput");
+    let consumers: Vec<Consumer> =
+        Consumer::ALL.into_iter().filter(|c| *c != Consumer::ClientGo || client_go.is_some()).collect();
     let mut json_sizes = BTreeMap::new();
     for size in PodSize::ALL {
         let mut cluster = rt.block_on(BenchCluster::start(size, OBJECTS, EVENTS + 1_000));
@@ -71,13 +98,15 @@ fn main() {
         let mut group = criterion.benchmark_group(format!("informer_throughput/{}", size.label()));
         group.sampling_mode(SamplingMode::Flat).sample_size(10).measurement_time(Duration::from_secs(1));
         group.throughput(Throughput::Elements((OBJECTS + EVENTS) as u64));
-        for consumer in Consumer::ALL {
+        let kubeconfig = cluster.kubeconfig().to_owned();
+        for &consumer in &consumers {
             group.bench_function(consumer.id(), |b| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let run = rt
-                            .block_on(run_stream(&mut cluster, 1, |client, progress| consumer.start(client, progress)));
+                        let run = rt.block_on(run_stream(&mut cluster, 1, |client, progress| {
+                            consumer.start(client, progress, client_go.as_ref(), &kubeconfig)
+                        }));
                         runs.borrow_mut().entry((size, consumer)).or_default().push(run);
                         total += run.total();
                     }
@@ -94,13 +123,16 @@ fn main() {
 fn report(runs: &BTreeMap<(PodSize, Consumer), Vec<StreamRun>>, json_sizes: &BTreeMap<PodSize, f64>) {
     let mut report = Report::new(
         "informer_throughput",
-        "1. Informer throughput vs kube-rs",
+        "1. Informer throughput vs kube-rs and client-go",
         "10,000 Pods listed (pages of 500), then 50,000 watch events (status updates), from the local API \
          server on loopback through the same kube client. Time = start until the last listed Pod was handled \
          + watch release until every Pod's final state was handled; writing the events is not timed (the \
          watch waits at a gate). events/s = 60,000 / time; medians of the runs. wink: informer (managedFields \
          stripped, its default) + one native no-op handler; kube-rs: `watcher` + `reflector` store + a no-op \
-         stream consumer.",
+         stream consumer; client-go: `SharedIndexInformer` of typed Pods (informer factory, no resync) + a no-op \
+         handler reading the name, in a Go program over its own client (JSON, no client-side rate limit, \
+         LIST then WATCH: its streaming list turned off), holding its WATCH at a gate of its own and stamping \
+         its start, sync, gate opening and last final state on the same clock.",
     );
     let mut table = Table::new(
         "",
@@ -113,7 +145,7 @@ fn report(runs: &BTreeMap<(PodSize, Consumer), Vec<StreamRun>>, json_sizes: &BTr
         for consumer in Consumer::ALL {
             let Some((count, run)) = median(consumer) else { continue };
             let ratio = wink.rate() / run.rate();
-            if consumer != Consumer::Wink {
+            if consumer.is_kube_rs() {
                 worst = worst.min(ratio);
             }
             let mut row = vec![
@@ -132,6 +164,13 @@ fn report(runs: &BTreeMap<(PodSize, Consumer), Vec<StreamRun>>, json_sizes: &BTr
                 "{} Pods: wink ÷ the faster kube-rs consumer = {worst:.2}× (target ≥ {goal}×: {})",
                 size.label(),
                 verdict(worst >= goal)
+            ));
+        }
+        if let Some((_, client_go)) = median(Consumer::ClientGo) {
+            report.notes.push(format!(
+                "{} Pods: wink ÷ client-go = {:.2}× (no target)",
+                size.label(),
+                wink.rate() / client_go.rate()
             ));
         }
     }

@@ -4,7 +4,9 @@
 //!   informer of Pods) with the handlers given — native or wasm plugins;
 //! - [`KubeRsConsumer`]: kube-rs's `watcher` feeding a `reflector` store, with a no-op
 //!   consumer of the stream, of `DynamicObject` (what a generic tool like wink must use) or of
-//!   the typed `k8s_openapi` Pod (what a Pod-specific controller would use).
+//!   the typed `k8s_openapi` Pod (what a Pod-specific controller would use);
+//! - [`ClientGoConsumer`]: client-go's SharedIndexInformer of typed Pods with a no-op
+//!   handler, in a Go program (see [`client_go`](crate::client_go)).
 
 use std::sync::Arc;
 
@@ -20,6 +22,7 @@ use tokio::task::JoinHandle;
 use wink::informer::{EventHandler, InformerConfig, InformerFactory, ResourceKey, SharedIndexInformer};
 use wink::source::KubeSource;
 
+pub use crate::client_go::ClientGoConsumer;
 use crate::track::Progress;
 
 /// wink's informer of Pods over a kube client.

@@ -1,13 +1,14 @@
 //! Support for wink's benchmarks (`cargo bench -p wink-benches`, or `cargo xtask bench` for
 //! all of them and the results table): the workload generator, the local cluster, the
-//! consumers compared (wink's informer, kube-rs's watcher + reflector), the plugins, and the
-//! measuring helpers the bench files under `benches/benches/` share.
+//! consumers compared (wink's informer, kube-rs's watcher + reflector, client-go's informer),
+//! the plugins, and the measuring helpers the bench files under `benches/benches/` share.
 //!
 //! - [`workload`]: realistic Pods of ~4 KB and ~16 KB in several namespaces.
 //! - [`cluster`]: the tests' local API server filled with them.
 //! - [`gate`]: a kube client whose WATCH requests wait until the benchmark opens a gate,
 //!   so that writing the events is not timed.
 //! - [`consumers`]: wink's informer and kube-rs's watcher + store over such a client.
+//! - [`client_go`]: client-go's SharedIndexInformer, a Go program driven over a pipe.
 //! - [`track`]: when a consumer has synced and has seen every final state.
 //! - [`plugins`]: `bench-noop` and the Python/JavaScript components, as plugin handlers.
 //! - [`mem`]: a counting global allocator and RSS.
@@ -16,6 +17,7 @@
 //! - [`profile`]: turning `perf` on for the measured phase only.
 //! - [`raw_call`]: a bare wasmtime call of a component's `on-update`, the floor of a call.
 
+pub mod client_go;
 pub mod cluster;
 pub mod consumers;
 pub mod gate;

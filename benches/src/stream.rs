@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::client_go::ClientGoConsumer;
 use crate::cluster::BenchCluster;
 use crate::consumers::{KubeRsConsumer, WinkConsumer};
 use crate::gate::{WatchGate, gated_client};
@@ -23,6 +24,8 @@ pub enum Running {
     Wink(WinkConsumer),
     /// kube-rs's watcher + store.
     KubeRs(KubeRsConsumer),
+    /// client-go's informer, in the Go program (started in [`crate::client_go::Mode::Stream`]).
+    ClientGo(ClientGoConsumer),
 }
 
 impl Running {
@@ -31,6 +34,24 @@ impl Running {
         match self {
             Self::Wink(w) => w.stop().await,
             Self::KubeRs(k) => k.stop().await,
+            Self::ClientGo(c) => c.stop().await,
+        }
+    }
+
+    /// Waits until its first WATCH is held: at `gate` (the kube client's), or at the Go
+    /// program's own gate.
+    async fn held(&self, gate: &WatchGate) {
+        match self {
+            Self::ClientGo(c) => c.held().await,
+            Self::Wink(_) | Self::KubeRs(_) => gate.held(1).await,
+        }
+    }
+
+    /// Lets its WATCH through.
+    fn open(&self, gate: &WatchGate) {
+        match self {
+            Self::ClientGo(c) => c.open(),
+            Self::Wink(_) | Self::KubeRs(_) => gate.open(),
         }
     }
 }
@@ -82,7 +103,9 @@ impl StreamRun {
 }
 
 /// Runs the stream once through the consumer `start` builds from a gated client and the
-/// run's progress, with `listeners` listeners reporting to it.
+/// run's progress, with `listeners` listeners reporting to it. client-go's consumer does
+/// not use the client: its own client holds the WATCH in the Go program, which stamps the
+/// informer's start and the gate's opening itself (the instants timed from).
 pub async fn run_stream(
     cluster: &mut BenchCluster,
     listeners: usize,
@@ -99,15 +122,22 @@ pub async fn run_stream(
     let running = start(client, progress.clone());
     let synced = progress.synced().await;
     drop(list_profiled);
-    gate.held(1).await;
+    running.held(&gate).await;
     // Not timed: the server records the events while the consumer's watch waits.
     let targets = cluster.update(EVENTS);
+    if let Running::ClientGo(c) = &running {
+        c.expect(&targets);
+    }
     progress.expect(targets, listeners);
     let profiled = crate::profile::Section::start_if(crate::profile::Phase::Watch);
     let released = Instant::now();
-    gate.open();
+    running.open(&gate);
     let done = progress.done().await;
     drop(profiled);
+    let (started, released) = match &running {
+        Running::ClientGo(c) => (c.started().unwrap_or(started), c.opened().unwrap_or(released)),
+        Running::Wink(_) | Running::KubeRs(_) => (started, released),
+    };
     let run = StreamRun { list: synced - started, watch: done - released, calls: progress.calls() };
     running.stop().await;
     run

@@ -5,8 +5,9 @@
 //! intermediate one), so "all events handled" is defined by state, not by a count: a
 //! listener is done when it has been handed each Pod at the resourceVersion the server
 //! ended with. The same check (one hash lookup by name per event) runs in every consumer —
-//! wink's native handlers, wink's wasm plugins (in a wrapper around the plugin's handler)
-//! and kube-rs's stream consumer — so it costs them the same.
+//! wink's native handlers, wink's wasm plugins (in a wrapper around the plugin's handler),
+//! kube-rs's stream consumer, and client-go's handler (in the Go program, which reports the
+//! instants here: see [`client_go`](crate::client_go)) — so it costs them the same.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -67,6 +68,19 @@ impl Progress {
         if resource_version.parse::<u64>().ok() == Some(*want) && self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.done_at.send_replace(Some(Instant::now()));
         }
+    }
+
+    /// Records that every listener received every listed object at `at` (a consumer in
+    /// another process, which counts there).
+    pub fn synced_at(&self, at: Instant) {
+        self.synced_at.send_replace(Some(at));
+    }
+
+    /// Records that every listener reached the expected state at `at`, after `calls` handler
+    /// calls (a consumer in another process, which counts there).
+    pub fn done_at(&self, at: Instant, calls: u64) {
+        self.calls.store(calls, Ordering::Relaxed);
+        self.done_at.send_replace(Some(at));
     }
 
     /// Waits until every listener received every listed object; returns when that happened.

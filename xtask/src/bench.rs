@@ -1,17 +1,19 @@
 //! `cargo xtask bench [-- CRITERION ARGS]`: runs every benchmark and writes the results table.
 //!
-//! Builds the plugins (the benchmarks run the `bench-noop` and `bench-writer` Rust plugins and the Python and
-//! JavaScript components), runs `cargo bench -p wink-benches` with `WINK_PLUGINS_DIR` pointing
-//! at them (extra arguments go to every bench binary, e.g. a filter), then
-//! `wink-bench-table`, which prints the tables of `BENCHMARKS.md` and writes them to
-//! `<target>/wink-bench/RESULTS.md`. The benchmarks take about half an hour on two cores.
+//! Builds the plugins (the benchmarks run the `bench-noop` and `bench-writer` Rust plugins and
+//! the Python and JavaScript components) and the client-go consumer (a Go program, see
+//! [`crate::client_go_peer`]; without Go the benchmarks skip its rows), runs `cargo bench -p
+//! wink-benches` with `WINK_PLUGINS_DIR` and `WINK_CLIENT_GO_PEER` pointing at them (extra
+//! arguments go to every bench binary, e.g. a filter), then `wink-bench-table`, which prints
+//! the tables of `BENCHMARKS.md` and writes them to `<target>/wink-bench/RESULTS.md`. The
+//! benchmarks take about half an hour on two cores.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::build_plugins;
+use crate::{build_plugins, client_go_peer};
 
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args)]
@@ -28,6 +30,11 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
     if build.has_failures() {
         eprintln!("xtask: part of the plugin build failed; the benchmarks of the missing plugins say so");
     }
+    // An empty variable tells the benchmarks there is none (and not to try building it again).
+    let client_go = client_go_peer::build(repo).unwrap_or_else(|e| {
+        eprintln!("xtask: no client-go consumer, the benchmarks skip its rows: {e:#}");
+        PathBuf::new()
+    });
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo.join("target"), PathBuf::from);
     let results = target.join("wink-bench");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -39,6 +46,7 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
     let status = bench
         .env("WINK_PLUGINS_DIR", &plugins)
         .env("WINK_BENCH_RESULTS", &results)
+        .env(client_go_peer::ENV, &client_go)
         .status()
         .context("running `cargo bench`")?;
     if !status.success() {

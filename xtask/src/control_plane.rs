@@ -10,6 +10,8 @@
 //!
 //! Without Go, or when a build fails, the error says so and the tests still run: those that
 //! need the control plane fail, saying it is missing.
+//!
+//! The benchmarks' client-go consumer is built the same way ([`crate::client_go_peer`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -94,14 +96,14 @@ fn build_all(repo: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
         if !path.is_file() {
             let go = match &go {
                 Some(go) => go,
-                None => go.insert(find_go()?),
+                None => go.insert(find_go("the tests' control plane (kube-apiserver, etcd)")?),
             };
             eprintln!(
                 "xtask: building {} {version} with Go (first run only, ~{} min on 2 cores)",
                 binary.name, binary.minutes
             );
             let started = Instant::now();
-            go_build(go, &module, binary.package, &ldflags(binary, version), &path)?;
+            go_build(go, &module, binary.package, &ldflags(binary, version), &path, "the tests' control plane")?;
             let took = started.elapsed().as_secs();
             eprintln!("xtask: built {} in {}m {:02}s", binary.name, took / 60, took % 60);
         }
@@ -111,7 +113,7 @@ fn build_all(repo: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
 }
 
 /// The version `go.mod` requires of `module` (a `require` line, not a `replace`).
-fn required_version(go_mod: &str, module: &str) -> Option<String> {
+pub(crate) fn required_version(go_mod: &str, module: &str) -> Option<String> {
     go_mod.lines().find_map(|line| {
         let line = line.trim();
         let line = line.strip_prefix("require ").unwrap_or(line);
@@ -137,8 +139,9 @@ fn ldflags(binary: &Binary, version: &str) -> String {
     flags
 }
 
-/// The `go` command: on the `PATH`, else where the official archive installs it.
-fn find_go() -> Result<PathBuf> {
+/// The `go` command: on the `PATH`, else where the official archive installs it. `what`
+/// names what needs it, for the error.
+pub(crate) fn find_go(what: &str) -> Result<PathBuf> {
     for candidate in [PathBuf::from("go"), PathBuf::from("/usr/local/go/bin/go")] {
         if let Some(version) = tools::version_of(&candidate, &["version"]) {
             eprintln!("xtask: using {version}");
@@ -146,15 +149,22 @@ fn find_go() -> Result<PathBuf> {
         }
     }
     bail!(
-        "Go is not installed (neither `go` on the PATH nor /usr/local/go/bin/go): the tests' \
-         control plane (kube-apiserver, etcd) is built from Go modules; install Go 1.26 or \
-         newer from https://go.dev/dl"
+        "Go is not installed (neither `go` on the PATH nor /usr/local/go/bin/go): {what} is built \
+         from Go modules; install Go 1.26 or newer from https://go.dev/dl"
     )
 }
 
 /// `go build`s `package` of the module in `module_dir` into `dest`, through a temporary name
-/// so an interrupted build never leaves a binary that looks complete.
-fn go_build(go: &Path, module_dir: &Path, package: &str, ldflags: &str, dest: &Path) -> Result<()> {
+/// so an interrupted build never leaves a binary that looks complete. `what` names the
+/// binary, for the error.
+pub(crate) fn go_build(
+    go: &Path,
+    module_dir: &Path,
+    package: &str,
+    ldflags: &str,
+    dest: &Path,
+    what: &str,
+) -> Result<()> {
     let dir = dest.parent().context("the binary's folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let name = dest.file_name().context("the binary's name")?.to_string_lossy();
@@ -172,7 +182,7 @@ fn go_build(go: &Path, module_dir: &Path, package: &str, ldflags: &str, dest: &P
     if installed.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    installed.with_context(|| format!("building {package} (the tests' control plane)"))
+    installed.with_context(|| format!("building {package} ({what})"))
 }
 
 #[cfg(test)]

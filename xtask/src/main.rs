@@ -9,11 +9,14 @@
 //!   (kube-apiserver and etcd, from Go modules, first run only), then runs every test.
 //! - `cargo xtask control-plane`: builds the tests' kube-apiserver and etcd (if missing) and
 //!   prints the variables to run the tests that need them with plain `cargo test`.
+//! - `cargo xtask client-go-peer`: builds the benchmarks' client-go consumer (from its Go
+//!   module, if missing) and prints the variable that points the benchmarks at it.
 //! - `cargo xtask demo`: builds the plugins and runs them against `examples/cluster`.
 //! - `cargo xtask bench [-- CRITERION ARGS]`: runs the benchmarks and writes the results table.
 
 mod bench;
 mod build_plugins;
+mod client_go_peer;
 mod component;
 mod control_plane;
 mod demo;
@@ -51,6 +54,9 @@ enum Command {
     /// Build the tests' control plane (kube-apiserver and etcd, from Go modules) and print
     /// the variables that point the tests at it.
     ControlPlane,
+    /// Build the benchmarks' client-go consumer (from its Go module) and print the variable
+    /// that points the benchmarks at it.
+    ClientGoPeer,
     /// Build the example plugins and run them against examples/cluster.
     Demo(demo::Args),
     /// Build the plugins, run the benchmarks, and write the results table (BENCHMARKS.md).
@@ -63,6 +69,7 @@ fn main() -> ExitCode {
         Command::BuildPlugins(args) => build_plugins::run(&repo_root(), &args).and_then(report::Report::into_result),
         Command::Test(args) => run_tests::run(&repo_root(), &args),
         Command::ControlPlane => control_plane::print(&repo_root()),
+        Command::ClientGoPeer => client_go_peer::print(&repo_root()),
         Command::Demo(args) => demo::run(&repo_root(), &args),
         Command::Bench(args) => bench::run(&repo_root(), &args),
     };
