@@ -70,8 +70,8 @@ impl std::io::Write for Captured {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::contract::bindings::log::Level;
     use crate::plugin::imports::LogSink;
-    use crate::plugin::runtime::bindings::log::Level;
 
     /// The lines written in `format` while `f` runs.
     fn lines(format: LogFormat, f: impl FnOnce()) -> Vec<String> {

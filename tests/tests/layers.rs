@@ -1,9 +1,11 @@
 //! The host crate's rooms keep their floors: a room uses only rooms on floors below its
 //! own, so no arrow runs back up and no two rooms form a loop (ARCHITECTURE.md names the
-//! floors and the rule each room keeps).
+//! floors and the rule each room keeps). The plugin room is a house of its own, with floors
+//! of its own, kept the same way.
 //!
 //! The arrows are read from the code as a reader sees them: every `crate::ROOM` path in a
-//! file of `host/src` outside comments. Test code is left out (files whose name holds `test`,
+//! file of `host/src` (and every `crate::plugin::ROOM` path in a file of `host/src/plugin`)
+//! outside comments. Test code is left out (files whose name holds `test`,
 //! and a file's `#[cfg(test)]` module at its end): a test may build its case from any room.
 //!
 //! Run with `cargo xtask test`, or `cargo test -p wink-tests --test layers`.
@@ -32,11 +34,49 @@ const FLOORS: &[&[&str]] = &[
     &["main", "logging"],
 ];
 
-/// The crate root, which declares the rooms.
-const ROOT: &str = "lib";
+/// The plugin room's rooms by floor, the lowest first.
+const PLUGIN_FLOORS: &[&[&str]] = &[
+    // What the rest speaks: the WIT contract and a call's outcome; what a manifest says; the
+    // threads guest code runs on.
+    &["contract", "manifest", "threads"],
+    // What each plugin's deliveries and requests are counted in.
+    &["metrics"],
+    // The host imports, one capability per module.
+    &["imports"],
+    // The engine, loading, and the sandbox that composes the imports.
+    &["runtime"],
+    // A plugin as an informer event handler.
+    &["delivery"],
+    // The registry of deployed plugins.
+    &["deploy"],
+];
+
+/// A house: its folder, the path prefix that names its rooms, its floors and its root file.
+struct House {
+    dir: &'static str,
+    prefix: &'static str,
+    floors: &'static [&'static [&'static str]],
+    root: &'static str,
+}
+
+/// The host crate.
+const HOST: House = House { dir: "", prefix: "crate::", floors: FLOORS, root: "lib" };
+
+/// The plugin room.
+const PLUGIN: House = House { dir: "plugin", prefix: "crate::plugin::", floors: PLUGIN_FLOORS, root: "mod" };
 
 fn host_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src")
+}
+
+impl House {
+    fn src(&self) -> PathBuf {
+        host_src().join(self.dir)
+    }
+
+    fn floor_of(&self, room: &str) -> Option<usize> {
+        self.floors.iter().position(|floor| floor.contains(&room))
+    }
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -84,11 +124,11 @@ fn ident(text: &str) -> String {
     text.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
 }
 
-/// Every room named after `crate::` in `code` (`crate::room::…`, or each of
-/// `crate::{room::…, other}`).
-fn rooms_used(code: &str) -> BTreeSet<String> {
+/// Every room named after `prefix` (`crate::` or `crate::plugin::`) in `code`
+/// (`crate::room::…`, or each of `crate::{room::…, other}`).
+fn rooms_used(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut rooms = BTreeSet::new();
-    for (i, m) in code.match_indices("crate::") {
+    for (i, m) in code.match_indices(prefix) {
         if code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
             continue;
         }
@@ -106,8 +146,8 @@ fn rooms_used(code: &str) -> BTreeSet<String> {
 }
 
 /// room → (room it uses → the files that use it).
-fn arrows() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
-    let src = host_src();
+fn arrows(house: &House) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let src = house.src();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut arrows: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
@@ -117,7 +157,7 @@ fn arrows() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
             continue;
         }
         let room = room_of(relative);
-        for used in rooms_used(&code_of(&std::fs::read_to_string(&file).unwrap())) {
+        for used in rooms_used(&code_of(&std::fs::read_to_string(&file).unwrap()), house.prefix) {
             if used != room {
                 let users = arrows.entry(room.clone()).or_default().entry(used).or_default();
                 users.insert(relative.display().to_string());
@@ -127,40 +167,68 @@ fn arrows() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     arrows
 }
 
-fn floor_of(room: &str) -> Option<usize> {
-    FLOORS.iter().position(|floor| floor.contains(&room))
+/// The rooms of `house` that have no floor (test files aside).
+fn homeless(house: &House) -> (BTreeSet<String>, Vec<String>) {
+    let src = house.src();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let rooms: BTreeSet<String> = files
+        .iter()
+        .map(|f| f.strip_prefix(&src).unwrap())
+        .filter(|f| !f.file_name().unwrap().to_string_lossy().contains("test"))
+        .map(room_of)
+        .collect();
+    let homeless = rooms.iter().filter(|r| **r != house.root && house.floor_of(r).is_none()).cloned().collect();
+    (rooms, homeless)
+}
+
+/// The arrows of `house` that run sideways or back up.
+fn back_arrows(house: &House) -> Vec<String> {
+    let mut back = Vec::new();
+    for (room, used) in &arrows(house) {
+        let Some(floor) = house.floor_of(room) else { continue };
+        for (target, files) in used {
+            if house.floor_of(target).is_some_and(|f| f >= floor) {
+                back.push(format!("{room} (floor {floor}) -> {target}: {files:?}"));
+            }
+        }
+    }
+    back
 }
 
 #[test]
 fn every_room_has_a_floor() {
-    let src = host_src();
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let rooms: BTreeSet<String> = files.iter().map(|f| room_of(f.strip_prefix(&src).unwrap())).collect();
-    let homeless: Vec<&String> = rooms.iter().filter(|r| *r != ROOT && floor_of(r).is_none()).collect();
+    let (rooms, homeless) = homeless(&HOST);
     assert!(homeless.is_empty(), "rooms with no floor in FLOORS (and ARCHITECTURE.md): {homeless:?}");
     assert!(rooms.contains("kube") && rooms.contains("plugin"), "host/src was read: {rooms:?}");
 }
 
 #[test]
+fn every_room_of_the_plugin_room_has_a_floor() {
+    let (rooms, homeless) = homeless(&PLUGIN);
+    assert!(homeless.is_empty(), "plugin rooms with no floor in PLUGIN_FLOORS (and ARCHITECTURE.md): {homeless:?}");
+    assert!(rooms.contains("imports") && rooms.contains("runtime"), "host/src/plugin was read: {rooms:?}");
+}
+
+#[test]
 fn no_room_uses_a_room_on_its_own_floor_or_above() {
-    let arrows = arrows();
+    let arrows = arrows(&HOST);
     assert!(arrows.get("plugin").is_some_and(|used| used.contains_key("informer")), "arrows were read: {arrows:?}");
-    let mut back = Vec::new();
-    for (room, used) in &arrows {
-        let Some(floor) = floor_of(room) else { continue };
-        for (target, files) in used {
-            if floor_of(target).is_some_and(|f| f >= floor) {
-                back.push(format!("{room} (floor {floor}) -> {target}: {files:?}"));
-            }
-        }
-    }
+    let back = back_arrows(&HOST);
     assert!(back.is_empty(), "arrows that run sideways or back up:\n{}", back.join("\n"));
 }
 
 #[test]
+fn no_room_of_the_plugin_room_uses_one_on_its_own_floor_or_above() {
+    let arrows = arrows(&PLUGIN);
+    assert!(arrows.get("runtime").is_some_and(|used| used.contains_key("imports")), "arrows were read: {arrows:?}");
+    let back = back_arrows(&PLUGIN);
+    assert!(back.is_empty(), "arrows inside plugin/ that run sideways or back up:\n{}", back.join("\n"));
+}
+
+#[test]
 fn the_vocabulary_uses_nothing_of_the_host() {
-    let arrows = arrows();
+    let arrows = arrows(&HOST);
     let used: Vec<_> = arrows.get("kube").map(|u| u.keys().collect()).unwrap_or_default();
     assert!(used.is_empty(), "kube/ uses {used:?}");
 }
@@ -173,8 +241,11 @@ fn the_reader_sees_paths_and_skips_comments() {
          fn g() -> crate::source::SourceSpec {}",
     );
     let used = ["informer", "kube", "source"].map(str::to_owned);
-    assert_eq!(rooms_used(&code), BTreeSet::from(used), "code after a test item is read");
-    assert_eq!(rooms_used("wink_crate::x"), BTreeSet::new(), "only a path that starts with `crate::`");
-    let grouped = rooms_used("use crate::{plugin::Manifest, source};");
+    assert_eq!(rooms_used(&code, "crate::"), BTreeSet::from(used), "code after a test item is read");
+    assert_eq!(rooms_used("wink_crate::x", "crate::"), BTreeSet::new(), "only a path that starts with `crate::`");
+    let grouped = rooms_used("use crate::{plugin::Manifest, source};", "crate::");
     assert_eq!(grouped, BTreeSet::from(["plugin".to_owned(), "source".to_owned()]));
+    let inside =
+        rooms_used("use crate::plugin::{imports::HasLog, manifest};\nuse crate::informer::Object;", "crate::plugin::");
+    assert_eq!(inside, BTreeSet::from(["imports".to_owned(), "manifest".to_owned()]));
 }

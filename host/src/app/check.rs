@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::{AppError, Bounds, engine};
 use crate::kube::versions;
-use crate::plugin::deploy::loader::{load_manifest, load_plugin_manifest};
-use crate::plugin::deploy::manifest::format_bytes;
 use crate::plugin::imports::cache::NoCache;
+use crate::plugin::manifest::format_bytes;
+use crate::plugin::runtime::loader::{load_manifest, load_plugin_manifest};
 use crate::plugin::{CacheOutcome, LoadError, LoadedPlugin, Manifest, MemoryBudget};
 
 /// What [`check`] found.

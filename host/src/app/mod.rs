@@ -21,8 +21,8 @@ pub use host::Host;
 use crate::crd::ControllerOptions;
 use crate::fswatch::WatchError;
 use crate::oci::{OciClient, OciError, OciOptions, RefreshOptions};
-use crate::plugin::deploy::permissions::PolicyError;
 use crate::plugin::deploy::start::PluginStart;
+use crate::plugin::manifest::permissions::PolicyError;
 use crate::plugin::runtime::engine::DEFAULT_CACHE_MAX_SIZE;
 use crate::plugin::{
     BudgetExceeded, CallOutcome, DEFAULT_MAX_INSTANCES, EngineConfig, EngineError, LoadError, LoadLimits, MemoryBudget,

@@ -298,7 +298,7 @@ mod tests {
         assert_ne!(plugin_name("team-a", "x"), plugin_name("team-b", "x"));
         let long = plugin_name(&"n".repeat(40), &"p".repeat(40));
         assert!(long.len() <= 63, "{long}");
-        assert!(long.parse::<crate::plugin::deploy::manifest::PluginName>().is_ok(), "{long}");
+        assert!(long.parse::<crate::plugin::manifest::PluginName>().is_ok(), "{long}");
         assert_ne!(long, plugin_name(&"n".repeat(40), &"p".repeat(41)), "shortened names keep a hash of the whole");
     }
 

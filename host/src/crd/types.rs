@@ -7,7 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plugin::deploy::manifest::{CacheGrant, Limits, ShardBy};
+use crate::plugin::manifest::{CacheGrant, Limits, ShardBy};
 use crate::plugin::{FailurePolicy, PolicyRule, RequestLimits, ServiceAccountRef, WatchedResource};
 
 /// What a `WinkPlugin` asks for: a plugin's manifest, and the OCI artifact of its component.
@@ -44,7 +44,7 @@ pub struct WinkPluginSpec {
     pub cache: Vec<CacheGrant>,
     /// Free-form configuration handed to the plugin's `init`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::plugin::deploy::schema::any_json_schema")]
+    #[schemars(schema_with = "crate::plugin::manifest::schema::any_json_schema")]
     pub config: Option<serde_json::Value>,
     /// What the plugin may ask of the cluster (RBAC-shaped rules).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

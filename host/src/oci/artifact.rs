@@ -7,7 +7,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest};
+use crate::plugin::manifest::{MANIFEST_FILE, Manifest};
 
 /// The `artifactType` of a wink plugin's OCI manifest.
 pub const ARTIFACT_TYPE: &str = "application/vnd.wink.plugin.v1";
@@ -23,7 +23,7 @@ pub const TITLE_ANNOTATION: &str = "org.opencontainers.image.title";
 pub enum ArtifactError {
     /// The folder's manifest is invalid.
     #[error(transparent)]
-    Manifest(#[from] crate::plugin::deploy::manifest::ManifestError),
+    Manifest(#[from] crate::plugin::manifest::ManifestError),
     /// The manifest names a component outside its folder.
     #[error("{}: `component` must be a file next to plugin.yaml to be published, not {}", manifest.display(), component.display())]
     ComponentNotBeside {

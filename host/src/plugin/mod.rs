@@ -26,41 +26,45 @@
 //! The public API is what this module re-exports: the registry, manifests and the loader,
 //! the engine, the event handler that runs a plugin, and their metrics and errors.
 
+pub(crate) mod contract;
 pub(crate) mod delivery;
 pub(crate) mod deploy;
 pub(crate) mod imports;
+pub(crate) mod manifest;
+pub(crate) mod metrics;
 pub(crate) mod runtime;
 #[cfg(test)]
 pub(crate) mod test_guests;
+pub(crate) mod threads;
 
-pub use delivery::metrics::{MetricsRegistry, PluginMetrics};
+pub use contract::bindings::WitVersion;
+pub use contract::guest_text::{GuestText, MAX_GUEST_TEXT};
+pub use contract::outcome::{CallOutcome, TrapKind};
 pub use delivery::runner::PluginHandler;
-pub use deploy::loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
-pub use deploy::manifest::{
-    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, OnError, ShardBy, WatchedResource, format_bytes,
-    parse_byte_size,
-};
-pub use deploy::permissions::{
-    Attributes, Permissions, Policy, PolicyEntry, PolicyError, PolicyRule, Refusal, RequestLimits, ServiceAccountRef,
-};
 pub use deploy::registry::{DEPLOY_RETRY, Ownership, PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use deploy::start::PluginStart;
 pub use imports::cache::NoCache;
 pub use imports::log::{LOG_TARGET, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};
 pub use imports::{CacheResolver, CacheScope, ClusterAccess, ClusterContext, ClusterLink, NamespaceGrant};
-pub use runtime::bindings::WitVersion;
+pub use manifest::permissions::{
+    Attributes, Permissions, Policy, PolicyEntry, PolicyError, PolicyRule, Refusal, RequestLimits, ServiceAccountRef,
+};
+pub use manifest::{
+    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, OnError, ShardBy, WatchedResource, format_bytes,
+    parse_byte_size,
+};
+pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 pub use runtime::engine::{
     Allocation, CacheOutcome, DEFAULT_MAX_INSTANCES, EngineConfig, EngineError, PluginEngine, PoolLimits,
 };
-pub use runtime::executor::runtime_builder;
 pub use runtime::footprint::InitialMemory;
-pub use runtime::guest_text::{GuestText, MAX_GUEST_TEXT};
 pub use runtime::instance::{PluginInstance, Sandbox, SandboxSettings};
-pub use runtime::outcome::{CallOutcome, TrapKind};
-pub use runtime::pool::{GuestPool, GuestPoolError};
+pub use runtime::loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
+pub use threads::executor::runtime_builder;
+pub use threads::pool::{GuestPool, GuestPoolError};
 
 /// The `bindgen!` types of the WIT world, for benchmarks that call a component through
 /// wasmtime directly as a baseline. Not a stable API.
 #[doc(hidden)]
-pub use runtime::bindings;
+pub use contract::bindings;

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::informer::Object;
-use crate::plugin::deploy::loader::prepare_component;
 use crate::plugin::imports::cache::NoCache;
 use crate::plugin::runtime::engine::{EngineConfig, PluginEngine, PoolLimits};
 use crate::plugin::runtime::instance::{Sandbox, SandboxSettings};
+use crate::plugin::runtime::loader::prepare_component;
 
 /// A fresh directory under the system temp dir, removed on drop.
 pub(crate) struct TempDir(pub PathBuf);

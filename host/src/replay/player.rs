@@ -23,9 +23,9 @@ use crate::embedded::{MemoryCluster, MemorySourceOptions};
 use crate::informer::{
     Action, EventHandler, HandlerError, HandlerResult, InformerFactory, ListerWatcher, Object, ResourceKey, SourceError,
 };
-use crate::plugin::deploy::loader::{LoadedPlugin, load_manifest, load_plugin_manifest};
 use crate::plugin::deploy::registry::FactoryCache;
 use crate::plugin::imports::ClusterContext;
+use crate::plugin::runtime::loader::{LoadedPlugin, load_manifest, load_plugin_manifest};
 use crate::plugin::{
     EngineConfig, GuestPool, LoadError, LoadLimits, PluginEngine, PluginHandler, PluginMetrics, WatchedResource,
 };

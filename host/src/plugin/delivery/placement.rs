@@ -6,12 +6,12 @@
 //! ([`GuestPool::try_run_here`]), as a native handler's would: no thread wake-up, which on a
 //! virtual machine costs several times the call, and no hop to a guest thread and back. A
 //! batch there stops after half of
-//! [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER) and gives the rest
+//! [`HAND_OVER_AFTER`](crate::plugin::threads::pool::here::HAND_OVER_AFTER) and gives the rest
 //! back to its listener, so the thread's other tasks wait no longer than for a native
 //! handler's short batch (and tokio's other workers may take them meanwhile). A slow call
 //! resets the streak: the plugin's deliveries go to the guest threads until it has earned it
 //! again. What a call computed is its thread's CPU time where measured (from the call's first
-//! epoch tick on, [`thread_cpu`](crate::plugin::runtime::thread_cpu): a virtual CPU preempted
+//! epoch tick on, [`cpu`](crate::plugin::threads::cpu): a virtual CPU preempted
 //! meanwhile is not the plugin's doing), its time on the clock otherwise; a batch is judged
 //! call by call (its calls count one each, and none computed more than the batch's CPU time
 //! or its longest call's time on the clock), so that a batch of a thousand short calls under
@@ -26,12 +26,12 @@
 //! next [`HAND_OVER_FIRST_CALLS`] calls then hand them over first (one wake-up, so they do
 //! not queue behind the call), twice as many after each later such call.
 //!
-//! [`GuestPool::try_run_here`]: crate::plugin::runtime::pool::GuestPool::try_run_here
+//! [`GuestPool::try_run_here`]: crate::plugin::threads::pool::GuestPool::try_run_here
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::plugin::runtime::pool::HandOver;
+use crate::plugin::threads::pool::HandOver;
 
 /// A call that computed for less than this (thread CPU time) counts towards [`FAST_STREAK`].
 pub(super) const FAST_CALL: Duration = Duration::from_millis(1);
@@ -50,13 +50,13 @@ pub(super) const HAND_OVER_FIRST_CALLS: u32 = 64;
 
 /// How long a job took: on the clock, and in its thread's CPU time from its guest calls'
 /// first epoch tick on (`None` when no call saw a tick: they were short on the clock, or
-/// the platform keeps no thread CPU clock; see `thread_cpu::sample`).
+/// the platform keeps no thread CPU clock; see `cpu::sample`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Took {
     pub(super) wall: Duration,
     pub(super) cpu: Option<Duration>,
     /// It ran on an executor thread and held that thread's other tasks past
-    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER) (`pool::stalled_executor`).
+    /// [`HAND_OVER_AFTER`](crate::plugin::threads::pool::here::HAND_OVER_AFTER) (`pool::stalled_executor`).
     pub(super) stalled_executor: bool,
     /// The guest calls it made (a plugin's start counts as one; a batch, one per event).
     pub(super) calls: u32,
@@ -91,7 +91,7 @@ pub(crate) struct Placement {
     /// plugin's calls always go to the guest threads from then on.
     pub(super) stays_on_pool: AtomicBool,
     /// Calls run on a delivering thread that held that thread's other tasks past
-    /// [`HAND_OVER_AFTER`](crate::plugin::runtime::pool::here::HAND_OVER_AFTER), so far.
+    /// [`HAND_OVER_AFTER`](crate::plugin::threads::pool::here::HAND_OVER_AFTER), so far.
     stalls: AtomicU32,
     /// How many of this plugin's next calls hand the delivering thread's tasks over first.
     pub(super) hand_over_first: AtomicU32,

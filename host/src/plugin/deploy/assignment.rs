@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::manifest::ShardBy;
 use crate::informer::Object;
+use crate::plugin::manifest::ShardBy;
 
 /// The weight of `member` for `key`: the first 8 bytes of SHA-256(key, member) — the same
 /// on every member, every architecture and every version.

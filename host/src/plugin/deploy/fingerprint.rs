@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
-use super::manifest::{MANIFEST_FILE, Manifest};
+use crate::plugin::manifest::{MANIFEST_FILE, Manifest};
 
 use crate::plugin::runtime::file_identity::{FileIdentity, KnownDigests, settled_by};
 

@@ -12,14 +12,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::informer::{IndexerError, NAMESPACE_INDEX, Object, Store, split_key};
-use crate::plugin::deploy::manifest::{Manifest, ResourceRef};
+use crate::plugin::manifest::{Manifest, ResourceRef};
 use wasmtime::StoreContextMut;
-use wasmtime::component::LinkerInstance;
+use wasmtime::component::Linker;
 
-use crate::plugin::runtime::bindings::cache::{CacheError, Host};
-use crate::plugin::runtime::bindings::types::Resource;
-use crate::plugin::runtime::bindings::{WitObject, to_wit};
-use crate::plugin::runtime::instance::HostState;
+use crate::plugin::contract::bindings::cache::{CacheError, Host};
+use crate::plugin::contract::bindings::types::Resource;
+use crate::plugin::contract::bindings::{WitObject, WitVersion, to_wit};
+
+/// A store's data with a cache access: what the `cache` functions use.
+pub trait HasCache: 'static {
+    /// The plugin's cache access.
+    fn cache(&mut self) -> &mut CacheAccess;
+}
 
 /// Finds the shared cache of a resource. Implemented by the layer that owns the informers.
 pub trait CacheResolver: Send + Sync {
@@ -217,18 +222,29 @@ impl Host for CacheAccess {
     }
 }
 
-/// Defines the `cache` functions in one version's interface instance.
-pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
-    type Store<'a> = StoreContextMut<'a, HostState>;
-    instance.func_wrap("get", |mut store: Store<'_>, (resource, key): (Resource, String)| {
-        Ok((store.data_mut().cache.get(resource, key),))
+/// Defines the `cache` functions in the interface of every contract version.
+pub fn link<T: HasCache>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    for version in WitVersion::ALL {
+        link_version(linker, version)?;
+    }
+    Ok(())
+}
+
+fn link_version<T: HasCache>(linker: &mut Linker<T>, version: WitVersion) -> wasmtime::Result<()> {
+    type Store<'a, T> = StoreContextMut<'a, T>;
+    let mut instance = linker.instance(&version.interface("cache"))?;
+    instance.func_wrap("get", |mut store: Store<'_, T>, (resource, key): (Resource, String)| {
+        Ok((store.data_mut().cache().get(resource, key),))
     })?;
-    instance.func_wrap("list", |mut store: Store<'_>, (resource, namespace): (Resource, Option<String>)| {
-        Ok((store.data_mut().cache.list(resource, namespace),))
+    instance.func_wrap("list", |mut store: Store<'_, T>, (resource, namespace): (Resource, Option<String>)| {
+        Ok((store.data_mut().cache().list(resource, namespace),))
     })?;
-    instance.func_wrap("by-index", |mut store: Store<'_>, (resource, index, value): (Resource, String, String)| {
-        Ok((store.data_mut().cache.by_index(resource, index, value),))
-    })?;
+    instance.func_wrap(
+        "by-index",
+        |mut store: Store<'_, T>, (resource, index, value): (Resource, String, String)| {
+            Ok((store.data_mut().cache().by_index(resource, index, value),))
+        },
+    )?;
     Ok(())
 }
 

@@ -9,8 +9,6 @@ use std::time::{Instant, SystemTime};
 
 use wasmtime::component::{ComponentType, LinkerInstance, Lower};
 
-use crate::plugin::runtime::instance::HostState;
-
 /// The `datetime` record of `wasi:clocks/wall-clock`.
 #[derive(ComponentType, Lower, Clone, Copy, Debug)]
 #[component(record)]
@@ -24,7 +22,7 @@ static START: LazyLock<Instant> = LazyLock::new(Instant::now);
 
 /// Defines `item` of the clock `interface` (any version) in `instance`; false when it is not
 /// one the host provides (`subscribe-*`).
-pub fn define(instance: &mut LinkerInstance<'_, HostState>, interface: &str, item: &str) -> wasmtime::Result<bool> {
+pub fn define<T: 'static>(instance: &mut LinkerInstance<'_, T>, interface: &str, item: &str) -> wasmtime::Result<bool> {
     LazyLock::force(&START);
     let wall = interface.starts_with("wasi:clocks/wall-clock@");
     match (wall, item) {

@@ -24,10 +24,10 @@ use crate::cluster::{
     ClusterClient, EventRecorder, EventSpec, Identity, Request, RequestError, ResourceInfo, Subresource, Verb,
 };
 use crate::informer::Object;
-use crate::plugin::delivery::metrics::PluginMetrics;
-use crate::plugin::deploy::manifest::Manifest;
-use crate::plugin::deploy::permissions::{Attributes, Permissions, Policy, Refusal, RequestLimits};
-use crate::plugin::runtime::pool::block_in_place;
+use crate::plugin::manifest::Manifest;
+use crate::plugin::manifest::permissions::{Attributes, Permissions, Policy, Refusal, RequestLimits};
+use crate::plugin::metrics::PluginMetrics;
+use crate::plugin::threads::pool::block_in_place;
 
 use super::refusals::RefusalLog;
 
@@ -330,7 +330,7 @@ impl ClusterAccess {
             Refusal::Policy => "the operator's policy does not allow it",
         };
         // Escaped and bounded once, for the log line and the guest's error alike.
-        let shown = crate::plugin::runtime::guest_text::GuestText::new(&attributes.to_string());
+        let shown = crate::plugin::contract::guest_text::GuestText::new(&attributes.to_string());
         link.refusals.refused(&link.plugin, &shown, by);
         RequestError::NotPermitted(format!("plugin {} may not {}: {by}", link.plugin, shown.as_str()))
     }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::cluster::{EventSpec, EventType, PatchType, Regarding};
-use crate::plugin::deploy::permissions::PolicyEntry;
+use crate::plugin::manifest::permissions::PolicyEntry;
 
 fn everything_in(namespace: &str) -> Vec<PolicyRule> {
     vec![rule(&format!("{{apiGroups: ['*'], resources: ['*'], verbs: ['*'], namespaces: [{namespace}]}}"))]

@@ -2,21 +2,33 @@
 //! through [`ClusterAccess`](super::cluster::ClusterAccess), and the outcome back to WIT.
 //!
 //! After each request the time spent waiting is given back to the call's CPU deadline
-//! ([`after_wait`]).
+//! ([`HasCluster::waited`]).
 
+use std::time::Duration;
 use wasmtime::StoreContextMut;
-use wasmtime::component::LinkerInstance;
 
+use wasmtime::component::{Linker, LinkerInstance};
+
+use super::ClusterAccess;
 use super::cluster::requests::with_body;
 use crate::cluster::{
     DeleteOptions, EventSpec, EventType, PatchType, Preconditions, PropagationPolicy, Regarding, Request, RequestError,
     Subresource, Verb,
 };
 use crate::informer::Object;
-use crate::plugin::runtime::bindings::{WitObject, cluster as wit, to_wit, types};
-use crate::plugin::runtime::instance::{HostState, after_wait};
+use crate::plugin::contract::bindings::{WitObject, WitVersion, cluster as wit, to_wit, types};
 
-type Store<'a> = StoreContextMut<'a, HostState>;
+/// A store's data with a cluster access: what the `cluster` functions use.
+pub trait HasCluster: 'static {
+    /// The plugin's cluster access.
+    fn cluster(&mut self) -> &mut ClusterAccess;
+    /// The plugin's name: the field manager of its server-side applies.
+    fn plugin(&self) -> &str;
+    /// Gives `waited`, time the guest spent waiting on the cluster, back to the call's deadline.
+    fn waited(&mut self, waited: Duration);
+}
+
+type Store<'a, T> = StoreContextMut<'a, T>;
 type Answer = (Result<WitObject, wit::RequestError>,);
 
 impl From<RequestError> for wit::RequestError {
@@ -65,10 +77,18 @@ fn patch_request(
         .with_subresource(subresource)
 }
 
-fn run(store: &mut Store<'_>, request: Result<Request, RequestError>) -> Result<Option<Object>, RequestError> {
-    let result = request.and_then(|request| store.data_mut().cluster.execute(request));
-    after_wait(store);
+fn run<T: HasCluster>(
+    store: &mut Store<'_, T>,
+    request: Result<Request, RequestError>,
+) -> Result<Option<Object>, RequestError> {
+    let result = request.and_then(|request| store.data_mut().cluster().execute(request));
+    after_wait(store.data_mut());
     result
+}
+
+fn after_wait<T: HasCluster>(state: &mut T) {
+    let waited = state.cluster().take_waited();
+    state.waited(waited);
 }
 
 fn object(result: Result<Option<Object>, RequestError>) -> Answer {
@@ -77,30 +97,38 @@ fn object(result: Result<Option<Object>, RequestError>) -> Answer {
     (result.map(|o| to_wit(&o)).map_err(Into::into),)
 }
 
-/// Defines the `cluster` functions.
-pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
+/// Defines the `cluster` functions in the interface of every contract version that has it
+/// (0.2.0 on).
+pub fn link<T: HasCluster>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    for version in WitVersion::ALL.into_iter().filter(|v| *v >= WitVersion::V0_2) {
+        link_version(&mut linker.instance(&version.interface("cluster"))?)?;
+    }
+    Ok(())
+}
+
+fn link_version<T: HasCluster>(instance: &mut LinkerInstance<'_, T>) -> wasmtime::Result<()> {
     instance.func_wrap(
         "get",
-        |mut store: Store<'_>, (resource, namespace, name): (types::Resource, Option<String>, String)| {
+        |mut store: Store<'_, T>, (resource, namespace, name): (types::Resource, Option<String>, String)| {
             let request = Request::new(Verb::Get, resource.api_version, resource.kind, namespace, name);
             Ok(object(run(&mut store, Ok(request))))
         },
     )?;
-    instance.func_wrap("create", |mut store: Store<'_>, (json,): (String,)| {
+    instance.func_wrap("create", |mut store: Store<'_, T>, (json,): (String,)| {
         Ok(object(run(&mut store, with_body(Verb::Create, json, None))))
     })?;
-    instance.func_wrap("update", |mut store: Store<'_>, (json,): (String,)| {
+    instance.func_wrap("update", |mut store: Store<'_, T>, (json,): (String,)| {
         Ok(object(run(&mut store, with_body(Verb::Update, json, None))))
     })?;
-    instance.func_wrap("update-status", |mut store: Store<'_>, (json,): (String,)| {
+    instance.func_wrap("update-status", |mut store: Store<'_, T>, (json,): (String,)| {
         Ok(object(run(&mut store, with_body(Verb::Update, json, Some(Subresource::Status)))))
     })?;
     for (function, subresource) in [("patch", None), ("patch-status", Some(Subresource::Status))] {
         instance.func_wrap(
             function,
-            move |mut store: Store<'_>,
+            move |mut store: Store<'_, T>,
                   (resource, namespace, name, patch): (types::Resource, Option<String>, String, wit::PatchDocument)| {
-                let plugin = store.data().log.plugin().to_owned();
+                let plugin = store.data().plugin().to_owned();
                 let request = patch_request(resource, namespace, name, patch, &plugin, subresource);
                 Ok(object(run(&mut store, Ok(request))))
             },
@@ -108,7 +136,7 @@ pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()
     }
     instance.func_wrap(
         "delete",
-        |mut store: Store<'_>,
+        |mut store: Store<'_, T>,
          (resource, namespace, name, options): (types::Resource, Option<String>, String, wit::DeleteOptions)| {
             let propagation_policy = options.propagation.map(|p| match p {
                 wit::Propagation::Orphan => PropagationPolicy::Orphan,
@@ -125,7 +153,7 @@ pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()
             Ok((result.map(|o| o.map(|o| to_wit(&o))).map_err(wit::RequestError::from),))
         },
     )?;
-    instance.func_wrap("record-event", |mut store: Store<'_>, (event,): (wit::Event,)| {
+    instance.func_wrap("record-event", |mut store: Store<'_, T>, (event,): (wit::Event,)| {
         let r = event.regarding;
         let spec = EventSpec {
             regarding: Regarding {
@@ -143,8 +171,8 @@ pub fn link(instance: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()
             action: event.action,
             note: event.note,
         };
-        let result = store.data_mut().cluster.record_event(spec);
-        after_wait(&mut store);
+        let result = store.data_mut().cluster().record_event(spec);
+        after_wait(store.data_mut());
         Ok((result.map_err(wit::RequestError::from),))
     })?;
     Ok(())

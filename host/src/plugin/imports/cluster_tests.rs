@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 
 use super::*;
 use crate::cluster::{ResourceInfo, Verb};
-use crate::plugin::deploy::permissions::PolicyRule;
+use crate::plugin::manifest::permissions::PolicyRule;
 
 /// Records the requests it receives; answers with the request's object, or never.
 #[derive(Default)]

@@ -13,11 +13,16 @@
 //! slots are emptied when the call ends.
 
 use wasmtime::StoreContextMut;
-use wasmtime::component::{LinkerInstance, Resource, ResourceType};
+use wasmtime::component::{Linker, LinkerInstance, Resource, ResourceType};
 
 use crate::informer::Object;
-use crate::plugin::runtime::bindings::{object_ref, types};
-use crate::plugin::runtime::instance::HostState;
+use crate::plugin::contract::bindings::{WitVersion, object_ref, types};
+
+/// A store's data that lends a call's objects: what the `event-object` methods read.
+pub trait HasLent: 'static {
+    /// The objects lent to the call in progress.
+    fn lent(&self) -> &LentObjects;
+}
 
 /// The host's type behind `event-object` handles (bindgen's placeholder for the resource).
 pub type EventObject = types::EventObject;
@@ -49,8 +54,16 @@ impl LentObjects {
     }
 }
 
-/// Defines the `event-object` resource and its methods in `types`' linker instance.
-pub fn link(types: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
+/// Defines the `event-object` resource and its methods in `types` of every contract version
+/// that has it (0.3.0 on).
+pub fn link<T: HasLent>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    for version in WitVersion::ALL.into_iter().filter(|v| *v >= WitVersion::V0_3) {
+        link_types(&mut linker.instance(&version.interface("types"))?)?;
+    }
+    Ok(())
+}
+
+fn link_types<T: HasLent>(types: &mut LinkerInstance<'_, T>) -> wasmtime::Result<()> {
     // The guest only ever holds borrows of host-owned objects: there is nothing to destroy.
     types.resource("event-object", ResourceType::host::<EventObject>(), |_, _| Ok(()))?;
     method(types, "api-version", |obj| obj.meta().api_version.to_owned())?;
@@ -68,8 +81,8 @@ pub fn link(types: &mut LinkerInstance<'_, HostState>) -> wasmtime::Result<()> {
 }
 
 /// Links `[method]event-object.<name>`, which reads one part of the object.
-fn method<R>(
-    types: &mut LinkerInstance<'_, HostState>,
+fn method<T: HasLent, R>(
+    types: &mut LinkerInstance<'_, T>,
     name: &str,
     read: impl Fn(&Object) -> R + Send + Sync + 'static,
 ) -> wasmtime::Result<()>
@@ -78,24 +91,23 @@ where
 {
     types.func_wrap(
         &format!("[method]event-object.{name}"),
-        move |store: StoreContextMut<'_, HostState>, (this,): (Resource<EventObject>,)| {
-            Ok((read(store.data().lent.get(&this)?),))
+        move |store: StoreContextMut<'_, T>, (this,): (Resource<EventObject>,)| {
+            Ok((read(store.data().lent().get(&this)?),))
         },
     )
 }
 
 /// Links `[method]event-object.<name>(key)`, a lookup by key.
-fn keyed(
-    types: &mut LinkerInstance<'_, HostState>,
+fn keyed<T: HasLent>(
+    types: &mut LinkerInstance<'_, T>,
     name: &str,
     read: impl Fn(&Object, &str) -> Option<String> + Send + Sync + 'static,
 ) -> wasmtime::Result<()> {
     types.func_wrap(
         &format!("[method]event-object.{name}"),
-        move |store: StoreContextMut<'_, HostState>,
-              (this, key): (Resource<EventObject>, wasmtime::component::WasmStr)| {
+        move |store: StoreContextMut<'_, T>, (this, key): (Resource<EventObject>, wasmtime::component::WasmStr)| {
             let key = key.to_str(&store)?;
-            Ok((read(store.data().lent.get(&this)?, &key),))
+            Ok((read(store.data().lent().get(&this)?, &key),))
         },
     )
 }

@@ -1,6 +1,6 @@
 //! `wink:plugin/log`: a plugin's log records become `tracing` events tagged with its name.
 //!
-//! The import is defined by hand ([`crate::plugin::runtime::instance::linker`]) rather than through
+//! The import is defined by hand ([`link`]) rather than through
 //! bindgen's `Host` trait, so that the message is lifted as a [`GuestText`]: escaped onto one
 //! line and bounded to [`MAX_LOG_MESSAGE`] bytes while still in guest memory (a guest that
 //! logs 100 MB costs the host 4 KiB). Each record carries the plugin's name in a `plugin`
@@ -12,8 +12,12 @@
 
 use std::sync::Arc;
 
-use crate::plugin::runtime::bindings::log::Level;
-use crate::plugin::runtime::guest_text::{GuestText, MAX_GUEST_TEXT};
+use wasmtime::StoreContextMut;
+use wasmtime::component::Linker;
+
+use crate::plugin::contract::bindings::WitVersion;
+use crate::plugin::contract::bindings::log::Level;
+use crate::plugin::contract::guest_text::{GuestText, MAX_GUEST_TEXT};
 
 /// The longest message emitted, in bytes of escaped text; longer ones are truncated.
 pub const MAX_LOG_MESSAGE: usize = MAX_GUEST_TEXT;
@@ -85,6 +89,26 @@ impl LogSink {
             Level::Error => tracing::error!(target: LOG_TARGET, plugin, message = %message),
         }
     }
+}
+
+/// A store's data with a log sink: what the `log` function writes to.
+pub trait HasLog: 'static {
+    /// The plugin's log sink.
+    fn log_sink(&mut self) -> &mut LogSink;
+}
+
+/// Defines `log` in the interface of every contract version.
+pub fn link<T: HasLog>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    for version in WitVersion::ALL {
+        linker.instance(&version.interface("log"))?.func_wrap(
+            "log",
+            |mut store: StoreContextMut<'_, T>, (level, message): (Level, GuestText)| {
+                store.data_mut().log_sink().log(level, message);
+                Ok(())
+            },
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

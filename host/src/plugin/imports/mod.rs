@@ -1,13 +1,16 @@
 //! The host side of the interfaces a plugin imports: `log`, `cache`, `cluster`, the
 //! `event-object` handles a 0.3.0 handler reads, and the WASI clocks.
 //!
-//! Each interface is implemented by its own small state type ([`LogSink`], [`CacheAccess`],
-//! [`ClusterAccess`]) that lives in the store's
-//! [`HostState`](crate::plugin::runtime::instance::HostState); tests call them directly, no
-//! wasm needed. Every function is linked by hand, under the interface names of each contract
-//! version, so that one implementation serves them all and guest strings are lifted as
-//! bounded [`GuestText`](crate::plugin::runtime::guest_text::GuestText)s where the host only
-//! reads them. Nothing else is linked: no other WASI interface, no sockets, no files.
+//! Each capability is one module that owns its state and its linking: a small state type
+//! ([`LogSink`], [`CacheAccess`], [`ClusterAccess`], [`LentObjects`]), a trait by which a
+//! store's data hands it over ([`HasLog`], [`HasCache`], [`HasCluster`], [`HasLent`]), and a
+//! `link` that defines its functions under the interface name of every contract version that
+//! has it. The runtime composes them: its store data implements the traits, and [`link`]
+//! links them all; tests call the state types directly, no wasm needed. Every function is
+//! linked by hand, so that one implementation serves every version and guest strings are
+//! lifted as bounded [`GuestText`](crate::plugin::contract::guest_text::GuestText)s where the
+//! host only reads them. The WASI a component imports is linked per component ([`wasi`]):
+//! the clocks ([`clocks`]) and randomness; nothing else: no files, no sockets.
 
 pub mod cache;
 pub mod clocks;
@@ -18,6 +21,20 @@ pub mod log;
 pub mod refusals;
 pub mod wasi;
 
+pub use cache::HasCache;
 pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
 pub use cluster::{ClusterAccess, ClusterContext, ClusterLink};
-pub use log::LogSink;
+pub use cluster_link::HasCluster;
+pub use event_object::{HasLent, LentObjects};
+pub use log::{HasLog, LogSink};
+
+/// Links every host import of the contract (all versions) into `linker`.
+pub fn link<T: HasLog + HasCache + HasCluster + HasLent>(
+    linker: &mut wasmtime::component::Linker<T>,
+) -> wasmtime::Result<()> {
+    event_object::link(linker)?;
+    log::link(linker)?;
+    cache::link(linker)?;
+    cluster_link::link(linker)?;
+    Ok(())
+}

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use governor::clock::DefaultClock;
 use governor::{Quota, RateLimiter};
 
-use crate::plugin::runtime::guest_text::GuestText;
+use crate::plugin::contract::guest_text::GuestText;
 
 /// Refusal lines a plugin may cause per second, sustained.
 pub const PER_SECOND: u32 = 1;

@@ -15,15 +15,14 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker, ResourceType, Val};
 
 use super::clocks;
-use crate::plugin::runtime::bindings::is_clock_import;
-use crate::plugin::runtime::instance::HostState;
+use crate::plugin::contract::bindings::is_clock_import;
 
 /// The most random bytes one call returns (a larger request traps).
 const MAX_RANDOM_BYTES: u64 = 1 << 20;
 
 /// Defines `item` of a `wasi:random` interface with the host's randomness; false for an item
 /// it does not know.
-fn random(instance: &mut wasmtime::component::LinkerInstance<'_, HostState>, item: &str) -> wasmtime::Result<bool> {
+fn random<T: 'static>(instance: &mut wasmtime::component::LinkerInstance<'_, T>, item: &str) -> wasmtime::Result<bool> {
     match item {
         "get-random-bytes" | "get-insecure-random-bytes" => instance.func_new(item, |_, _, params, results| {
             let Some(Val::U64(len)) = params.first() else { wasmtime::bail!("random bytes: bad arguments") };
@@ -53,7 +52,7 @@ struct Refused;
 
 /// Links the WASI imports of `component`: the clocks at the version it imports, and a
 /// trapping stub for everything else. Returns the refused interfaces.
-pub fn link(linker: &mut Linker<HostState>, component: &Component) -> wasmtime::Result<Vec<String>> {
+pub fn link<T: 'static>(linker: &mut Linker<T>, component: &Component) -> wasmtime::Result<Vec<String>> {
     let engine = component.engine().clone();
     let mut refused = Vec::new();
     for (name, import) in component.component_type().imports(&engine) {

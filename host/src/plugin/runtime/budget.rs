@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::plugin::deploy::manifest::{Manifest, format_bytes};
+use crate::plugin::manifest::{Manifest, format_bytes};
 
 /// Instances a plugin runs at once. The runner keeps one instance per plugin (calls into a
 /// plugin are serial); a plugin that ran several would reserve its limit once for each.

@@ -2,7 +2,7 @@
 //!
 //! Every call gets `callTimeout` of real time, less nothing for the time it spends waiting on
 //! the cluster (a `cluster` request gives its wait back, see
-//! [`after_wait`](super::instance::after_wait)). The store's epoch deadline is always one
+//! [`HasCluster::waited`](crate::plugin::imports::HasCluster::waited)). The store's epoch deadline is always one
 //! tick ahead and the store's epoch callback ([`CallDeadline::on_tick`]) decides, on every
 //! tick a call is still running, what happens next:
 //!
@@ -22,7 +22,7 @@
 //!
 //! The tick also serves the host's bookkeeping of calls that run long, so that a short call
 //! pays for none of it: from a call's first tick on, the CPU time its thread uses is
-//! measured ([`thread_cpu::sample`]), and a call run on an executor thread gives its place in
+//! measured ([`cpu::sample`]), and a call run on an executor thread gives its place in
 //! the guest pool back once it is past the slow-call threshold ([`pool::on_tick`]).
 
 use std::time::Duration;
@@ -30,8 +30,8 @@ use std::time::Duration;
 use quanta::Instant;
 
 use crate::plugin::runtime::engine::PluginEngine;
-use crate::plugin::runtime::pool::{self, DEFAULT_SLOW_CALL};
-use crate::plugin::runtime::thread_cpu::{self, ThreadCpu};
+use crate::plugin::threads::cpu::{self, ThreadCpu};
+use crate::plugin::threads::pool::{self, DEFAULT_SLOW_CALL};
 
 /// How long an event call runs at full speed before it is paused between ticks.
 pub const THROTTLE_AFTER: Duration = DEFAULT_SLOW_CALL;
@@ -82,10 +82,10 @@ impl CallDeadline {
     }
 
     /// Ends a call's clock: the CPU time it used from its first tick on, if it saw one, is
-    /// added to its thread's samples ([`thread_cpu::sample`]).
+    /// added to its thread's samples ([`cpu::sample`]).
     pub fn end(&mut self) {
         if let Some(cpu) = self.first_tick.take().and_then(ThreadCpu::elapsed) {
-            thread_cpu::sample(cpu);
+            cpu::sample(cpu);
         }
     }
 
@@ -166,10 +166,10 @@ mod tests {
     #[test]
     fn cpu_time_is_sampled_from_a_calls_first_tick() {
         let mut deadline = deadline(Duration::from_millis(1), Duration::from_secs(60));
-        thread_cpu::begin_sampling();
+        cpu::begin_sampling();
         deadline.begin(true, Instant::now());
         deadline.end();
-        assert_eq!(thread_cpu::take_samples(), None, "no tick: nothing measured");
+        assert_eq!(cpu::take_samples(), None, "no tick: nothing measured");
         deadline.begin(true, Instant::now());
         assert!(deadline.on_tick().is_ok());
         // 5 ms of CPU (however long on the clock), then a sleep.
@@ -179,7 +179,7 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(20));
         deadline.end();
-        let cpu = thread_cpu::take_samples();
+        let cpu = cpu::take_samples();
         if cfg!(target_os = "linux") {
             let cpu = cpu.expect("measured from the first tick");
             assert!(cpu >= Duration::from_millis(5), "the spin counts: {cpu:?}");

@@ -12,7 +12,7 @@
 //!
 //! Every string a guest hands back (a log message, a `retry`/`fatal` reason, an `init`
 //! refusal) is lifted as a [`GuestText`]: escaped onto one line and read only up to
-//! [`MAX_GUEST_TEXT`](crate::plugin::runtime::guest_text::MAX_GUEST_TEXT) bytes, so a guest returning
+//! [`MAX_GUEST_TEXT`](crate::plugin::contract::guest_text::MAX_GUEST_TEXT) bytes, so a guest returning
 //! megabytes of text costs the host kilobytes.
 //!
 //! Calls are synchronous and may run as long as the deadline: callers run them on a
@@ -23,18 +23,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quanta::Instant;
+use wasmtime::Store;
 use wasmtime::component::{Instance, InstancePre, Linker, Resource, TypedFunc};
-use wasmtime::{Store, StoreContextMut};
 
 use crate::informer::{Action, Notification, Object};
-use crate::plugin::imports::event_object::{EventObject, LentObjects};
-use crate::plugin::imports::{CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, LogSink};
-use crate::plugin::runtime::bindings::{GuestAction, GuestHandlerError, ObjectRef, WitVersion, log, object_ref};
+use crate::plugin::contract::bindings::{GuestAction, GuestHandlerError, ObjectRef, WitVersion, object_ref};
+use crate::plugin::contract::guest_text::GuestText;
+use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
+use crate::plugin::imports::event_object::EventObject;
+use crate::plugin::imports::{
+    CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, HasCache, HasCluster, HasLent, HasLog,
+    LentObjects, LogSink,
+};
 use crate::plugin::runtime::deadline::CallDeadline;
 use crate::plugin::runtime::engine::PluginEngine;
-use crate::plugin::runtime::guest_text::GuestText;
 use crate::plugin::runtime::limits::PluginLimiter;
-use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
 
 /// The data of a plugin's store: the state behind its imports, and its limiter.
 #[derive(Debug)]
@@ -79,41 +82,46 @@ impl PluginPre {
     }
 }
 
-/// A linker with the host's imports: for each contract version, `types` (with 0.3.0's
-/// `event-object`), `log`, `cache` (and `cluster` from 0.2.0). The WASI a component imports is linked per component
+/// A linker with the host's imports ([`imports::link`](crate::plugin::imports::link)): for
+/// each contract version, `types` (with 0.3.0's `event-object`), `log`, `cache` (and `cluster`
+/// from 0.2.0). The WASI a component imports is linked per component
 /// ([`wasi::link`](crate::plugin::imports::wasi::link)).
-///
-/// Every function is defined by hand (not through bindgen's `Host` traits): the same
-/// implementation serves the interface names of every version, guest strings are lifted as
-/// bounded [`GuestText`]s where the host only reads them, and the `cluster` functions reach the
-/// store to give the time spent waiting back to the call's deadline.
 pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine.wasmtime());
-    for version in WitVersion::ALL {
-        let mut types = linker.instance(&version.interface("types"))?;
-        if version >= WitVersion::V0_3 {
-            crate::plugin::imports::event_object::link(&mut types)?;
-        }
-        linker.instance(&version.interface("log"))?.func_wrap(
-            "log",
-            |mut store: StoreContextMut<'_, HostState>, (level, message): (log::Level, GuestText)| {
-                store.data_mut().log.log(level, message);
-                Ok(())
-            },
-        )?;
-        crate::plugin::imports::cache::link(&mut linker.instance(&version.interface("cache"))?)?;
-        if version >= WitVersion::V0_2 {
-            crate::plugin::imports::cluster_link::link(&mut linker.instance(&version.interface("cluster"))?)?;
-        }
-    }
+    crate::plugin::imports::link(&mut linker)?;
     Ok(linker)
 }
 
-/// Gives the time the guest waited on the cluster back to the call's deadline.
-pub fn after_wait(store: &mut StoreContextMut<'_, HostState>) {
-    let state = store.data_mut();
-    let waited = state.cluster.take_waited();
-    state.deadline.after_wait(waited);
+impl HasLog for HostState {
+    fn log_sink(&mut self) -> &mut LogSink {
+        &mut self.log
+    }
+}
+
+impl HasCache for HostState {
+    fn cache(&mut self) -> &mut CacheAccess {
+        &mut self.cache
+    }
+}
+
+impl HasCluster for HostState {
+    fn cluster(&mut self) -> &mut ClusterAccess {
+        &mut self.cluster
+    }
+
+    fn plugin(&self) -> &str {
+        self.log.plugin()
+    }
+
+    fn waited(&mut self, waited: Duration) {
+        self.deadline.after_wait(waited);
+    }
+}
+
+impl HasLent for HostState {
+    fn lent(&self) -> &LentObjects {
+        &self.lent
+    }
 }
 
 /// Everything needed to start instances of one plugin. Cheap to share (`Arc` it).

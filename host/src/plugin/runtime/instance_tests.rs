@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::*;
 use crate::informer::HandlerError;
-use crate::plugin::runtime::guest_text::MAX_GUEST_TEXT;
+use crate::plugin::contract::guest_text::MAX_GUEST_TEXT;
 use crate::plugin::test_guests::{Behaviour, FORGED, Guest, HUGE, MESSAGE, engine, pod, sandbox_of, sandbox_with};
 
 fn sandbox(guest: Guest) -> Sandbox {

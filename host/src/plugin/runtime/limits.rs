@@ -14,19 +14,10 @@
 
 use wasmtime::ResourceLimiter;
 
+pub use crate::plugin::contract::outcome::MemoryCapExceeded;
+
 /// The most table elements one table may grow to.
 pub const MAX_TABLE_ELEMENTS: usize = 1 << 20;
-
-/// A guest tried to grow its linear memory past its cap (or the growth itself failed).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("out of memory: growing linear memory to {desired} bytes exceeds the limit of {limit} bytes")]
-pub struct MemoryCapExceeded {
-    /// The total linear memory the store would have reached, in bytes (0 when the host
-    /// could not provide memory below the limit).
-    pub desired: usize,
-    /// The cap in force, in bytes.
-    pub limit: usize,
-}
 
 /// A guest tried to grow a table past [`MAX_TABLE_ELEMENTS`] or its declared maximum.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

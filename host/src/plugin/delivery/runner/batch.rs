@@ -12,10 +12,10 @@ use quanta::Instant;
 use super::policy::apply_policy;
 use super::{Shared, Slot};
 use crate::informer::{Action, EntryResults, HandlerError, Notification};
+use crate::plugin::contract::outcome::CallOutcome;
 use crate::plugin::delivery::placement::Took;
-use crate::plugin::runtime::outcome::CallOutcome;
-use crate::plugin::runtime::pool;
-use crate::plugin::runtime::thread_cpu;
+use crate::plugin::threads::cpu;
+use crate::plugin::threads::pool;
 
 /// How a job's guest calls went, as the job itself saw them.
 #[derive(Clone, Copy, Debug)]
@@ -41,11 +41,11 @@ impl Ran {
 /// and says how it went.
 pub(super) fn timed<T>(job: impl FnOnce(Instant) -> (T, Ran)) -> (T, Took) {
     let started = pool::job_started().unwrap_or_else(Instant::now);
-    thread_cpu::begin_sampling();
+    cpu::begin_sampling();
     let (value, ran) = job(started);
     let took = Took {
         wall: ran.ended.saturating_duration_since(started),
-        cpu: thread_cpu::take_samples(),
+        cpu: cpu::take_samples(),
         stalled_executor: pool::stalled_executor(),
         calls: ran.calls,
         longest: ran.longest,

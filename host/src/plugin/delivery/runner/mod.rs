@@ -50,17 +50,17 @@ use tracing::Instrument;
 use crate::informer::{
     Action, BackoffConfig, EntryResults, EventHandler, HandlerError, HandlerResult, Notification, Object,
 };
-use crate::plugin::delivery::metrics::PluginMetrics;
+use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
 use crate::plugin::delivery::placement::{Placement, Took};
-use crate::plugin::deploy::loader::LoadedPlugin;
-use crate::plugin::deploy::manifest::FailurePolicy;
 use crate::plugin::imports::{CacheResolver, ClusterLink};
+use crate::plugin::manifest::FailurePolicy;
+use crate::plugin::metrics::PluginMetrics;
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::instance::{PluginInstance, Sandbox};
-use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
-pub use crate::plugin::runtime::pool::GuestPool;
-use crate::plugin::runtime::pool::here::HAND_OVER_AFTER;
-use crate::plugin::runtime::pool::{GuestPoolError, HandOver};
+use crate::plugin::runtime::loader::LoadedPlugin;
+pub use crate::plugin::threads::pool::GuestPool;
+use crate::plugin::threads::pool::here::HAND_OVER_AFTER;
+use crate::plugin::threads::pool::{GuestPoolError, HandOver};
 use batch::{Ran, call_guest, run_batch, timed};
 use policy::apply_policy;
 

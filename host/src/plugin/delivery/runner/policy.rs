@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::{Shared, Slot};
 use crate::informer::{Action, BackoffConfig, HandlerError, HandlerResult};
-use crate::plugin::deploy::manifest::OnError;
-use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
+use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
+use crate::plugin::manifest::OnError;
 
 /// The delay before re-instantiating a plugin after `failures` consecutive failures: the
 /// first restart is immediate, later ones follow `backoff` from its initial delay.

@@ -6,10 +6,10 @@ use std::time::Instant;
 use super::policy::restart_delay;
 use super::*;
 use crate::plugin::delivery::placement::{FAST_STREAK, Placement};
-use crate::plugin::deploy::manifest::OnError;
+use crate::plugin::manifest::OnError;
 use crate::plugin::runtime::engine::{EngineConfig, PluginEngine, PoolLimits};
-use crate::plugin::runtime::pool::HandOver;
 use crate::plugin::test_guests::{Behaviour, Guest, MESSAGE, engine, pod, sandbox_with};
+use crate::plugin::threads::pool::HandOver;
 
 const TIMEOUT: Duration = Duration::from_millis(50);
 

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Deploying, PluginRegistry, RegistryError};
 use crate::errors::Chain;
 use crate::informer::{Backoff, BackoffConfig};
-use crate::plugin::deploy::manifest::MANIFEST_FILE;
+use crate::plugin::manifest::MANIFEST_FILE;
 
 /// The retry schedule of a failed deploy: 1 s, doubling, at most 5 minutes, stretched by up
 /// to 10 % at random so that plugins that failed together do not retry in step.

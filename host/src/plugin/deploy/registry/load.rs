@@ -16,14 +16,14 @@ use futures::future::MaybeDone;
 use super::{FactoryCache, FileDigests, PluginRegistry, RegistryError};
 use crate::informer::crash::panic_message;
 use crate::informer::{InformerLease, ResourceKey};
-use crate::plugin::delivery::metrics::PluginMetrics;
+use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
 use crate::plugin::delivery::runner::PluginHandler;
 use crate::plugin::deploy::fingerprint::Fingerprinted;
-use crate::plugin::deploy::loader::{LoadError, LoadedPlugin, load_manifest, load_plugin_manifest};
 use crate::plugin::deploy::start::PluginStart;
 use crate::plugin::imports::CacheResolver;
+use crate::plugin::metrics::PluginMetrics;
 use crate::plugin::runtime::budget::MemoryReservation;
-use crate::plugin::runtime::outcome::{CallOutcome, TrapKind};
+use crate::plugin::runtime::loader::{LoadError, LoadedPlugin, load_manifest, load_plugin_manifest};
 
 /// A loaded plugin, not yet listening: started, or being started (see
 /// [`PluginRegistry::starting`]).

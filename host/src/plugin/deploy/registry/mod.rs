@@ -45,20 +45,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::fingerprint::FileDigests;
-use super::loader::{LoadError, LoadLimits};
-use super::manifest::WatchedResource;
 use super::start::PluginStart;
 use crate::informer::{
     InformerError, InformerFactory, InformerLease, ListenerOptions, Object, Registration, ResourceKey, SourceError,
     Store,
 };
 use crate::plugin::PluginEngine;
-use crate::plugin::delivery::metrics::MetricsRegistry;
+use crate::plugin::contract::outcome::CallOutcome;
 use crate::plugin::delivery::placement::Placement;
 use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
 use crate::plugin::imports::{CacheResolver, ClusterContext};
+use crate::plugin::manifest::WatchedResource;
+use crate::plugin::metrics::MetricsRegistry;
 use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
-use crate::plugin::runtime::outcome::CallOutcome;
+use crate::plugin::runtime::loader::{LoadError, LoadLimits};
 
 mod folder_sync;
 mod load;
@@ -255,7 +255,7 @@ impl std::fmt::Debug for PluginRegistry {
 }
 
 /// A shardable plugin's slice: the assignment it delivers under, and how it splits.
-type Slice = (super::assignment::Assignment, super::manifest::ShardBy);
+type Slice = (super::assignment::Assignment, crate::plugin::manifest::ShardBy);
 
 fn listener_options(
     plugin: &str,

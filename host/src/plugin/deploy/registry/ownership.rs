@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::PluginRegistry;
 use crate::errors::Chain;
 use crate::plugin::deploy::assignment::Assignment;
-use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ShardBy};
+use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ShardBy};
 
 /// Which plugins this host runs.
 pub trait Ownership: Send + Sync + 'static {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::embedded::MemorySource;
 use crate::informer::{Backoff, BackoffConfig, ListerWatcher, SourceError, SourceProvider};
-use crate::plugin::deploy::manifest::MANIFEST_FILE;
+use crate::plugin::manifest::MANIFEST_FILE;
 use crate::plugin::test_guests::{Behaviour, Guest, engine};
 
 fn pods_manifest(name: &str) -> String {

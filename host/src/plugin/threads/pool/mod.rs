@@ -13,7 +13,7 @@
 //! runs only on a core nobody else wants and yields it at once when another thread wakes —
 //! and a fresh thread takes its place. The retired thread ends once its job
 //! ends (the per-call deadline bounds that). The call itself is paused between epoch ticks
-//! from the same threshold on, soon nine ticks in ten ([`deadline`](super::deadline)). So a
+//! from the same threshold on, soon nine ticks in ten ([`deadline`](crate::plugin::runtime::deadline)). So a
 //! stalled plugin costs its neighbours neither a guest thread nor, for long, more than a
 //! tenth of a core.
 //!
@@ -36,7 +36,7 @@ use quanta::Instant;
 
 use crate::informer::crash::panic_message;
 #[cfg(target_os = "linux")]
-use crate::plugin::runtime::thread_priority::{current_tid, lower_priority};
+use crate::plugin::threads::priority::{current_tid, lower_priority};
 
 /// The default slow-call threshold.
 pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);

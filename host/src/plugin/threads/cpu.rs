@@ -21,7 +21,7 @@ pub fn begin_sampling() {
 }
 
 /// Adds `cpu` to this thread's samples. Guest calls add the CPU time they used from their
-/// first epoch tick on ([`CallDeadline`](super::deadline::CallDeadline)): reading the CPU
+/// first epoch tick on ([`CallDeadline`](crate::plugin::runtime::deadline::CallDeadline)): reading the CPU
 /// clock is a system call, a sizeable part of a short call, so a call that ends before its
 /// first tick reads it not at all.
 pub fn sample(cpu: Duration) {

@@ -6,7 +6,7 @@
 //! guest error leaves the instance usable, a trap discards it.
 //!
 //! Traps are told apart by downcasting the error wasmtime returns — to [`wasmtime::Trap`] and
-//! to the limiter's [`MemoryCapExceeded`] — never by matching message text.
+//! to [`MemoryCapExceeded`], which the store's limiter fails with, — never by matching message text.
 //!
 //! Every text in an outcome that a guest could have chosen is a [`GuestText`] (one line,
 //! bounded): an `init` refusal, a handler's reason, and the description of a trap (wasmtime's
@@ -15,8 +15,18 @@
 use std::fmt;
 
 use crate::informer::HandlerError;
-use crate::plugin::runtime::guest_text::GuestText;
-use crate::plugin::runtime::limits::MemoryCapExceeded;
+use crate::plugin::contract::guest_text::GuestText;
+
+/// A guest tried to grow its linear memory past its cap (or the growth itself failed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("out of memory: growing linear memory to {desired} bytes exceeds the limit of {limit} bytes")]
+pub struct MemoryCapExceeded {
+    /// The total linear memory the store would have reached, in bytes (0 when the host
+    /// could not provide memory below the limit).
+    pub desired: usize,
+    /// The cap in force, in bytes.
+    pub limit: usize,
+}
 
 /// Why the sandbox stopped a guest (or could not start one).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -48,7 +48,7 @@ fn the_policy_caps_memory_call_time_and_request_budget() {
     let cap = &policy.entry("anyone").limits;
     let manifest = |extra: &str| {
         let text = format!("name: p\ncomponent: p.wasm\nresources:\n  - {{apiVersion: v1, kind: Pod}}\n{extra}");
-        super::super::manifest::Manifest::parse(&text, Path::new("/p/plugin.yaml")).unwrap()
+        super::super::Manifest::parse(&text, Path::new("/p/plugin.yaml")).unwrap()
     };
     assert_eq!(cap.refuse(&manifest("limits: {memory: 64Mi}\n")), None);
     let refusal = cap.refuse(&manifest("limits: {memory: 4Gi, callTimeout: 5s}\nrequests: {qps: 500}\n")).unwrap();

@@ -2,9 +2,9 @@
 //! can fail to be a plugin.
 
 use super::*;
+use crate::plugin::contract::outcome::CallOutcome;
 use crate::plugin::imports::cache::NoCache;
 use crate::plugin::runtime::engine::{EngineConfig, PoolLimits};
-use crate::plugin::runtime::outcome::CallOutcome;
 use crate::plugin::test_guests::{Guest, TempDir};
 
 fn engine(cache_dir: Option<PathBuf>) -> PluginEngine {

@@ -38,7 +38,7 @@ use quanta::Instant;
 
 use super::{GuestPool, GuestPoolError, JOB_STARTED, Shared, WORKER};
 use crate::informer::crash::panic_message;
-use crate::plugin::runtime::executor::{self, Here};
+use crate::plugin::threads::executor::{self, Here};
 
 /// How long a job run on an executor thread with [`HandOver::IfItStalls`] holds the thread's
 /// other tasks without a break before its next epoch tick hands them over.

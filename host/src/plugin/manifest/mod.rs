@@ -38,7 +38,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plugin::deploy::permissions::{PolicyRule, RequestLimits, ServiceAccountRef};
+use crate::plugin::manifest::permissions::{PolicyRule, RequestLimits, ServiceAccountRef};
 
 use crate::kube::LabelSelector;
 
@@ -165,7 +165,7 @@ pub struct WatchedResource {
     /// How often every cached object is redelivered as an update with old == new
     /// (humantime, e.g. `30s`, `5m`); `0` or absent = never.
     #[serde(default, with = "humantime_serde", skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "super::schema::optional_duration_schema")]
+    #[schemars(schema_with = "self::schema::optional_duration_schema")]
     pub resync_period: Option<Duration>,
 }
 
@@ -215,7 +215,7 @@ pub struct Limits {
     /// The deadline of each call into the plugin (humantime, e.g. `500ms`); default `1s`.
     /// A call still running then is interrupted (a trap).
     #[serde(default = "default_call_timeout", with = "humantime_serde")]
-    #[schemars(schema_with = "super::schema::duration_schema")]
+    #[schemars(schema_with = "self::schema::duration_schema")]
     pub call_timeout: Duration,
 }
 
@@ -570,6 +570,8 @@ fn check_dns_label(s: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+pub mod permissions;
+pub(crate) mod schema;
+
 #[cfg(test)]
-#[path = "manifest_tests.rs"]
 mod tests;

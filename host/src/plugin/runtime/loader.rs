@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use wasmtime::component::Component;
 
-use crate::plugin::deploy::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
+use crate::plugin::contract::bindings::{WitVersion, check_exports};
 use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, wasi};
-use crate::plugin::runtime::bindings::{WitVersion, check_exports};
+use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
 use crate::plugin::runtime::engine::{CacheOutcome, Compiled, EngineError, PluginEngine};
 use crate::plugin::runtime::file_identity::FileIdentity;
 use crate::plugin::runtime::footprint::InitialMemory;

@@ -135,7 +135,7 @@ pub struct RequestCap {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LimitsCap {
     /// The largest `limits.memory`, in bytes or with a `Ki`, `Mi` or `Gi` suffix.
-    pub memory: Option<super::manifest::MemorySize>,
+    pub memory: Option<super::MemorySize>,
     /// The longest `limits.callTimeout`.
     #[serde(default, with = "humantime_serde")]
     pub call_timeout: Option<Duration>,
@@ -147,7 +147,7 @@ pub struct LimitsCap {
 impl LimitsCap {
     /// Why `manifest` asks for more than this cap allows, if it does: one sentence naming
     /// every field over it.
-    pub fn refuse(&self, manifest: &super::manifest::Manifest) -> Option<String> {
+    pub fn refuse(&self, manifest: &super::Manifest) -> Option<String> {
         let show = |d: Duration| humantime::format_duration(d).to_string();
         let mut over = manifest.requests.over(&self.requests);
         if let Some(memory) = self.memory.filter(|max| manifest.limits.memory.bytes() > max.bytes()) {

@@ -8,6 +8,8 @@
 //! families to a `prometheus_client` registry for the HTTP endpoint;
 //! [`PluginMetrics::summary`] is a one-line digest for logs.
 
+pub mod latency;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,8 +21,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::plugin::delivery::latency::LatencyHistogram;
-use crate::plugin::runtime::outcome::TrapKind;
+use crate::plugin::contract::outcome::TrapKind;
+use crate::plugin::metrics::latency::LatencyHistogram;
 
 /// The trap kinds counted separately, as [`TrapKind::label`] names them.
 pub const TRAP_KINDS: [&str; 6] =

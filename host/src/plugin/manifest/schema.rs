@@ -8,8 +8,8 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
 
-use super::manifest::{MemorySize, PluginName};
 use super::permissions::ServiceAccountRef;
+use super::{MemorySize, PluginName};
 use crate::kube::LabelSelector;
 
 /// Serialize and JsonSchema for a type read from, and displayed as, one string.
