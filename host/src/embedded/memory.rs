@@ -33,6 +33,7 @@ use crate::informer::list_watch::{
 };
 use crate::informer::object::{MAX_DEPTH, Object, ObjectError};
 use crate::kube::nesting::value_depth;
+pub use wink_apiserver::Write;
 
 pub(super) type Sender = mpsc::UnboundedSender<Result<WatchEvent, SourceError>>;
 
@@ -139,17 +140,6 @@ impl Inner {
         }
         state
     }
-}
-
-/// What [`MemorySource::write`] does.
-#[derive(Clone, Debug)]
-pub enum Write {
-    /// Store this object (its resourceVersion is assigned).
-    Put(serde_json::Value),
-    /// Remove the object; this is its final state.
-    Delete(serde_json::Value),
-    /// Nothing: the stored object stays as it is.
-    Unchanged(Object),
 }
 
 /// The longest object a store takes by default, as etcd's default request limit (1.5 MiB): a
@@ -266,7 +256,9 @@ impl MemorySource {
     /// says what to do — the API server's rules run inside this lock, so no other write
     /// comes between its read and its write. Returns the object as stored (a put, stamped
     /// with a new resourceVersion), its final state (a delete, with the deletion's
-    /// resourceVersion), or the object as it was (no change: no event, no new version).
+    /// resourceVersion), or the object as it was (no change: no event, no new version; the
+    /// stored object itself, not the rule's copy of it — a rule that finds nothing to change
+    /// where nothing is stored stores its object).
     pub fn write<E: From<ObjectError>>(
         &self,
         key: &str,
@@ -275,9 +267,12 @@ impl MemorySource {
         let mut inner = self.inner.lock();
         let current = inner.objects.get(key);
         let size_hint = current.map_or(0, |c| c.json().len());
-        match decide(current)? {
-            Write::Unchanged(obj) => Ok(obj),
-            Write::Put(value) => {
+        let write = decide(current)?;
+        if let (Write::Unchanged(_), Some(stored)) = (&write, current) {
+            return Ok(stored.clone());
+        }
+        match write {
+            Write::Put(value) | Write::Unchanged(value) => {
                 let rv = self.options.revision.next();
                 let obj = stamp_sized(value, rv, size_hint)?;
                 let limit = self.options.max_object_bytes;

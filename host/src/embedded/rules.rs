@@ -7,7 +7,6 @@ use wink_apiserver as api;
 
 use super::client::{Collection, key_of};
 use crate::cluster::{Request, RequestError, Verb};
-use crate::embedded::Write;
 use crate::informer::{Object, ObjectError};
 
 impl From<ObjectError> for RequestError {
@@ -62,37 +61,33 @@ fn write(
     dry_run: bool,
     rule: impl FnOnce(Option<&Value>) -> Result<api::Write, RequestError>,
 ) -> Result<Outcome, RequestError> {
-    // What the rule decided about `current`, as the store takes it, and whether it removes.
-    let decide = |current: Option<&Object>| -> Result<(Write, bool), RequestError> {
+    // What the rule decided about `current`, checked as the store takes it.
+    let decide = |current: Option<&Object>| -> Result<api::Write, RequestError> {
         let value = current.map(Object::to_value).transpose()?;
-        Ok(match rule(value.as_ref())? {
-            api::Write::Put(v) => {
-                if c.built_in {
-                    super::typed::check(&def.api_version(), &def.kind, &v)?;
-                }
-                (Write::Put(v), false)
-            }
-            api::Write::Delete(v) => (Write::Delete(v), true),
-            api::Write::Unchanged(v) => match current {
-                Some(obj) => (Write::Unchanged(obj.clone()), false),
-                None => (Write::Put(v), false),
-            },
-        })
+        let write = rule(value.as_ref())?;
+        if let api::Write::Put(v) = &write
+            && c.built_in
+        {
+            super::typed::check(&def.api_version(), &def.kind, v)?;
+        }
+        Ok(write)
     };
     if dry_run {
         // Decided on the object stored now, and answered as it would be stored (without a
         // new resourceVersion); nothing is written, so nobody sees a change.
-        let (write, removed) = decide(c.source.get(key).as_ref())?;
-        let object = match write {
-            Write::Put(v) | Write::Delete(v) => Object::from_string(v.to_string())?,
-            Write::Unchanged(object) => object,
+        let current = c.source.get(key);
+        let write = decide(current.as_ref())?;
+        let removed = matches!(write, api::Write::Delete(_));
+        let object = match (write, current) {
+            (api::Write::Unchanged(_), Some(stored)) => stored,
+            (write, _) => Object::from_string(write.into_object().to_string())?,
         };
         return Ok(Outcome { object, removed });
     }
     let mut removed = false;
     let stored = c.source.write(key, |current| {
-        let (write, removes) = decide(current)?;
-        removed = removes;
+        let write = decide(current)?;
+        removed = matches!(write, api::Write::Delete(_));
         Ok::<_, RequestError>(write)
     })?;
     Ok(Outcome { object: stored, removed })
