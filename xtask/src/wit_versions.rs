@@ -167,7 +167,7 @@ fn every_sdk_names_the_version_of_the_folder_it_is_built_from() {
 fn the_host_binds_and_names_every_version_folder() {
     let repo = crate::repo_root();
     let folders = published(&repo);
-    let bindings = "src/plugin/runtime/bindings.rs";
+    let bindings = "src/plugin/contract/bindings.rs";
     let bound = bindgen_paths(&repo.join("host"), bindings);
     let bound_dirs: BTreeSet<&PathBuf> = bound.iter().map(|(_, dir)| dir).collect();
     assert_eq!(bound_dirs, folders.iter().collect(), "the host's bindgen! paths in {bindings}");

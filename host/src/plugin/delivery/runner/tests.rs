@@ -325,10 +325,16 @@ async fn a_fast_plugins_calls_move_to_the_delivering_thread_after_a_streak() {
     let pool = GuestPool::new(2);
     let h = handler_on(&engine(), Guest::default(), FailurePolicy::default(), pool.clone());
     let (old, new) = (pod("a"), pod("a"));
-    for _ in 0..FAST_STREAK {
+    // Calls timed on a loaded machine may not all count as fast: call until the streak is
+    // earned (what earns it is `a_preempted_short_call_keeps_the_fast_streak`'s business), every call on the guest threads.
+    let mut calls = 0;
+    while !h.shared.placement.may_run_here() {
         assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
+        calls += 1;
+        assert!(calls < 10_000, "no streak of fast calls in {calls} calls");
     }
-    assert_eq!(pool.borrowed_runs(), 0, "the first calls go to the guest threads");
+    assert!(calls >= FAST_STREAK, "the streak took {calls} calls, fewer than {FAST_STREAK}");
+    assert_eq!(pool.borrowed_runs(), 0, "the calls before the streak go to the guest threads");
     assert_eq!(h.on_update(&old, &new).await, crate::informer::DONE);
     assert_eq!(pool.borrowed_runs(), 1, "after a streak of fast calls, the call ran here");
     assert_eq!(pool.busy(), 0);
