@@ -87,6 +87,11 @@ impl WitVersion {
     /// Every version served, oldest first.
     pub const ALL: [WitVersion; 3] = [WitVersion::V0_1, WitVersion::V0_2, WitVersion::V0_3];
 
+    /// The versions from `first` on, oldest first (those that have what `first` brought).
+    pub fn since(first: WitVersion) -> impl Iterator<Item = WitVersion> {
+        Self::ALL.into_iter().filter(move |v| *v >= first)
+    }
+
     /// The package version, e.g. `0.2.0`.
     pub fn as_str(self) -> &'static str {
         match self {

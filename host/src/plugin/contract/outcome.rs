@@ -6,7 +6,8 @@
 //! guest error leaves the instance usable, a trap discards it.
 //!
 //! Traps are told apart by downcasting the error wasmtime returns — to [`wasmtime::Trap`] and
-//! to [`MemoryCapExceeded`], which the store's limiter fails with, — never by matching message text.
+//! to [`MemoryCapExceeded`] (what the store's limiter fails with) — never by matching message
+//! text.
 //!
 //! Every text in an outcome that a guest could have chosen is a [`GuestText`] (one line,
 //! bounded): an `init` refusal, a handler's reason, and the description of a trap (wasmtime's

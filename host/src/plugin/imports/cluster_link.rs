@@ -5,8 +5,8 @@
 //! ([`HasCluster::waited`]).
 
 use std::time::Duration;
-use wasmtime::StoreContextMut;
 
+use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, LinkerInstance};
 
 use super::ClusterAccess;
@@ -100,7 +100,7 @@ fn object(result: Result<Option<Object>, RequestError>) -> Answer {
 /// Defines the `cluster` functions in the interface of every contract version that has it
 /// (0.2.0 on).
 pub fn link<T: HasCluster>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    for version in WitVersion::ALL.into_iter().filter(|v| *v >= WitVersion::V0_2) {
+    for version in WitVersion::since(WitVersion::V0_2) {
         link_version(&mut linker.instance(&version.interface("cluster"))?)?;
     }
     Ok(())

@@ -57,7 +57,7 @@ impl LentObjects {
 /// Defines the `event-object` resource and its methods in `types` of every contract version
 /// that has it (0.3.0 on).
 pub fn link<T: HasLent>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    for version in WitVersion::ALL.into_iter().filter(|v| *v >= WitVersion::V0_3) {
+    for version in WitVersion::since(WitVersion::V0_3) {
         link_types(&mut linker.instance(&version.interface("types"))?)?;
     }
     Ok(())
