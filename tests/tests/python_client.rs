@@ -34,8 +34,9 @@ for name, app in [("a", "web"), ("b", "web"), ("c", "db")]:
     core.create_namespaced_config_map("shop", body)
 names = lambda: sorted(i.metadata.name for i in core.list_namespaced_config_map("shop").items)
 seen["created"] = names()
+# The client decodes a DELETE's answer as a plain object: a Status, or the object for some kinds.
 status = core.delete_namespaced_config_map("c", "shop")
-seen["deleted"] = {"status": status.status, "name": status.details.name, "uid": bool(status.details.uid)}
+seen["deleted"] = {"status": status["status"], "name": status["details"]["name"], "uid": bool(status["details"]["uid"])}
 seen["after_delete"] = names()
 core.delete_collection_namespaced_config_map("shop", label_selector="app=web", dry_run="All")
 seen["after_dry_run_collection"] = names()
