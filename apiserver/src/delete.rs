@@ -14,7 +14,9 @@
 //! - an object without finalizers is removed ([`Write::Delete`]).
 //!
 //! Grace periods are not modelled: nothing here plays the kubelet, so a pod without
-//! finalizers is removed at once, as with `gracePeriodSeconds: 0`.
+//! finalizers is removed at once, as kube-apiserver removes a pod no node runs — with the
+//! `deletionTimestamp`, `deletionGracePeriodSeconds` 0 and new `generation` its graceful
+//! deletion stamps first, so its last state reads as on a real server.
 
 use serde_json::Value;
 
@@ -109,23 +111,33 @@ pub fn delete(
         }
         None => {}
     }
-    if finalizers.is_empty() {
-        return Ok(Write::Delete(current.clone()));
-    }
     let being_deleted = object::deletion_timestamp(current).is_some();
+    if finalizers.is_empty() {
+        let mut last = current.clone();
+        if def.deletes_gracefully() && !being_deleted {
+            mark_deleted(&mut last, def, current, ctx)?;
+        }
+        return Ok(Write::Delete(last));
+    }
     if being_deleted && finalizers == old_finalizers {
         return Ok(Write::Unchanged(current.clone()));
     }
     let mut marked = current.clone();
     set(&mut marked, "finalizers", finalizers)?;
     if !being_deleted {
-        set(&mut marked, "deletionTimestamp", ctx.timestamp())?;
-        set(&mut marked, "deletionGracePeriodSeconds", 0)?;
-        if def.tracks_generation() {
-            set(&mut marked, "generation", object::generation(current) + 1)?;
-        }
+        mark_deleted(&mut marked, def, current, ctx)?;
     }
     Ok(Write::Put(marked))
+}
+
+/// Stamps `object` (a copy of `current`) as being deleted now, with no grace period.
+fn mark_deleted(object: &mut Value, def: &ResourceDef, current: &Value, ctx: &dyn Context) -> Result<(), Status> {
+    set(object, "deletionTimestamp", ctx.timestamp())?;
+    set(object, "deletionGracePeriodSeconds", 0)?;
+    if def.tracks_generation() {
+        set(object, "generation", object::generation(current) + 1)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::test_support::{configmaps, ctx, deployment, deployments, stored};
+use crate::test_support::{configmaps, ctx, deployment, deployments, pods, stored};
 
 fn delete_with(current: &Value, opts: &DeleteOptions) -> Result<Write, Status> {
     delete(&configmaps(), "c", Some(current), opts, &ctx())
@@ -19,6 +19,18 @@ fn delete_of_a_missing_object_is_not_found() {
 fn an_object_without_finalizers_is_deleted_at_once() {
     let current = stored(&configmaps(), json!({"metadata": {"name": "c"}}));
     assert_eq!(delete_with(&current, &DeleteOptions::default()).unwrap(), Write::Delete(current.clone()));
+}
+
+#[test]
+fn a_pod_goes_at_once_but_its_last_state_shows_the_graceful_deletion() {
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    let current = stored(&pods(), pod);
+    let Write::Delete(last) = delete(&pods(), "p", Some(&current), &DeleteOptions::default(), &ctx()).unwrap() else {
+        panic!("expected Delete")
+    };
+    assert_eq!(last["metadata"]["deletionTimestamp"], "2024-01-01T00:00:00Z");
+    assert_eq!(last["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(last["metadata"]["generation"], 2, "a Pod keeps a generation");
 }
 
 #[test]

@@ -87,6 +87,15 @@ impl ResourceDef {
         }
     }
 
+    /// Whether a delete is graceful, as the API server's strategies with `CheckGracefulDelete`
+    /// make it: Pods. Nothing here plays the kubelet, so the grace period is the one
+    /// kube-apiserver gives a Pod no node runs (0) and the Pod goes at once — but first
+    /// stamped as being deleted, which its last state (the DELETE's answer, the watch's
+    /// DELETED event) shows.
+    pub fn deletes_gracefully(&self) -> bool {
+        self.built_in && self.group.is_empty() && self.kind == "Pod"
+    }
+
     /// Whether object names must be DNS-1123 labels (namespaces; services, whose names are
     /// DNS-1123 labels since Kubernetes 1.34's relaxed service name validation, no longer
     /// DNS-1035 labels) rather than subdomains.

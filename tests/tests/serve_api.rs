@@ -71,19 +71,13 @@ fn template_hash(k: &Kubectl) -> Option<String> {
         .map(str::to_owned)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
-    let work = tempfile::tempdir().unwrap();
-    let cluster = work.path().join("cluster");
-    std::fs::create_dir(&cluster).unwrap();
-    // Only the Namespace comes from a file: the Deployment and its ConfigMap come from kubectl.
-    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    let plugins = work.path().join("plugins");
-    install_plugin("reloader", &plugins, "reloader", None);
+/// `wink run --serve-api` over the folder `cluster` with the plugins under `plugins`, and a
+/// kubectl of it.
+async fn serve(cluster: &Path, plugins: &Path) -> (Running, Kubectl) {
     let child = Running::spawn(
         Command::new(wink_binary())
             .args(["run", "--no-cache", "--serve-api", "127.0.0.1:0", "--plugins"])
-            .arg(&plugins)
+            .arg(plugins)
             .arg("--source")
             .arg(format!("dir:{}", cluster.display()))
             .env("RUST_LOG", "info")
@@ -97,6 +91,19 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
         })
         .await;
     let k = Kubectl { server: format!("http://{addr}") };
+    (child, k)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
+    let work = tempfile::tempdir().unwrap();
+    let cluster = work.path().join("cluster");
+    std::fs::create_dir(&cluster).unwrap();
+    // Only the Namespace comes from a file: the Deployment and its ConfigMap come from kubectl.
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    let plugins = work.path().join("plugins");
+    install_plugin("reloader", &plugins, "reloader", None);
+    let (child, k) = serve(&cluster, &plugins).await;
     let blocking = tokio::task::spawn_blocking(move || {
         let manifest = Path::new(&std::env::temp_dir()).join(format!("wink-settings-{}.yaml", std::process::id()));
         std::fs::write(&manifest, format!("{WEB}---\n{}", settings("EUR"))).unwrap();
@@ -141,5 +148,52 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
         let _ = std::fs::remove_file(&manifest);
     });
     blocking.await.unwrap();
+    child.sigterm();
+}
+
+/// kubectl's server-side dry runs store nothing: `delete --dry-run=server` (whose `dryRun` is
+/// in the DeleteOptions body: ignoring it once deleted the object), `apply --dry-run=server`
+/// and `create --dry-run=server`. kubectl before 1.26 checks the OpenAPI document for dry-run
+/// support first and stops without sending anything when the server has none; kubectl from
+/// 1.32 sends an imperative create as protobuf. Either way the object must stay as stored,
+/// and when kubectl did send the request, it must say the change was only a dry run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_server_dry_runs_store_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    let (child, k) = serve(&cluster, &plugins).await;
+    let manifest = work.path().join("settings.yaml");
+    tokio::task::spawn_blocking(move || {
+        let currency = |k: &Kubectl| {
+            let (found, out, _) =
+                k.run(&["get", "configmap", "settings", "-n", "shop", "-o", "jsonpath={.data.currency}"]);
+            found.then_some(out)
+        };
+        let dry_run_said = |(ok, out, err): (bool, String, String)| {
+            assert!(!ok || out.contains("(server dry run)"), "kubectl succeeded without a dry run: {out}");
+            (ok, err)
+        };
+
+        std::fs::write(&manifest, settings("EUR")).unwrap();
+        let applied =
+            dry_run_said(k.run(&["apply", "--validate=false", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
+        assert_eq!(currency(&k), None, "a dry-run apply created the object ({applied:?})");
+        let created = dry_run_said(k.run(&["create", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
+        assert_eq!(currency(&k), None, "a dry-run create created the object ({created:?})");
+
+        k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        assert_eq!(currency(&k).as_deref(), Some("EUR"));
+        std::fs::write(&manifest, settings("USD")).unwrap();
+        let changed =
+            dry_run_said(k.run(&["apply", "--validate=false", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
+        assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run apply changed the object ({changed:?})");
+        let deleted = dry_run_said(k.run(&["delete", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
+        assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run delete deleted the object ({deleted:?})");
+    })
+    .await
+    .unwrap();
     child.sigterm();
 }

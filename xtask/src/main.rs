@@ -23,6 +23,7 @@ mod demo;
 mod fsutil;
 mod guests;
 mod package;
+mod python_client;
 mod report;
 mod run_tests;
 mod select;

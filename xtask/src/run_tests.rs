@@ -6,7 +6,8 @@
 //! plugins, and `WINK_KUBECTL` / `WINK_OCI_REGISTRY` at the real kubectl and OCI registry
 //! (Debian's, installed if missing, see `test_tools`) for the end-to-end tests, and
 //! `WINK_KUBE_APISERVER` / `WINK_ETCD` at a real control plane built from its Go modules (first
-//! run only, see `control_plane`). Extra arguments go to `cargo test`.
+//! run only, see `control_plane`), and `WINK_PYTHON_KUBERNETES` at a venv with the official
+//! Kubernetes Python client (see `python_client`). Extra arguments go to `cargo test`.
 //!
 //! When part of the plugin build fails (a toolchain that cannot be installed), or a tool or
 //! the control plane is missing (no Go), the tests still run — those that need what is
@@ -49,6 +50,16 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
                 eprintln!("xtask: {e:#}; running the tests anyway (those that need it fail)");
                 missing.push(e);
             }
+        }
+    }
+    // The Python client is optional: without it its test says why and skips.
+    match crate::python_client::install(repo) {
+        Ok(python) => {
+            test.env(crate::python_client::ENV, python);
+        }
+        Err(e) => {
+            eprintln!("xtask: the Kubernetes Python client is not installed: {e:#}");
+            test.env(crate::python_client::MISSING_ENV, format!("{e:#}"));
         }
     }
     let status = test.status().context("running `cargo test`")?;

@@ -185,7 +185,8 @@ impl MemorySource {
             }
         }
         if let (true, Some(interval)) = (params.allow_bookmarks, self.options.bookmark_interval) {
-            spawn_bookmarks(self.clone(), tx.downgrade(), interval);
+            let deadline = params.timeout.map(|timeout| tokio::time::Instant::now() + timeout);
+            spawn_bookmarks(self.clone(), tx.downgrade(), interval, deadline);
         }
         inner.watchers.push(tx);
         let stream = UnboundedReceiverStream::new(rx);
@@ -246,18 +247,29 @@ fn moved(
     event.map(Ok)
 }
 
-/// Sends a bookmark at the current resourceVersion to one watch every `interval`, under the
-/// source's lock (so that it never overtakes a change), until the watch is gone.
+/// Sends bookmarks at the current resourceVersion to one watch, under the source's lock (so
+/// that one never overtakes a change), until the watch is gone, at kube-apiserver's cadence
+/// (its cacher's `nextBookmarkTime`): every `interval`, and once 2 s before the watch's
+/// `deadline`, when it has one; none after that.
 fn spawn_bookmarks(
     source: MemorySource,
     tx: mpsc::WeakUnboundedSender<Result<WatchEvent, SourceError>>,
     interval: std::time::Duration,
+    deadline: Option<tokio::time::Instant>,
 ) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
     runtime.spawn(async move {
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         loop {
-            tick.tick().await;
+            let now = tokio::time::Instant::now();
+            let mut next = now + interval;
+            if let Some(deadline) = deadline {
+                let before_timeout = deadline.checked_sub(PRE_TIMEOUT_BOOKMARK).unwrap_or(now);
+                next = next.min(before_timeout);
+                if next <= now {
+                    return;
+                }
+            }
+            tokio::time::sleep_until(next).await;
             let Some(tx) = tx.upgrade() else { return };
             let inner = source.inner.lock();
             if !inner.watchers.iter().any(|w| w.same_channel(&tx)) {
@@ -270,3 +282,6 @@ fn spawn_bookmarks(
         }
     });
 }
+
+/// How long before a watch's timeout its last bookmark is sent (kube-apiserver's 2 s).
+const PRE_TIMEOUT_BOOKMARK: std::time::Duration = std::time::Duration::from_secs(2);

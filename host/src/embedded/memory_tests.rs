@@ -192,3 +192,27 @@ async fn watches_allowing_bookmarks_get_them_periodically() {
     let next = stream.next().await;
     assert!(matches!(next, Some(Ok(WatchEvent::Bookmark { ref resource_version, .. })) if resource_version == "2"));
 }
+
+/// kube-apiserver's cadence: a bookmark every interval, one more 2 s before the watch's
+/// timeout, none after it; the stream ends at the timeout.
+#[tokio::test(start_paused = true)]
+async fn a_watch_with_a_timeout_gets_its_last_bookmark_two_seconds_before_it() {
+    use std::time::Duration;
+    let options = MemorySourceOptions { bookmark_interval: Some(Duration::from_secs(60)), ..Default::default() };
+    let src = MemorySource::new(options);
+    let params = WatchParams {
+        resource_version: "0".into(),
+        allow_bookmarks: true,
+        timeout: Some(Duration::from_secs(150)),
+        ..Default::default()
+    };
+    let start = tokio::time::Instant::now();
+    let mut stream = src.watch(&params).await.unwrap();
+    let mut bookmarks = Vec::new();
+    while let Some(event) = stream.next().await {
+        assert!(matches!(event, Ok(WatchEvent::Bookmark { .. })), "{event:?}");
+        bookmarks.push(start.elapsed().as_secs());
+    }
+    assert_eq!(bookmarks, [60, 120, 148]);
+    assert_eq!(start.elapsed(), Duration::from_secs(150), "the watch ends at its timeout");
+}

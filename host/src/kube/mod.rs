@@ -6,11 +6,15 @@
 //! - [`versions`]: the versions each built-in API group serves;
 //! - [`fields`]: the fields a LIST or WATCH of a built-in kind can be selected by;
 //! - [`selector`]: label selectors in their string form (`app=web, tier in (a,b)`);
+//! - [`deletion`]: what a DELETE that removes an object answers, by kind;
+//! - [`names`]: the short names and categories of the built-in resources;
 //! - [`rbac`]: RBAC's rules and the attributes of a request they are matched against;
 //! - [`yaml11`]: YAML documents read into JSON as kubectl reads them, and [`nesting`]: how
 //!   deeply a document nests, measured before it is parsed.
 
+pub mod deletion;
 pub mod fields;
+pub mod names;
 pub mod nesting;
 pub mod rbac;
 pub mod scope;

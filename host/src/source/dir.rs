@@ -42,11 +42,16 @@ use super::dir_read::{manifest_files, read_manifest};
 pub(crate) use super::documents::{ManifestObject, parse_manifest_file};
 use super::placement::{ObjectId, Placer};
 use crate::embedded::{MemorySource, MemorySourceOptions, Revision};
+
 use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{ListerWatcher, SourceError};
 #[cfg(test)]
 use crate::informer::object::MAX_DEPTH;
 use crate::kube::scope::Scopes;
+
+/// How often a watch that allows bookmarks gets one: kube-apiserver's cacher sends one
+/// about every minute (`defaultBookmarkFrequency`), and the last 2 s before the watch ends.
+const BOOKMARK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Errors of the directory source.
 #[derive(Debug, thiserror::Error)]
@@ -267,7 +272,13 @@ impl State {
         self.kinds
             .entry((api_version.to_owned(), kind.to_owned()))
             .or_insert_with(|| {
-                MemorySource::new(MemorySourceOptions { revision: revision.clone(), ..MemorySourceOptions::default() })
+                // Watches that allow bookmarks get one about every minute, as from kube-apiserver
+                // (plugins' informers here, kubectl and clients over `--serve-api`).
+                MemorySource::new(MemorySourceOptions {
+                    revision: revision.clone(),
+                    bookmark_interval: Some(BOOKMARK_INTERVAL),
+                    ..MemorySourceOptions::default()
+                })
             })
             .clone()
     }

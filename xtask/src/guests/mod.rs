@@ -19,7 +19,7 @@
 mod c;
 pub mod debian;
 mod javascript;
-mod python;
+pub mod python;
 pub mod tools;
 
 use std::fmt;

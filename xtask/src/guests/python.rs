@@ -94,7 +94,7 @@ pub fn install(toolchains: &Path) -> Result<Toolchain> {
 
 /// `python3` (3.9 or newer, which pip needs for componentize-py's wheels), or an error saying
 /// what to install.
-fn find_python() -> Result<String> {
+pub fn find_python() -> Result<String> {
     for candidate in ["python3", "python"] {
         let Ok(output) =
             Command::new(candidate).args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"]).output()

@@ -26,39 +26,42 @@ impl Served {
     }
 }
 
-/// kubectl's short names of the built-in kinds.
-const SHORT_NAMES: &[(&str, &[&str])] = &[
-    ("ConfigMap", &["cm"]),
-    ("CronJob", &["cj"]),
-    ("CustomResourceDefinition", &["crd", "crds"]),
-    ("DaemonSet", &["ds"]),
-    ("Deployment", &["deploy"]),
-    ("Endpoints", &["ep"]),
-    ("Event", &["ev"]),
-    ("HorizontalPodAutoscaler", &["hpa"]),
-    ("Ingress", &["ing"]),
-    ("LimitRange", &["limits"]),
-    ("Namespace", &["ns"]),
-    ("NetworkPolicy", &["netpol"]),
-    ("Node", &["no"]),
-    ("PersistentVolume", &["pv"]),
-    ("PersistentVolumeClaim", &["pvc"]),
-    ("Pod", &["po"]),
-    ("PodDisruptionBudget", &["pdb"]),
-    ("ReplicaSet", &["rs"]),
-    ("ReplicationController", &["rc"]),
-    ("ResourceQuota", &["quota"]),
-    ("Service", &["svc"]),
-    ("ServiceAccount", &["sa"]),
-    ("StatefulSet", &["sts"]),
-    ("StorageClass", &["sc"]),
-];
-
 const VERBS: [&str; 8] = ["create", "delete", "get", "list", "patch", "update", "watch", "deletecollection"];
 
-/// `/version`.
+/// `/version`: every field of apimachinery's `version.Info` as kube-apiserver 1.33 writes
+/// it (clients such as the official Python client refuse a document missing one). The API
+/// is 1.33's, emulating 1.33 and compatible from 1.32; the build fields describe wink.
 pub fn version() -> Value {
-    json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-wink", "platform": "linux/amd64"})
+    json!({
+        "major": "1",
+        "minor": "33",
+        "emulationMajor": "1",
+        "emulationMinor": "33",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "32",
+        "gitVersion": "v1.33.0-wink",
+        "gitCommit": format!("wink-{}", env!("CARGO_PKG_VERSION")),
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "none (wink is not written in Go)",
+        "compiler": "rustc",
+        "platform": platform(),
+    })
+}
+
+/// The platform as Go names it (`linux/amd64`, `darwin/arm64`).
+fn platform() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    };
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
+    format!("{os}/{arch}")
 }
 
 /// `/api`.
@@ -107,19 +110,20 @@ pub fn resources(served: &[Served], group: &str, version: &str) -> Option<Value>
     let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
     let mut resources = Vec::new();
     for s in served.iter().filter(|s| s.api_version == api_version) {
-        // Events of the core group keep `ev` only where kubectl expects it (core/v1).
-        let short: &[&str] = SHORT_NAMES
-            .iter()
-            .find(|(kind, _)| *kind == s.kind && (s.kind != "Event" || group.is_empty()))
-            .map_or(&[], |(_, names)| names);
-        resources.push(json!({
+        let mut resource = json!({
             "name": s.plural,
             "singularName": s.kind.to_lowercase(),
             "namespaced": s.namespaced,
             "kind": s.kind,
-            "verbs": VERBS,
-            "shortNames": short,
-        }));
+            // A review is only ever created (and answered, never stored).
+            "verbs": if super::reviews::is_review(s) { &["create"][..] } else { &VERBS[..] },
+            "shortNames": crate::kube::names::short_names(group, &s.kind),
+        });
+        let categories = crate::kube::names::categories(group, &s.kind);
+        if !categories.is_empty() {
+            resource["categories"] = json!(categories);
+        }
+        resources.push(resource);
         if s.status {
             resources.push(json!({
                 "name": format!("{}/status", s.plural),
@@ -138,6 +142,31 @@ pub fn resources(served: &[Served], group: &str, version: &str) -> Option<Value>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The official Python client refused `/version` when a field of `version.Info` was
+    /// missing.
+    #[test]
+    fn version_has_every_field_of_version_info() {
+        let version = version();
+        for field in [
+            "major",
+            "minor",
+            "emulationMajor",
+            "emulationMinor",
+            "minCompatibilityMajor",
+            "minCompatibilityMinor",
+            "gitVersion",
+            "gitCommit",
+            "gitTreeState",
+            "buildDate",
+            "goVersion",
+            "compiler",
+            "platform",
+        ] {
+            assert!(version[field].as_str().is_some_and(|v| !v.is_empty()), "{field}: {version}");
+        }
+        assert!(version["platform"].as_str().unwrap().contains('/'));
+    }
 
     fn served(api_version: &str, kind: &str) -> Served {
         Served {
@@ -161,5 +190,18 @@ mod tests {
                    "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}})
         );
         assert_eq!(group(&all, "batch"), None);
+    }
+
+    /// `kubectl get deploy` and `kubectl get all` resolve through these.
+    #[test]
+    fn resources_carry_upstream_short_names_and_categories() {
+        let deployments = Served { plural: "deployments".into(), ..served("apps/v1", "Deployment") };
+        let list = resources(&[deployments], "apps", "v1").unwrap();
+        assert_eq!(list["resources"][0]["shortNames"], json!(["deploy"]));
+        assert_eq!(list["resources"][0]["categories"], json!(["all"]));
+        let configmaps = Served { plural: "configmaps".into(), ..served("v1", "ConfigMap") };
+        let list = resources(&[configmaps], "", "v1").unwrap();
+        assert_eq!(list["resources"][0]["shortNames"], json!(["cm"]));
+        assert_eq!(list["resources"][0].get("categories"), None);
     }
 }

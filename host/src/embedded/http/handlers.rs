@@ -9,14 +9,18 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::collection::delete_collection;
+use super::delete_options::{Deletion, delete_options};
 use super::discovery::{self, Served};
-use super::options::{delete_options, dry_run, field_manager, patch_type};
+use super::options::{field_manager, patch_type, write_options};
 use super::paths::{ResourcePath, Route, route};
 use super::query::Query;
 use super::rbac::{self, User};
 use super::read;
+use super::reviews;
 use super::selection::Selection;
 use super::status::{About, failure, failure_about, json_response};
+use super::unserved::unserved;
 use super::{ApiOptions, ServedCluster};
 use crate::cluster::{ClusterClient, PatchType, Request, RequestError, Subresource, Verb};
 use crate::embedded::{Collection, EmbeddedClient};
@@ -75,6 +79,7 @@ pub async fn handle(
             None => not_found(uri.path()),
         },
         Route::NotFound => not_found(uri.path()),
+        Route::Unserved(what) => unserved(&what),
         Route::Resource(path) => {
             let Some(kind) = state
                 .cluster
@@ -84,6 +89,10 @@ pub async fn handle(
             else {
                 return not_found(uri.path());
             };
+            if reviews::is_review(&kind) {
+                let user = impersonated(&headers);
+                return reviews::answer(state.cluster.as_ref(), user.as_ref(), &method, &kind, &body);
+            }
             resource(&state, method, &uri, &headers, body, &path, &kind).await
         }
     }
@@ -117,23 +126,26 @@ async fn resource(
         Ok(may_create) => may_create,
         Err(e) => return failure(&e),
     };
-    let dry_run = match dry_run(&method, &query) {
-        Ok(dry_run) => dry_run,
-        Err(refused) => return *refused,
-    };
     let request = |verb: Verb, body: String| {
         Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
             .with_body(body)
             .with_subresource(path.status.then_some(Subresource::Status))
-            .with_dry_run(dry_run)
     };
     let text = String::from_utf8_lossy(&body).into_owned();
-    let write = match (method, path.name.is_some()) {
-        (Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching),
-        (Method::GET, true) => request(Verb::Get, String::new()),
-        (Method::POST, false) => request(Verb::Create, text),
-        (Method::PUT, true) => request(Verb::Update, text),
-        (Method::PATCH, true) => {
+    // A create, update or patch other than an apply is recorded in managedFields under its
+    // manager (an apply names its own).
+    let managed = |write: Request, patch: Option<&PatchType>| match write_options(&method, &query, patch) {
+        Ok(options) if matches!(patch, Some(PatchType::Apply { .. })) => Ok(write.with_dry_run(options.dry_run)),
+        Ok(options) => Ok(write.with_dry_run(options.dry_run).with_field_manager(field_manager(headers, &options))),
+        Err(refused) => Err(refused),
+    };
+    let mut deletion = Deletion::default();
+    let write = match (&method, path.name.is_some()) {
+        (&Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching),
+        (&Method::GET, true) => Ok(request(Verb::Get, String::new())),
+        (&Method::POST, false) => managed(request(Verb::Create, text), None),
+        (&Method::PUT, true) => managed(request(Verb::Update, text), None),
+        (&Method::PATCH, true) => {
             let patch_type = match patch_type(headers, &query) {
                 Ok(patch_type) => patch_type,
                 Err(refused) => return *refused,
@@ -146,30 +158,39 @@ async fn resource(
                 },
                 _ => text,
             };
-            Request { may_create, ..request(Verb::Patch(patch_type), text) }
+            let write = Request { may_create, ..request(Verb::Patch(patch_type.clone()), text) };
+            managed(write, Some(&patch_type))
         }
-        (Method::DELETE, true) => match delete_options(&text, &query) {
-            Ok(options) => request(Verb::Delete(options), String::new()),
-            Err(refused) => return *refused,
-        },
+        (&Method::DELETE, false) => {
+            let deletion = match delete_options(headers, &body, &query) {
+                Ok(deletion) => deletion,
+                Err(refused) => return *refused,
+            };
+            let (labels, fields) = (query.get("labelSelector"), query.get("fieldSelector"));
+            return match Selection::parse(&collection, namespace, labels, fields) {
+                Ok(selection) => delete_collection(&state.client, &collection, kind, &selection, &query, &deletion),
+                Err(e) => failure(&e),
+            };
+        }
+        (&Method::DELETE, true) => delete_options(headers, &body, &query).map(|read| {
+            let write = request(Verb::Delete(read.options.clone()), String::new()).with_dry_run(read.dry_run);
+            deletion = read;
+            write
+        }),
         (method, _) => {
             let e = RequestError::BadRequest(format!("the server does not allow {method} on {}", uri.path()));
             return failure(&e);
         }
     };
-    // Every write but an apply (which names its own) and a delete is recorded in managedFields.
-    let write = match &write.verb {
-        Verb::Create | Verb::Update => write.with_field_manager(field_manager(headers, &query)),
-        Verb::Patch(patch) if !matches!(patch, PatchType::Apply { .. }) => {
-            write.with_field_manager(field_manager(headers, &query))
-        }
-        _ => write,
+    let write = match write {
+        Ok(write) => write,
+        Err(refused) => return *refused,
     };
     let creating = match &write.verb {
         Verb::Create => true,
         // An apply answers 201 when it created the object.
         Verb::Patch(PatchType::Apply { .. }) => {
-            let probe = request(Verb::Get, String::new()).with_dry_run(false);
+            let probe = request(Verb::Get, String::new());
             matches!(state.client.execute(probe, None).await, Err(RequestError::NotFound(_)))
         }
         _ => false,
@@ -180,16 +201,30 @@ async fn resource(
     let group = kind.api_version.rsplit_once('/').map_or("", |(group, _)| group);
     let object_name = if name.is_empty() { body_name.as_deref().unwrap_or_default() } else { name.as_str() };
     let about = About { name: object_name, group, plural: &path.plural, kind: &kind.kind };
-    match state.client.execute(write, None).await {
-        Ok(Some(obj)) => json_response(if creating { StatusCode::CREATED } else { StatusCode::OK }, &value(&obj)),
-        Ok(None) => {
-            let mut details = json!({"name": name, "kind": path.plural});
+    let deleting = matches!(write.verb, Verb::Delete(_));
+    match state.client.execute_now(write) {
+        // A DELETE that removed the object answers it, or (for most kinds) a Status naming it.
+        Ok(outcome) if outcome.removed && deleting => {
+            if collection.built_in && crate::kube::deletion::returns_deleted_object(group, &kind.kind) {
+                return json_response(StatusCode::OK, &value(&outcome.object));
+            }
+            let mut details = json!({"name": name, "kind": path.plural, "uid": outcome.object.uid()});
             if !group.is_empty() {
                 details["group"] = json!(group);
             }
             let success =
                 json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
             json_response(StatusCode::OK, &success)
+        }
+        // A delete that only marked the object (its finalizers remain) answers 202 when
+        // `orphanDependents: false` asked for cascading, as kube-apiserver does.
+        Ok(outcome) if deleting && deletion.orphan_dependents == Some(false) => {
+            json_response(StatusCode::ACCEPTED, &value(&outcome.object))
+        }
+        // Anything else answers the object: created, written, or (an update or patch that
+        // removed the last finalizer of an object being deleted) as it was last written.
+        Ok(outcome) => {
+            json_response(if creating { StatusCode::CREATED } else { StatusCode::OK }, &value(&outcome.object))
         }
         Err(e) => failure_about(&e, Some(&about)),
     }
@@ -238,7 +273,8 @@ fn authorize(
         (&Method::POST, _) => "create",
         (&Method::PUT, _) => "update",
         (&Method::PATCH, _) => "patch",
-        (&Method::DELETE, _) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        (&Method::DELETE, true) => "delete",
         _ => "unknown",
     };
     let resource = if path.status { format!("{}/status", kind.plural) } else { kind.plural.clone() };
@@ -264,3 +300,7 @@ fn impersonated(headers: &HeaderMap) -> Option<User> {
     }
     Some(User { name, groups })
 }
+
+#[cfg(test)]
+#[path = "handlers_tests.rs"]
+mod tests;

@@ -10,10 +10,17 @@
 //! - [`handlers`]: routing, GET, and the writes — POST, PUT, PATCH (merge, JSON, strategic merge, apply), DELETE —
 //!   through [`EmbeddedClient`](crate::embedded::EmbeddedClient): the same rules plugins'
 //!   writes follow. Errors are `Status` objects with the API server's codes and reasons.
+//! - [`collection`]: DELETE of a collection (`deletecollection`), with the selection and
+//!   options of a LIST and a DELETE.
 //! - [`read`]: LIST (paged over a snapshot, at a resourceVersion, `resourceVersionMatch`) and
 //!   WATCH (a chunked stream of JSON lines, bookmarks, streaming lists), with the
 //!   [`selection`]s and [`query`] rules of the API server, over the stores' semantics
 //!   ([`MemorySource`](crate::embedded::MemorySource)).
+//!
+//! - [`reviews`]: SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and
+//!   TokenReview answered from the requester's identity and the cluster's RBAC, not stored.
+//! - [`unserved`]: what needs a kubelet or a metrics server (`pods/log`, `exec`, `attach`,
+//!   `portforward`, `proxy`, `metrics.k8s.io`) is answered with a Status saying so.
 //!
 //! `/healthz`, `/livez` and `/readyz` answer `ok`. The tests' local API server is this router
 //! with fault injection layered on top.
@@ -25,6 +32,8 @@
 //! Plain HTTP on the address given, no authentication: bind it to loopback (as
 //! `kubectl proxy` does) unless the network around it is trusted.
 
+mod collection;
+mod delete_options;
 mod discovery;
 mod handlers;
 mod options;
@@ -32,8 +41,12 @@ mod paths;
 mod query;
 pub mod rbac;
 mod read;
+mod reviews;
 mod selection;
 mod status;
+#[cfg(test)]
+mod test_support;
+mod unserved;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

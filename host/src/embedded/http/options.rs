@@ -1,14 +1,17 @@
-//! A write's options, read from its query and body and checked as the API server checks
-//! them: `dryRun`, the patch type of a PATCH's `Content-Type` (with an apply's
-//! `fieldManager` and `force`), and a DELETE's `DeleteOptions`.
+//! The options of a create, update or patch (`CreateOptions`, `UpdateOptions`,
+//! `PatchOptions`), read from the query and checked as the API server checks them
+//! (apimachinery's `ValidateCreateOptions` and its siblings): `dryRun` (every value `All`),
+//! `fieldManager` (at most 128 bytes, printable), `fieldValidation` (`Ignore`, `Warn`,
+//! `Strict` or none), and for a patch the type its `Content-Type` names, with an apply's
+//! required `fieldManager` and `force` (which no other patch may carry). A DELETE's options
+//! are [`delete_options`](super::delete_options)'.
 
 use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
-use serde_json::Value;
 
 use super::query::Query;
-use super::status::{invalid_options, unsupported_media_type};
-use crate::cluster::{DeleteOptions, PatchType, Preconditions, PropagationPolicy};
+use super::status::{OptionError, invalid_options, unsupported_media_type};
+use crate::cluster::PatchType;
 
 /// The answer to a request whose options are refused (boxed: a `Response` is large).
 pub(super) type Refused = Box<Response>;
@@ -23,38 +26,118 @@ fn options_kind(method: &Method) -> &'static str {
     }
 }
 
-/// `dryRun=All`: the write is decided, not stored (its one value, as the API server's).
-pub(super) fn dry_run(method: &Method, query: &Query) -> Result<bool, Refused> {
-    match query.get("dryRun") {
-        None | Some("") => Ok(false),
-        Some("All") => Ok(true),
-        Some(other) => Err(Box::new(invalid_options(
-            options_kind(method),
-            "dryRun",
-            "FieldValueNotSupported",
-            &format!("Unsupported value: [\"{other}\"]: supported values: \"All\""),
-        ))),
+/// The longest field manager name (apimachinery's `FieldManagerMaxLength`).
+const MANAGER_MAX_BYTES: usize = 128;
+
+/// The values `fieldValidation` takes (apimachinery's `allowedFieldValidationValues`).
+const FIELD_VALIDATIONS: [&str; 4] = ["", "Ignore", "Strict", "Warn"];
+
+/// What a create, update or patch asks besides its body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct WriteOptions {
+    /// `dryRun=All`: decided, not stored.
+    pub dry_run: bool,
+    /// The `fieldManager` query, when given and not empty.
+    pub field_manager: Option<String>,
+}
+
+/// The errors of a `dryRun` list: every value must be `All` (apimachinery's `ValidateDryRun`).
+pub(super) fn dry_run_errors(values: &[String]) -> Vec<OptionError> {
+    if values.iter().all(|v| v == "All") {
+        return Vec::new();
     }
+    let listed = serde_json::to_string(values).unwrap_or_default();
+    vec![OptionError {
+        field: "dryRun",
+        reason: "FieldValueNotSupported",
+        detail: format!("Unsupported value: {listed}: supported values: \"All\""),
+    }]
+}
+
+fn field_manager_errors(manager: &str) -> Vec<OptionError> {
+    let mut errors = Vec::new();
+    if manager.len() > MANAGER_MAX_BYTES {
+        errors.push(OptionError {
+            field: "fieldManager",
+            reason: "FieldValueTooLong",
+            detail: format!("Too long: may not be more than {MANAGER_MAX_BYTES} bytes"),
+        });
+    }
+    for (at, c) in manager.char_indices().filter(|(_, c)| c.is_control()) {
+        errors.push(OptionError {
+            field: "fieldManager",
+            reason: "FieldValueInvalid",
+            detail: format!(
+                "Invalid value: {}: invalid character U+{:04X} (at position {at})",
+                serde_json::to_string(manager).unwrap_or_default(),
+                u32::from(c)
+            ),
+        });
+    }
+    errors
+}
+
+/// The options of a create (POST), update (PUT) or patch (PATCH of `patch`), or the 422 the
+/// API server answers when they break its rules (every error, as it lists them).
+pub(super) fn write_options(
+    method: &Method,
+    query: &Query,
+    patch: Option<&PatchType>,
+) -> Result<WriteOptions, Refused> {
+    let dry_run: Vec<String> = query.all("dryRun").into_iter().map(str::to_owned).collect();
+    let field_manager = query.get("fieldManager").filter(|m| !m.is_empty()).map(str::to_owned);
+    let mut errors = Vec::new();
+    match patch {
+        Some(PatchType::Apply { field_manager: manager, .. }) if manager.is_empty() => errors.push(OptionError {
+            field: "fieldManager",
+            reason: "FieldValueRequired",
+            detail: "Required value: is required for apply patch".into(),
+        }),
+        Some(PatchType::Apply { .. }) | None => {}
+        Some(_) if query.get("force").is_some() => errors.push(OptionError {
+            field: "force",
+            reason: "FieldValueForbidden",
+            detail: "Forbidden: may not be specified for non-apply patch".into(),
+        }),
+        Some(_) => {}
+    }
+    errors.extend(field_manager.as_deref().map(field_manager_errors).unwrap_or_default());
+    errors.extend(dry_run_errors(&dry_run));
+    let validation = query.get("fieldValidation").unwrap_or_default();
+    if !FIELD_VALIDATIONS.contains(&validation) {
+        errors.push(OptionError {
+            field: "fieldValidation",
+            reason: "FieldValueNotSupported",
+            detail: format!(
+                "Unsupported value: {}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+                serde_json::to_string(validation).unwrap_or_default()
+            ),
+        });
+    }
+    if !errors.is_empty() {
+        return Err(Box::new(invalid_options(options_kind(method), &errors)));
+    }
+    Ok(WriteOptions { dry_run: !dry_run.is_empty(), field_manager })
+}
+
+/// A flag of the query as apimachinery converts one (`Convert_Slice_string_To_Pointer_bool`):
+/// absent is `None`; `0` and `false` (any case) are false; anything else, even empty, true.
+pub(super) fn go_flag(query: &Query, name: &str) -> Option<bool> {
+    query.get(name).map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
 }
 
 /// The kind of patch a PATCH's `Content-Type` names: a merge patch when it names none, 415
-/// for a type that is no patch; an apply needs a `fieldManager`.
+/// for a type that is no patch. An apply carries its `fieldManager` (empty when the query
+/// has none: [`write_options`] refuses it) and `force`.
 pub(super) fn patch_type(headers: &HeaderMap, query: &Query) -> Result<PatchType, Refused> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     match content_type.split(';').next().unwrap_or_default().trim() {
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/strategic-merge-patch+json" => Ok(PatchType::StrategicMerge),
-        "application/apply-patch+yaml" => match query.get("fieldManager") {
-            Some(manager) if !manager.is_empty() => {
-                Ok(PatchType::Apply { field_manager: manager.to_owned(), force: query.get("force") == Some("true") })
-            }
-            _ => Err(Box::new(invalid_options(
-                "PatchOptions",
-                "fieldManager",
-                "FieldValueRequired",
-                "Required value: is required for apply patch",
-            ))),
-        },
+        "application/apply-patch+yaml" => Ok(PatchType::Apply {
+            field_manager: query.get("fieldManager").unwrap_or_default().to_owned(),
+            force: go_flag(query, "force").unwrap_or(false),
+        }),
         "application/merge-patch+json" | "" => Ok(PatchType::Merge),
         _ => Err(Box::new(unsupported_media_type())),
     }
@@ -63,9 +146,9 @@ pub(super) fn patch_type(headers: &HeaderMap, query: &Query) -> Result<PatchType
 /// The manager of a write other than an apply, as the API server names it: the
 /// `fieldManager` query, else the `User-Agent` up to its first `/` (printable characters, at
 /// most 128 bytes), else `unknown`.
-pub(super) fn field_manager(headers: &HeaderMap, query: &Query) -> String {
-    if let Some(manager) = query.get("fieldManager").filter(|m| !m.is_empty()) {
-        return manager.to_owned();
+pub(super) fn field_manager(headers: &HeaderMap, options: &WriteOptions) -> String {
+    if let Some(manager) = &options.field_manager {
+        return manager.clone();
     }
     let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let mut manager = String::new();
@@ -78,98 +161,6 @@ pub(super) fn field_manager(headers: &HeaderMap, query: &Query) -> String {
     if manager.is_empty() { "unknown".to_owned() } else { manager }
 }
 
-/// The longest field manager name (apimachinery's `FieldManagerMaxLength`).
-const MANAGER_MAX_BYTES: usize = 128;
-
-/// A DELETE's options, from its body (`DeleteOptions`) or query.
-pub(super) fn delete_options(body: &str, query: &Query) -> Result<DeleteOptions, Refused> {
-    let options: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-    let text = |v: &Value| v.as_str().map(str::to_owned);
-    let propagation = options["propagationPolicy"].as_str().or_else(|| query.get("propagationPolicy"));
-    let propagation_policy = match propagation {
-        None => None,
-        Some("Orphan") => Some(PropagationPolicy::Orphan),
-        Some("Foreground") => Some(PropagationPolicy::Foreground),
-        Some("Background") => Some(PropagationPolicy::Background),
-        Some(other) => {
-            return Err(Box::new(invalid_options(
-                "DeleteOptions",
-                "propagationPolicy",
-                "FieldValueNotSupported",
-                &format!(
-                    "Unsupported value: \"{other}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
-                ),
-            )));
-        }
-    };
-    Ok(DeleteOptions {
-        preconditions: Preconditions {
-            uid: text(&options["preconditions"]["uid"]),
-            resource_version: text(&options["preconditions"]["resourceVersion"]),
-        },
-        propagation_policy,
-        grace_period_seconds: options["gracePeriodSeconds"]
-            .as_i64()
-            .or_else(|| query.get("gracePeriodSeconds").and_then(|g| g.parse().ok())),
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use axum::http::{HeaderValue, StatusCode, Uri};
-
-    use super::*;
-
-    fn query(q: &str) -> Query {
-        Query::of(&format!("/api/v1/namespaces/a/configmaps/b?{q}").parse::<Uri>().unwrap())
-    }
-
-    fn content(mime: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_str(mime).unwrap());
-        headers
-    }
-
-    #[test]
-    fn dry_run_takes_all_and_refuses_other_values_as_invalid_options() {
-        assert!(!dry_run(&Method::POST, &query("")).unwrap());
-        assert!(dry_run(&Method::POST, &query("dryRun=All")).unwrap());
-        let refused = dry_run(&Method::PUT, &query("dryRun=Some")).unwrap_err();
-        assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    }
-
-    #[test]
-    fn a_patch_type_comes_from_the_content_type_and_an_apply_needs_a_manager() {
-        assert_eq!(patch_type(&HeaderMap::new(), &query("")).unwrap(), PatchType::Merge);
-        let strategic = content("application/strategic-merge-patch+json; charset=utf-8");
-        assert_eq!(patch_type(&strategic, &query("")).unwrap(), PatchType::StrategicMerge);
-        let apply = content("application/apply-patch+yaml");
-        assert_eq!(
-            patch_type(&apply, &query("fieldManager=me&force=true")).unwrap(),
-            PatchType::Apply { field_manager: "me".into(), force: true }
-        );
-        assert_eq!(patch_type(&apply, &query("")).unwrap_err().status(), StatusCode::UNPROCESSABLE_ENTITY);
-        let text = content("text/plain");
-        assert_eq!(patch_type(&text, &query("")).unwrap_err().status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    }
-
-    #[test]
-    fn a_writes_manager_is_its_field_manager_or_its_user_agents_first_part() {
-        let mut agent = HeaderMap::new();
-        agent.insert(header::USER_AGENT, HeaderValue::from_static("kubectl/v1.37.2 (linux/amd64) kubernetes/abc"));
-        assert_eq!(field_manager(&agent, &query("fieldManager=mine")), "mine");
-        assert_eq!(field_manager(&agent, &query("")), "kubectl");
-        assert_eq!(field_manager(&HeaderMap::new(), &query("")), "unknown");
-    }
-
-    #[test]
-    fn delete_options_come_from_the_body_or_query_and_an_unknown_policy_is_invalid() {
-        let body = r#"{"propagationPolicy": "Foreground", "preconditions": {"uid": "u"}}"#;
-        let options = delete_options(body, &query("gracePeriodSeconds=5")).unwrap();
-        assert_eq!(options.propagation_policy, Some(PropagationPolicy::Foreground));
-        assert_eq!(options.preconditions.uid.as_deref(), Some("u"));
-        assert_eq!(options.grace_period_seconds, Some(5));
-        let refused = delete_options("", &query("propagationPolicy=Sideways")).unwrap_err();
-        assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    }
-}
+#[path = "options_tests.rs"]
+mod tests;

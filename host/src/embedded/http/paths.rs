@@ -47,9 +47,25 @@ pub enum Route {
     },
     /// A resource path.
     Resource(ResourcePath),
+    /// What needs a part of a cluster the embedded one does not run (a kubelet, a
+    /// metrics server): the subresource or API group asked for, e.g. `pods/log`.
+    Unserved(Unserved),
     /// Anything else.
     NotFound,
 }
+
+/// What a request asks of a part of a cluster the embedded one does not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unserved {
+    /// A subresource a kubelet answers: `log`, `exec`, `attach`, `portforward`, `proxy`, as
+    /// `pods/log`.
+    Kubelet(String),
+    /// The API group of the metrics server (`kubectl top`).
+    Metrics,
+}
+
+/// The subresources only a kubelet (or, for `proxy`, the network to a node or pod) answers.
+const KUBELET_SUBRESOURCES: [&str; 5] = ["log", "exec", "attach", "portforward", "proxy"];
 
 /// Parses a request path.
 pub fn route(path: &str) -> Route {
@@ -59,6 +75,7 @@ pub fn route(path: &str) -> Route {
         ["healthz" | "livez" | "readyz"] => return Route::Health,
         ["api"] => return Route::CoreVersions,
         ["apis"] => return Route::Groups,
+        ["apis", "metrics.k8s.io", ..] => return Route::Unserved(Unserved::Metrics),
         ["apis", group] => return Route::Group((*group).to_owned()),
         ["api", version, rest @ ..] => (String::new(), (*version).to_owned(), rest),
         ["apis", group, version, rest @ ..] => ((*group).to_owned(), (*version).to_owned(), rest),
@@ -83,6 +100,9 @@ pub fn route(path: &str) -> Route {
         [plural] => resource(plural, None, false),
         [plural, name] => resource(plural, Some(name), false),
         [plural, name, "status"] => resource(plural, Some(name), true),
+        [plural, _, sub, ..] if KUBELET_SUBRESOURCES.contains(sub) => {
+            Route::Unserved(Unserved::Kubelet(format!("{plural}/{sub}")))
+        }
         _ => Route::NotFound,
     }
 }
@@ -108,5 +128,15 @@ mod tests {
         assert_eq!((p.plural.as_str(), p.name.as_deref()), ("namespaces", Some("shop")), "one Namespace");
         assert_eq!(route("/healthz"), Route::Health);
         assert_eq!(route("/metrics"), Route::NotFound);
+    }
+
+    #[test]
+    fn what_a_kubelet_or_metrics_server_answers_is_unserved_not_missing() {
+        let log = route("/api/v1/namespaces/shop/pods/web/log");
+        assert_eq!(log, Route::Unserved(Unserved::Kubelet("pods/log".into())));
+        let proxied = route("/api/v1/namespaces/shop/services/web/proxy/healthz");
+        assert_eq!(proxied, Route::Unserved(Unserved::Kubelet("services/proxy".into())));
+        assert_eq!(route("/apis/metrics.k8s.io/v1beta1/nodes"), Route::Unserved(Unserved::Metrics));
+        assert_eq!(route("/api/v1/namespaces/shop/pods/web/nothing"), Route::NotFound);
     }
 }

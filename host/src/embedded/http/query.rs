@@ -32,6 +32,11 @@ impl Query {
         self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
+    /// Every value of `name`, in order (`dryRun=All&dryRun=All`).
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+    }
+
     /// A flag, read as Go's `strconv.ParseBool` reads it.
     pub fn flag(&self, name: &str) -> Result<Option<bool>, RequestError> {
         self.get(name)

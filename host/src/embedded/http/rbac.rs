@@ -76,25 +76,32 @@ fn bound_rules(cluster: &dyn ServedCluster, binding: &Value, namespace: Option<&
     role.map(|r| rules_of(&r)).unwrap_or_default()
 }
 
-/// Whether `user` may make the request `attributes` describes. The error is the API
-/// server's message.
-pub fn authorize(cluster: &dyn ServedCluster, user: &User, attributes: &Attributes<'_>) -> Result<(), String> {
+/// Every rule that applies to `user` in `namespace` (none: at the cluster scope): those of
+/// the ClusterRoles bound to it cluster-wide, and of the roles bound to it in the namespace.
+pub fn rules_for(cluster: &dyn ServedCluster, user: &User, namespace: Option<&str>) -> Vec<PolicyRule> {
     let bound = |binding: &Value| {
         binding["subjects"].as_array().into_iter().flatten().any(|subject| subject_matches(subject, user))
     };
-    let cluster_wide = objects(cluster, "ClusterRoleBinding")
+    let mut rules: Vec<PolicyRule> = objects(cluster, "ClusterRoleBinding")
         .into_iter()
         .filter(|b| bound(b))
-        .flat_map(|b| bound_rules(cluster, &b, None));
-    let namespaced: Vec<PolicyRule> = match attributes.namespace {
-        Some(ns) => objects(cluster, "RoleBinding")
-            .into_iter()
-            .filter(|b| b["metadata"]["namespace"] == ns && bound(b))
-            .flat_map(|b| bound_rules(cluster, &b, Some(ns)))
-            .collect(),
-        None => Vec::new(),
-    };
-    let allowed = cluster_wide.chain(namespaced).any(|rule| rule.allows(attributes));
+        .flat_map(|b| bound_rules(cluster, &b, None))
+        .collect();
+    if let Some(ns) = namespace {
+        rules.extend(
+            objects(cluster, "RoleBinding")
+                .into_iter()
+                .filter(|b| b["metadata"]["namespace"] == ns && bound(b))
+                .flat_map(|b| bound_rules(cluster, &b, Some(ns))),
+        );
+    }
+    rules
+}
+
+/// Whether `user` may make the request `attributes` describes. The error is the API
+/// server's message.
+pub fn authorize(cluster: &dyn ServedCluster, user: &User, attributes: &Attributes<'_>) -> Result<(), String> {
+    let allowed = rules_for(cluster, user, attributes.namespace).iter().any(|rule| rule.allows(attributes));
     if allowed {
         return Ok(());
     }

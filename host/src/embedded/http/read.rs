@@ -24,7 +24,7 @@ use super::query::Query;
 use super::selection::Selection;
 use super::status::{failure, status_failure};
 use crate::cluster::RequestError;
-use crate::embedded::Collection;
+use crate::embedded::{Collection, ListPage};
 use crate::informer::{Object, SourceError, Status, WatchEvent};
 
 /// The annotation of the bookmark that ends a streaming list's initial events.
@@ -56,16 +56,32 @@ fn reencoded_without_type(json: &str) -> String {
     }
 }
 
+/// One page of `collection` as a LIST reads it (the query's `limit`, `continue`,
+/// `resourceVersion` and `resourceVersionMatch`), or the answer refusing the query.
+pub(super) fn page(collection: &Collection, selection: &Selection, query: &Query) -> Result<ListPage, Box<Response>> {
+    let (params, rv_match) = query.list().map_err(|e| Box::new(failure(&e)))?;
+    collection
+        .source
+        .list_matching(&params, rv_match, &|o| selection.selects(o))
+        .map_err(|e| Box::new(source_failure(e)))
+}
+
 /// A LIST of `collection`.
 pub fn list(collection: &Collection, api_version: &str, kind: &str, selection: &Selection, query: &Query) -> Response {
-    let (params, rv_match) = match query.list() {
-        Ok(p) => p,
-        Err(e) => return failure(&e),
-    };
-    let page = match collection.source.list_matching(&params, rv_match, &|o| selection.selects(o)) {
-        Ok(page) => page,
-        Err(e) => return source_failure(e),
-    };
+    match page(collection, selection, query) {
+        Ok(page) => list_response(collection, api_version, kind, selection, &page),
+        Err(refused) => *refused,
+    }
+}
+
+/// `page` answered as a `{kind}List`.
+pub(super) fn list_response(
+    collection: &Collection,
+    api_version: &str,
+    kind: &str,
+    selection: &Selection,
+    page: &ListPage,
+) -> Response {
     let mut metadata = json!({"resourceVersion": page.list.resource_version});
     if let Some(token) = &page.list.continue_token {
         metadata["continue"] = token.clone().into();

@@ -84,16 +84,27 @@ pub(super) fn status_failure(code: u16, reason: &str, message: &str) -> Response
     json_response(status, &status_object(code, reason, message))
 }
 
-/// A request whose options (`options`: `CreateOptions`, `PatchOptions`, ...) break a rule:
-/// 422, as the API server validates them.
-pub(super) fn invalid_options(options: &str, field: &str, reason: &str, detail: &str) -> Response {
-    let message = format!("{options}.meta.k8s.io \"\" is invalid: {field}: {detail}");
+/// One field of a request's options that breaks a rule: the field, the reason
+/// (`FieldValueNotSupported`, ...) and what is wrong, as apimachinery's `field.Error` says it
+/// (`Unsupported value: ["Some"]: supported values: "All"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct OptionError {
+    pub field: &'static str,
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+/// A request whose options (`options`: `CreateOptions`, `DeleteOptions`, ...) break rules:
+/// 422 with one cause per error, as the API server validates them (several errors are listed
+/// in brackets, as Go's aggregate error prints them).
+pub(super) fn invalid_options(options: &str, errors: &[OptionError]) -> Response {
+    let listed: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.detail)).collect();
+    let listed = if listed.len() == 1 { listed[0].clone() } else { format!("[{}]", listed.join(", ")) };
+    let message = format!("{options}.meta.k8s.io \"\" is invalid: {listed}");
     let mut status = status_object(422, "Invalid", &message);
-    status["details"] = json!({
-        "causes": [{"reason": reason, "message": detail, "field": field}],
-        "group": "meta.k8s.io",
-        "kind": options,
-    });
+    let causes: Vec<Value> =
+        errors.iter().map(|e| json!({"reason": e.reason, "message": e.detail, "field": e.field})).collect();
+    status["details"] = json!({"causes": causes, "group": "meta.k8s.io", "kind": options});
     json_response(StatusCode::UNPROCESSABLE_ENTITY, &status)
 }
 
