@@ -13,6 +13,8 @@
 //!   module, if missing) and prints the variable that points the benchmarks at it.
 //! - `cargo xtask demo`: builds the plugins and runs them against `examples/cluster`.
 //! - `cargo xtask bench [-- CRITERION ARGS]`: runs the benchmarks and writes the results table.
+//! - `cargo xtask openapi-spec`: vendors the OpenAPI specification `--serve-api` serves
+//!   (host/openapi/) from the Kubernetes release the tests' control plane pins.
 
 mod bench;
 mod build_plugins;
@@ -22,6 +24,7 @@ mod control_plane;
 mod demo;
 mod fsutil;
 mod guests;
+mod openapi_spec;
 mod package;
 mod python_client;
 mod report;
@@ -62,6 +65,9 @@ enum Command {
     Demo(demo::Args),
     /// Build the plugins, run the benchmarks, and write the results table (BENCHMARKS.md).
     Bench(bench::Args),
+    /// Vendor the OpenAPI specification of the release tests/control-plane/go.mod pins
+    /// into host/openapi/ (what `--serve-api` serves at /openapi/v2 and /openapi/v3).
+    OpenapiSpec,
 }
 
 fn main() -> ExitCode {
@@ -73,6 +79,7 @@ fn main() -> ExitCode {
         Command::ClientGoPeer => client_go_peer::print(&repo_root()),
         Command::Demo(args) => demo::run(&repo_root(), &args),
         Command::Bench(args) => bench::run(&repo_root(), &args),
+        Command::OpenapiSpec => openapi_spec::run(&repo_root()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -78,6 +78,7 @@ pub async fn handle(
             Some(list) => json_response(StatusCode::OK, &list),
             None => not_found(uri.path()),
         },
+        Route::OpenApi(which) => super::openapi::answer(state.cluster.as_ref(), &which, &headers),
         Route::NotFound => not_found(uri.path()),
         Route::Unserved(what) => unserved(&what),
         Route::Resource(path) => {

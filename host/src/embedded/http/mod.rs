@@ -22,6 +22,10 @@
 //! - [`unserved`]: what needs a kubelet or a metrics server (`pods/log`, `exec`, `attach`,
 //!   `portforward`, `proxy`, `metrics.k8s.io`) is answered with a Status saying so.
 //!
+//! - [`openapi`]: `/openapi/v2` (JSON and gnostic's protobuf) and `/openapi/v3`: the
+//!   built-in kinds' upstream schemas and the custom resources', so kubectl validates
+//!   manifests, explains fields and reads patch strategies.
+//!
 //! `/healthz`, `/livez` and `/readyz` answer `ok`. The tests' local API server is this router
 //! with fault injection layered on top.
 //!
@@ -36,6 +40,7 @@ mod collection;
 mod delete_options;
 mod discovery;
 mod handlers;
+mod openapi;
 mod options;
 mod paths;
 mod query;

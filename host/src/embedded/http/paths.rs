@@ -1,6 +1,8 @@
 //! Kubernetes API paths: `/api/v1[/namespaces/NS]/PLURAL[/NAME[/status]]` and
 //! `/apis/GROUP/VERSION/…` the same way.
 
+use super::openapi::OpenApi;
+
 /// A path to a resource, a collection of it, or one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourcePath {
@@ -50,6 +52,8 @@ pub enum Route {
     /// What needs a part of a cluster the embedded one does not run (a kubelet, a
     /// metrics server): the subresource or API group asked for, e.g. `pods/log`.
     Unserved(Unserved),
+    /// `/openapi/v2`, `/openapi/v3`, `/openapi/v3/<group-version>`.
+    OpenApi(OpenApi),
     /// Anything else.
     NotFound,
 }
@@ -73,6 +77,9 @@ pub fn route(path: &str) -> Route {
     let (group, version, rest) = match parts.as_slice() {
         ["version"] => return Route::Version,
         ["healthz" | "livez" | "readyz"] => return Route::Health,
+        ["openapi", "v2"] => return Route::OpenApi(OpenApi::V2),
+        ["openapi", "v3"] => return Route::OpenApi(OpenApi::V3Root),
+        ["openapi", "v3", rest @ ..] => return Route::OpenApi(OpenApi::V3(rest.join("/"))),
         ["api"] => return Route::CoreVersions,
         ["apis"] => return Route::Groups,
         ["apis", "metrics.k8s.io", ..] => return Route::Unserved(Unserved::Metrics),
@@ -128,6 +135,9 @@ mod tests {
         assert_eq!((p.plural.as_str(), p.name.as_deref()), ("namespaces", Some("shop")), "one Namespace");
         assert_eq!(route("/healthz"), Route::Health);
         assert_eq!(route("/metrics"), Route::NotFound);
+        assert_eq!(route("/openapi/v2"), Route::OpenApi(OpenApi::V2));
+        assert_eq!(route("/openapi/v3"), Route::OpenApi(OpenApi::V3Root));
+        assert_eq!(route("/openapi/v3/apis/apps/v1"), Route::OpenApi(OpenApi::V3("apis/apps/v1".into())));
     }
 
     #[test]
