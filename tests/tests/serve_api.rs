@@ -7,8 +7,9 @@
 //! plugin annotates the Deployment kubectl created and rolls it out again when kubectl
 //! changes the ConfigMap, as `kubectl get -o json` shows.
 //!
-//! Debian's kubectl is 1.20, which validates manifests against an OpenAPI
-//! document the endpoint does not serve: `apply` runs with `--validate=false`.
+//! Debian's kubectl is 1.20: it validates manifests and explains fields against the
+//! OpenAPI v2 document the endpoint serves (gnostic's protobuf), so `apply` runs with
+//! validation on, for built-in kinds and custom resources alike.
 
 use std::path::Path;
 use std::process::Command;
@@ -107,7 +108,7 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
     let blocking = tokio::task::spawn_blocking(move || {
         let manifest = Path::new(&std::env::temp_dir()).join(format!("wink-settings-{}.yaml", std::process::id()));
         std::fs::write(&manifest, format!("{WEB}---\n{}", settings("EUR"))).unwrap();
-        let applied = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        let applied = k.ok(&["apply", "-f", manifest.to_str().unwrap()]);
         assert!(
             applied.contains("deployment.apps/web created") && applied.contains("configmap/settings created"),
             "{applied}"
@@ -125,7 +126,7 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
         assert!(eventually_blocking(TIMEOUT, || template_hash(&k).is_some()), "the reloader never wrote");
         let first = template_hash(&k).unwrap();
         std::fs::write(&manifest, settings("USD")).unwrap();
-        let applied = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        let applied = k.ok(&["apply", "-f", manifest.to_str().unwrap()]);
         assert!(applied.contains("configmap/settings configured"), "{applied}");
         assert!(eventually_blocking(TIMEOUT, || template_hash(&k).is_some_and(|h| h != first)), "no rollout");
         let cm = k.json(&["get", "configmap", "settings", "-n", "shop"]);
@@ -137,7 +138,7 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
 
         // Create with apply, then delete.
         std::fs::write(&manifest, settings("GBP").replace("name: settings", "name: extra")).unwrap();
-        let created = k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        let created = k.ok(&["apply", "-f", manifest.to_str().unwrap()]);
         assert!(created.contains("configmap/extra created"), "{created}");
         let (exists, _, err) = k.run(&["create", "configmap", "extra", "-n", "shop"]);
         assert!(!exists && err.contains("AlreadyExists") || err.contains("already exists"), "{err}");
@@ -154,7 +155,7 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
 /// kubectl's server-side dry runs store nothing: `delete --dry-run=server` (whose `dryRun` is
 /// in the DeleteOptions body: ignoring it once deleted the object), `apply --dry-run=server`
 /// and `create --dry-run=server`. kubectl before 1.26 checks the OpenAPI document for dry-run
-/// support first and stops without sending anything when the server has none; kubectl from
+/// support first (the PATCH operations' `dryRun` parameter) and sends nothing without it; kubectl from
 /// 1.32 sends an imperative create as protobuf. Either way the object must stay as stored,
 /// and when kubectl did send the request, it must say the change was only a dry run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,19 +180,73 @@ async fn kubectl_server_dry_runs_store_nothing() {
 
         std::fs::write(&manifest, settings("EUR")).unwrap();
         let applied =
-            dry_run_said(k.run(&["apply", "--validate=false", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
+            dry_run_said(k.run(&["apply", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
         assert_eq!(currency(&k), None, "a dry-run apply created the object ({applied:?})");
         let created = dry_run_said(k.run(&["create", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
         assert_eq!(currency(&k), None, "a dry-run create created the object ({created:?})");
 
-        k.ok(&["apply", "--validate=false", "-f", manifest.to_str().unwrap()]);
+        k.ok(&["apply", "-f", manifest.to_str().unwrap()]);
         assert_eq!(currency(&k).as_deref(), Some("EUR"));
         std::fs::write(&manifest, settings("USD")).unwrap();
         let changed =
-            dry_run_said(k.run(&["apply", "--validate=false", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
+            dry_run_said(k.run(&["apply", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run apply changed the object ({changed:?})");
         let deleted = dry_run_said(k.run(&["delete", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run delete deleted the object ({deleted:?})");
+    })
+    .await
+    .unwrap();
+    child.sigterm();
+}
+
+const WIDGETS_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            description: What the widget should be.\n            properties:\n              size: {type: integer, description: How big the widget is.}\n";
+
+const GADGETS_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Gadget, plural: gadgets, singular: gadget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              colour: {type: string, description: The gadget's colour.}\n";
+
+/// kubectl validates manifests against the served OpenAPI document (no `--validate=false`):
+/// a Deployment and custom resources (of a CustomResourceDefinition of the folder and of
+/// one kubectl created) apply, a misspelt field is refused by kubectl with its message, and
+/// `kubectl explain` describes built-in and custom fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_validates_and_explains_against_the_served_openapi() {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    write_atomic(&cluster.join("widgets.yaml"), WIDGETS_CRD);
+    let (child, k) = serve(&cluster, &plugins).await;
+    let manifest = work.path().join("manifest.yaml");
+    tokio::task::spawn_blocking(move || {
+        let apply = |text: &str| {
+            std::fs::write(&manifest, text).unwrap();
+            k.run(&["apply", "-f", manifest.to_str().unwrap()])
+        };
+        let (ok, out, err) = apply(WEB);
+        assert!(ok && out.contains("deployment.apps/web created"), "{out}{err}");
+        let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: small, namespace: shop}\nspec: {size: 1}\n";
+        let (ok, out, err) = apply(widget);
+        assert!(ok && out.contains("widget.example.com/small created"), "{out}{err}");
+        let (ok, out, err) = apply(GADGETS_CRD);
+        assert!(ok, "{out}{err}");
+        let gadget = "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: red}\nspec: {colour: red}\n";
+        let (ok, out, err) = apply(gadget);
+        assert!(ok && out.contains("gadget.example.com/red created"), "{out}{err}");
+
+        // Misspelt fields: kubectl refuses them before sending anything.
+        let (ok, out, err) = apply(&WEB.replace("replicas: 1", "replica: 2"));
+        assert!(!ok && err.contains("unknown field \"replica\""), "{out}{err}");
+        let (ok, out, err) = apply(&widget.replace("size: 1", "sise: 1"));
+        assert!(!ok && err.contains("unknown field \"sise\""), "{out}{err}");
+        let (ok, out, err) = apply(&gadget.replace("colour", "color"));
+        assert!(!ok && err.contains("unknown field \"color\""), "{out}{err}");
+
+        let explained = k.ok(&["explain", "deployment.spec.replicas"]);
+        assert!(explained.contains("replicas") && explained.contains("Number of desired pods"), "{explained}");
+        let explained = k.ok(&["explain", "widgets.spec"]);
+        assert!(explained.contains("What the widget should be.") && explained.contains("How big"), "{explained}");
+        let explained = k.ok(&["explain", "gadgets.spec.colour"]);
+        assert!(explained.contains("The gadget's colour."), "{explained}");
     })
     .await
     .unwrap();
