@@ -7,6 +7,9 @@
 //! plugin annotates the Deployment kubectl created and rolls it out again when kubectl
 //! changes the ConfigMap, as `kubectl get -o json` shows.
 //!
+//! Deletes cascade as the garbage collector makes them (foreground, background, orphan),
+//! and deleting a namespace deletes its content, then the namespace.
+//!
 //! Debian's kubectl is 1.20, which validates manifests against an OpenAPI
 //! document the endpoint does not serve: `apply` runs with `--validate=false`.
 
@@ -192,6 +195,66 @@ async fn kubectl_server_dry_runs_store_nothing() {
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run apply changed the object ({changed:?})");
         let deleted = dry_run_said(k.run(&["delete", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run delete deleted the object ({deleted:?})");
+    })
+    .await
+    .unwrap();
+    child.sigterm();
+}
+
+/// A ReplicaSet `name` in `shop` owned by the Deployment whose uid is `owner_uid`.
+fn owned_replica_set(name: &str, owner: &str, owner_uid: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: {name}\n  namespace: shop\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: Deployment, name: {owner}, uid: {owner_uid}, controller: true, blockOwnerDeletion: true}}\nspec:\n  selector: {{matchLabels: {{app: {owner}}}}}\n  template:\n    metadata: {{labels: {{app: {owner}}}}}\n    spec: {{containers: [{{name: c, image: c:1}}]}}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_deletes_cascade_and_namespaces_have_a_lifecycle() {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    let (child, k) = serve(&cluster, &plugins).await;
+    let manifests = work.path().to_owned();
+    tokio::task::spawn_blocking(move || {
+        let namespaces = k.ok(&["get", "namespaces", "-o", "name"]);
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease", "shop"] {
+            assert!(namespaces.contains(&format!("namespace/{ns}\n")), "{ns} missing from {namespaces}");
+        }
+        // A Deployment and a ReplicaSet it owns, for each way of deleting.
+        let owned = |name: &str| {
+            let deployment = WEB.replace("name: web", &format!("name: {name}"));
+            let path = manifests.join(format!("{name}.yaml"));
+            std::fs::write(&path, deployment).unwrap();
+            k.ok(&["apply", "--validate=false", "-f", path.to_str().unwrap()]);
+            let uid = k.ok(&["get", "deploy", name, "-n", "shop", "-o", "jsonpath={.metadata.uid}"]);
+            std::fs::write(&path, owned_replica_set(&format!("{name}-1"), name, &uid)).unwrap();
+            k.ok(&["apply", "--validate=false", "-f", path.to_str().unwrap()]);
+        };
+        let exists = |kind: &str, name: &str| k.run(&["get", kind, name, "-n", "shop"]).0;
+
+        owned("fore");
+        k.ok(&["delete", "deploy", "fore", "-n", "shop", "--cascade=foreground", "--timeout=20s"]);
+        assert!(!exists("deploy", "fore") && !exists("rs", "fore-1"), "foreground: owner and dependent gone");
+
+        owned("back");
+        k.ok(&["delete", "deploy", "back", "-n", "shop", "--timeout=20s"]);
+        assert!(!exists("rs", "back-1"), "background: the dependent is collected");
+
+        owned("orphan");
+        k.ok(&["delete", "deploy", "orphan", "-n", "shop", "--cascade=orphan", "--timeout=20s"]);
+        assert!(!exists("deploy", "orphan"), "orphan: the owner goes");
+        let kept = k.json(&["get", "rs", "orphan-1", "-n", "shop"]);
+        assert!(kept["metadata"].get("ownerReferences").is_none(), "orphan: the reference is cleared: {kept}");
+
+        k.ok(&["delete", "namespace", "shop", "--timeout=20s"]);
+        let (found, _, _) = k.run(&["get", "namespace", "shop"]);
+        assert!(!found, "the namespace goes once its content is gone");
+        let (_, left, _) = k.run(&["get", "rs", "-n", "shop", "-o", "name"]);
+        assert_eq!(left.trim(), "", "the namespace's content is deleted");
+        let (created, _, err) = k.run(&["create", "configmap", "c", "-n", "nowhere"]);
+        assert!(!created && err.contains("namespaces \"nowhere\" not found"), "{err}");
     })
     .await
     .unwrap();

@@ -68,6 +68,16 @@ impl EmbeddedCluster for DirSource {
             NamespacePhase::Missing
         }
     }
+
+    fn stored_kinds(&self) -> Vec<(String, String)> {
+        self.kinds()
+    }
+
+    /// A folder served as a cluster is a whole cluster: kube-controller-manager's garbage
+    /// collector and namespace controller run on its writes.
+    fn runs_controllers(&self) -> bool {
+        true
+    }
 }
 
 impl ServedCluster for DirSource {
@@ -131,4 +141,21 @@ pub(super) fn file_write(current: Option<&Object>, mut value: Value) -> Result<W
         obj.insert("status".to_owned(), status.clone());
     }
     Ok(Write::Put(value))
+}
+
+/// The Namespace `name` as the API server stores one created with only its name (a uid of
+/// its own, stable across restarts as the files' objects' are).
+pub(super) fn implicit_namespace(name: &str) -> Value {
+    let mut value = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "uid": super::placement::synthetic_uid("", "Namespace", "", name),
+            "creationTimestamp": wink_apiserver::Context::timestamp(&wink_apiserver::SystemContext),
+        },
+    });
+    let def = wink_apiserver::ResourceDef::built_in("", "v1", "Namespace", "namespaces", false, true);
+    wink_apiserver::defaults::apply(&def, &mut value);
+    value
 }
