@@ -7,7 +7,10 @@
 //! plugin annotates the Deployment kubectl created and rolls it out again when kubectl
 //! changes the ConfigMap, as `kubectl get -o json` shows.
 //!
-//! Deletes cascade as the garbage collector makes them (foreground, background, orphan),
+//! `kubectl get` prints the columns kube-apiserver's Tables give built-in kinds and a custom
+//! resource's printer columns; `kubectl scale` sets a Deployment's replicas through its
+//! scale subresource; deletes
+//! cascade as the garbage collector makes them (foreground, background, orphan),
 //! and deleting a namespace deletes its content, then the namespace.
 //!
 //! Debian's kubectl is 1.20, which validates manifests against an OpenAPI
@@ -209,7 +212,7 @@ fn owned_replica_set(name: &str, owner: &str, owner_uid: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_deletes_cascade_and_namespaces_have_a_lifecycle() {
+async fn kubectl_scales_deletes_cascade_and_namespaces_have_a_lifecycle() {
     let work = tempfile::tempdir().unwrap();
     let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
     std::fs::create_dir_all(&plugins).unwrap();
@@ -248,6 +251,14 @@ async fn kubectl_deletes_cascade_and_namespaces_have_a_lifecycle() {
         let kept = k.json(&["get", "rs", "orphan-1", "-n", "shop"]);
         assert!(kept["metadata"].get("ownerReferences").is_none(), "orphan: the reference is cleared: {kept}");
 
+        // `kubectl scale` goes through the Deployment's scale subresource.
+        let scaled = manifests.join("scaled.yaml");
+        std::fs::write(&scaled, WEB.replace("name: web", "name: scaled")).unwrap();
+        k.ok(&["apply", "--validate=false", "-f", scaled.to_str().unwrap()]);
+        k.ok(&["scale", "deploy", "scaled", "-n", "shop", "--replicas=3"]);
+        let replicas = k.ok(&["get", "deploy", "scaled", "-n", "shop", "-o", "jsonpath={.spec.replicas}"]);
+        assert_eq!(replicas, "3");
+
         k.ok(&["delete", "namespace", "shop", "--timeout=20s"]);
         let (found, _, _) = k.run(&["get", "namespace", "shop"]);
         assert!(!found, "the namespace goes once its content is gone");
@@ -255,6 +266,62 @@ async fn kubectl_deletes_cascade_and_namespaces_have_a_lifecycle() {
         assert_eq!(left.trim(), "", "the namespace's content is deleted");
         let (created, _, err) = k.run(&["create", "configmap", "c", "-n", "nowhere"]);
         assert!(!created && err.contains("namespaces \"nowhere\" not found"), "{err}");
+    })
+    .await
+    .unwrap();
+    child.sigterm();
+}
+
+/// A CustomResourceDefinition with printer columns, and one of its objects.
+const WIDGETS: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Colour, type: string, jsonPath: .spec.colour, priority: 1}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: gear, namespace: shop}
+spec: {size: 7, colour: blue}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_prints_the_columns_of_built_in_kinds_and_custom_resources() {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    write_atomic(&cluster.join("web.yaml"), WEB);
+    write_atomic(&cluster.join("widgets.yaml"), WIDGETS);
+    let (child, k) = serve(&cluster, &plugins).await;
+    tokio::task::spawn_blocking(move || {
+        let header = |args: &[&str]| {
+            let out = k.ok(args);
+            out.lines().next().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        assert_eq!(header(&["get", "deploy", "-n", "shop"]), "NAME READY UP-TO-DATE AVAILABLE AGE");
+        assert_eq!(
+            header(&["get", "deploy", "-n", "shop", "-o", "wide"]),
+            "NAME READY UP-TO-DATE AVAILABLE AGE CONTAINERS IMAGES SELECTOR"
+        );
+        let row = k.ok(&["get", "deploy", "web", "-n", "shop", "--no-headers"]);
+        assert!(row.starts_with("web") && row.contains("0/1"), "{row}");
+        assert_eq!(header(&["get", "ns"]), "NAME STATUS AGE");
+        assert_eq!(header(&["get", "widgets", "-n", "shop"]), "NAME SIZE");
+        assert_eq!(header(&["get", "widgets", "-n", "shop", "-o", "wide"]), "NAME SIZE COLOUR");
+        let row = k.ok(&["get", "widgets", "-n", "shop", "-o", "wide", "--no-headers"]);
+        assert_eq!(row.split_whitespace().collect::<Vec<_>>(), ["gear", "7", "blue"]);
     })
     .await
     .unwrap();

@@ -23,6 +23,8 @@ pub struct Collection {
     pub status_subresource: bool,
     /// Whether it is a built-in kind (not a custom resource).
     pub built_in: bool,
+    /// Its scale subresource, if it has one.
+    pub scale: Option<crate::kube::scale::ScalePaths>,
     /// The fields a `fieldSelector` may name besides `metadata.name` and
     /// `metadata.namespace`, as (label, JSON pointer).
     pub fields: Vec<(String, String)>,

@@ -18,8 +18,10 @@ use super::query::Query;
 use super::rbac::{self, User};
 use super::read;
 use super::reviews;
+use super::scale::ScaleRequest;
 use super::selection::Selection;
 use super::status::{About, failure, failure_about, json_response};
+use super::table::TableRequest;
 use super::unserved::unserved;
 use super::{ApiOptions, ServedCluster};
 use crate::cluster::{ClusterClient, PatchType, Request, RequestError, Subresource, Verb};
@@ -41,6 +43,11 @@ impl State {
         let client = EmbeddedClient::new(cluster.clone());
         Self { cluster, client, options }
     }
+}
+
+/// The API group of a served kind ("" for the core group).
+fn kind_group(kind: &Served) -> &str {
+    kind.api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 fn not_found(what: &str) -> Response {
@@ -126,6 +133,29 @@ async fn resource(
         Ok(may_create) => may_create,
         Err(e) => return failure(&e),
     };
+    if path.scale {
+        let scale = ScaleRequest { client: &state.client, kind, collection: &collection, namespace, name: &name };
+        return scale.answer(&method, headers, &query, &body);
+    }
+    let table = match TableRequest::of(headers, &query) {
+        Ok(table) => table.filter(|_| method == Method::GET && !path.status),
+        Err(e) => return failure(&e),
+    };
+    if let Some(table) = table
+        && path.name.is_some()
+    {
+        let get = Request::new(Verb::Get, &kind.api_version, &kind.kind, namespace.clone(), &name);
+        return match state.client.execute_now(get) {
+            Ok(outcome) => {
+                let metadata = json!({"resourceVersion": outcome.object.resource_version()});
+                table.answer(state.cluster.as_ref(), kind, &collection, &[outcome.object], metadata)
+            }
+            Err(e) => failure_about(
+                &e,
+                Some(&About { name: &name, group: kind_group(kind), plural: &path.plural, kind: &kind.kind }),
+            ),
+        };
+    }
     let request = |verb: Verb, body: String| {
         Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
             .with_body(body)
@@ -141,7 +171,7 @@ async fn resource(
     };
     let mut deletion = Deletion::default();
     let write = match (&method, path.name.is_some()) {
-        (&Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching),
+        (&Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching, table),
         (&Method::GET, true) => Ok(request(Verb::Get, String::new())),
         (&Method::POST, false) => managed(request(Verb::Create, text), None),
         (&Method::PUT, true) => managed(request(Verb::Update, text), None),
@@ -230,7 +260,8 @@ async fn resource(
     }
 }
 
-/// A LIST, or a WATCH, of a collection, with the request's selection.
+/// A LIST, or a WATCH, of a collection, with the request's selection; a LIST as a Table
+/// when the request asks for one.
 fn list_or_watch(
     state: &State,
     collection: &Collection,
@@ -238,6 +269,7 @@ fn list_or_watch(
     namespace: Option<String>,
     query: &Query,
     watching: bool,
+    table: Option<TableRequest>,
 ) -> Response {
     let selection =
         match Selection::parse(collection, namespace, query.get("labelSelector"), query.get("fieldSelector")) {
@@ -246,6 +278,14 @@ fn list_or_watch(
         };
     if watching {
         read::watch(collection, &kind.api_version, &kind.kind, selection, query, state.options.default_watch_timeout)
+    } else if let Some(table) = table {
+        match read::page(collection, &selection, query) {
+            Ok(page) => {
+                let metadata = read::list_metadata(&selection, &page);
+                table.answer(state.cluster.as_ref(), kind, collection, &page.list.items, metadata)
+            }
+            Err(refused) => *refused,
+        }
     } else {
         read::list(collection, &kind.api_version, &kind.kind, &selection, query)
     }
@@ -277,7 +317,11 @@ fn authorize(
         (&Method::DELETE, true) => "delete",
         _ => "unknown",
     };
-    let resource = if path.status { format!("{}/status", kind.plural) } else { kind.plural.clone() };
+    let resource = match (path.status, path.scale) {
+        (true, _) => format!("{}/status", kind.plural),
+        (_, true) => format!("{}/scale", kind.plural),
+        _ => kind.plural.clone(),
+    };
     let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let attributes = Attributes { group, resource: &resource, verb, namespace, name };
     rbac::authorize(state.cluster.as_ref(), &user, &attributes).map_err(RequestError::Forbidden)?;

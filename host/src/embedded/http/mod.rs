@@ -17,6 +17,10 @@
 //!   [`selection`]s and [`query`] rules of the API server, over the stores' semantics
 //!   ([`MemorySource`](crate::embedded::MemorySource)).
 //!
+//! - [`scale`]: the `scale` subresource of Deployments, ReplicaSets, StatefulSets,
+//!   ReplicationControllers and custom resources that declare one (`kubectl scale`).
+//! - [`table`]: server-side printing, a GET or LIST answered as a `Table` of the kind's
+//!   columns (`kubectl get`, `get -o wide`).
 //! - [`reviews`]: SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and
 //!   TokenReview answered from the requester's identity and the cluster's RBAC, not stored.
 //! - [`unserved`]: what needs a kubelet or a metrics server (`pods/log`, `exec`, `attach`,
@@ -42,8 +46,10 @@ mod query;
 pub mod rbac;
 mod read;
 mod reviews;
+mod scale;
 mod selection;
 mod status;
+mod table;
 #[cfg(test)]
 mod test_support;
 mod unserved;
