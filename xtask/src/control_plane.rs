@@ -240,8 +240,10 @@ mod tests {
 
     #[test]
     fn names_the_cache_folder_by_each_module_once() {
-        let versions: Vec<String> =
-            BINARIES.iter().map(|b| if b.module == "k8s.io/kubernetes" { "v1.37.2" } else { "v3.7.0" }.into()).collect();
+        let versions: Vec<String> = BINARIES
+            .iter()
+            .map(|b| if b.module == "k8s.io/kubernetes" { "v1.37.2" } else { "v3.7.0" }.into())
+            .collect();
         assert_eq!(folder_name(&versions), "v1.37.2-v3.7.0");
     }
 }
