@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 use super::collection::delete_collection;
 use super::delete_options::{Deletion, delete_options};
 use super::discovery::{self, Served};
+use super::negotiation;
 use super::options::{field_manager, patch_type, write_options};
 use super::paths::{ResourcePath, Route, route};
+use super::protobuf;
 use super::query::Query;
 use super::rbac::{self, User};
 use super::read;
@@ -96,11 +98,27 @@ pub async fn handle(
             else {
                 return not_found(uri.path());
             };
-            if reviews::is_review(&kind) {
+            // Built-in kinds (and the reviews) have a protobuf form; custom resources do not.
+            let built_in = reviews::is_review(&kind)
+                || crate::embedded::memory_cluster::built_in_kind(&kind.api_version, &kind.kind).is_some();
+            let mut headers = headers;
+            let body =
+                match negotiation::json_body(&method, &mut headers, body, &kind.api_version, &kind.kind, built_in) {
+                    Ok(body) => body,
+                    Err(refused) => return refused,
+                };
+            let protobuf = built_in && protobuf::prefers_protobuf(&headers);
+            let answer = if reviews::is_review(&kind) {
                 let user = impersonated(&headers);
-                return reviews::answer(state.cluster.as_ref(), user.as_ref(), &method, &kind, &body);
+                reviews::answer(state.cluster.as_ref(), user.as_ref(), &method, &kind, &body)
+            } else {
+                resource(&state, method.clone(), &uri, &headers, body, &path, &kind).await
+            };
+            if !protobuf {
+                return answer;
             }
-            resource(&state, method, &uri, &headers, body, &path, &kind).await
+            let watching = method == Method::GET && Query::of(&uri).watching().unwrap_or(false);
+            negotiation::protobuf_answer(answer, watching).await
         }
     }
 }

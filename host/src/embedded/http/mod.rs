@@ -29,6 +29,11 @@
 //! `/healthz`, `/livez` and `/readyz` answer `ok`. The tests' local API server is this router
 //! with fault injection layered on top.
 //!
+//! - [`negotiation`] and [`protobuf`]: bodies in protobuf (`application/vnd.kubernetes.protobuf`)
+//!   as well as JSON, as kube-apiserver reads and writes them for built-in kinds: a protobuf
+//!   request body is converted to JSON where it enters, an answer to protobuf where it leaves
+//!   when the client prefers it (objects, lists, Status, watch streams).
+//!
 //! - [`rbac`]: a request that impersonates a user (`Impersonate-User`, `-Group`, as the kube
 //!   client does for a plugin's service account) is authorized by the Roles, ClusterRoles
 //!   and bindings in the cluster, and refused with 403 as the API server would.
@@ -40,8 +45,10 @@ mod collection;
 mod delete_options;
 mod discovery;
 mod handlers;
+mod negotiation;
 mod options;
 mod paths;
+mod protobuf;
 mod query;
 pub mod rbac;
 mod read;
