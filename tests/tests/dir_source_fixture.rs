@@ -60,7 +60,11 @@ fn expected() -> BTreeMap<(String, String), BTreeSet<String>> {
         ),
         // 00-cluster/namespaces.yaml: a comment-only first part, then three Namespaces; and
         // the four every cluster has.
-        ("v1", "Namespace", &["default", "kube-node-lease", "kube-public", "kube-system", "ledger", "shop", "telemetry"]),
+        (
+            "v1",
+            "Namespace",
+            &["default", "kube-node-lease", "kube-public", "kube-system", "ledger", "shop", "telemetry"],
+        ),
         // 00-cluster/platform.json: a List of three cluster-scoped objects.
         ("storage.k8s.io/v1", "StorageClass", &["fast-ssd"]),
         ("scheduling.k8s.io/v1", "PriorityClass", &["business-critical"]),

@@ -105,7 +105,7 @@ pub async fn handle(
             let body =
                 match negotiation::json_body(&method, &mut headers, body, &kind.api_version, &kind.kind, built_in) {
                     Ok(body) => body,
-                    Err(refused) => return refused,
+                    Err(refused) => return *refused,
                 };
             let protobuf = built_in && protobuf::prefers_protobuf(&headers);
             let answer = if reviews::is_review(&kind) {

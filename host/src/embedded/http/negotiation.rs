@@ -26,13 +26,13 @@ pub(super) fn json_body(
     api_version: &str,
     kind: &str,
     built_in: bool,
-) -> Result<Bytes, Response> {
+) -> Result<Bytes, Box<Response>> {
     // A PATCH names its patch type in its Content-Type: protobuf is none (415 there).
     if !protobuf::is_protobuf(headers) || body.is_empty() || method == Method::PATCH {
         return Ok(body);
     }
     if !built_in {
-        return Err(unsupported_media_type());
+        return Err(Box::new(unsupported_media_type()));
     }
     let (api_version, kind) =
         if method == Method::DELETE { ("meta.k8s.io/v1", "DeleteOptions") } else { (api_version, kind) };
@@ -41,7 +41,7 @@ pub(super) fn json_body(
             headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             Ok(Bytes::from(json))
         }
-        Err(e) => Err(failure(&RequestError::BadRequest(format!("the protobuf body cannot be read: {e}")))),
+        Err(e) => Err(Box::new(failure(&RequestError::BadRequest(format!("the protobuf body cannot be read: {e}"))))),
     }
 }
 

@@ -129,7 +129,7 @@ fn single(kind: &Kind, value: &Field) -> Result<Option<Value>, Error> {
 /// left out, as Go's decoder leaves them; `null` is an unset field).
 pub(super) fn from_json(descriptor: MessageDescriptor, value: &Value) -> Result<DynamicMessage, Error> {
     if let Some(special) = Special::of(&descriptor) {
-        return special.from_json(descriptor, value);
+        return special.message_of_json(descriptor, value);
     }
     let Value::Object(object) = value else {
         return Err(Error::Shape { expected: format!("an object ({})", descriptor.name()), found: value.to_string() });

@@ -88,7 +88,7 @@ impl Special {
     }
 
     /// The message of `value`, described by `descriptor`.
-    pub(super) fn from_json(self, descriptor: MessageDescriptor, value: &Value) -> Result<DynamicMessage, Error> {
+    pub(super) fn message_of_json(self, descriptor: MessageDescriptor, value: &Value) -> Result<DynamicMessage, Error> {
         let mut message = DynamicMessage::new(descriptor);
         let wrong = |expected: &str| Error::Shape { expected: expected.to_owned(), found: value.to_string() };
         match self {
