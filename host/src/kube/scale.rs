@@ -5,6 +5,8 @@
 
 use serde_json::{Value, json};
 
+use super::LabelSelector;
+
 /// Where an object keeps what its Scale shows, as JSON pointers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScalePaths {
@@ -103,46 +105,13 @@ pub fn with_replicas(object: &Value, paths: &ScalePaths, replicas: i64) -> Value
 }
 
 /// The selector's string form (`app=web,tier in (a,b)`), as `LabelSelectorAsSelector`
-/// writes it: requirements sorted by key.
+/// writes it.
 fn selector_text(object: &Value, at: &SelectorAt) -> Option<String> {
     match at {
         SelectorAt::None => None,
         SelectorAt::Text(path) => object.pointer(path).and_then(Value::as_str).map(str::to_owned),
-        SelectorAt::Labels(path) => {
-            let labels = object.pointer(path)?.as_object()?;
-            let mut parts: Vec<String> =
-                labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
-            parts.sort();
-            Some(parts.join(","))
-        }
-        SelectorAt::LabelSelector(path) => {
-            let selector = object.pointer(path)?;
-            let mut requirements: Vec<(String, String)> = Vec::new();
-            for (key, value) in selector.get("matchLabels").and_then(Value::as_object).into_iter().flatten() {
-                requirements.push((key.clone(), format!("{key}={}", value.as_str().unwrap_or_default())));
-            }
-            for expression in selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-                let key = expression.get("key").and_then(Value::as_str).unwrap_or_default();
-                let mut values: Vec<&str> = expression
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                values.sort_unstable();
-                let text = match expression.get("operator").and_then(Value::as_str).unwrap_or_default() {
-                    "In" => format!("{key} in ({})", values.join(",")),
-                    "NotIn" => format!("{key} notin ({})", values.join(",")),
-                    "Exists" => key.to_owned(),
-                    "DoesNotExist" => format!("!{key}"),
-                    other => format!("{key} {other}"),
-                };
-                requirements.push((key.to_owned(), text));
-            }
-            requirements.sort();
-            Some(requirements.into_iter().map(|(_, text)| text).collect::<Vec<_>>().join(","))
-        }
+        SelectorAt::Labels(path) => Some(LabelSelector::of_labels(object.pointer(path)?).to_string()),
+        SelectorAt::LabelSelector(path) => Some(LabelSelector::of_object(object.pointer(path)?).to_string()),
     }
 }
 

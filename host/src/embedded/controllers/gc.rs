@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 
-use super::{Target, delete, modify, report};
+use super::{Target, delete, modify, remove_string, report};
 use crate::cluster::{DeleteOptions, PropagationPolicy};
 use crate::embedded::{EmbeddedClient, EmbeddedCluster};
 use crate::informer::Object;
@@ -64,7 +64,7 @@ pub(super) fn being_deleted(client: &EmbeddedClient, target: &Target, object: &O
             let result = modify(client, &dependent.target, |value| remove_references(value, |r| uid_of(r) == uid));
             report("orphaning a dependent", &dependent.target, result);
         }
-        let result = modify(client, target, |value| remove_finalizer(value, ORPHAN_FINALIZER));
+        let result = modify(client, target, |value| remove_string(value, "/metadata/finalizers", ORPHAN_FINALIZER));
         report("removing the orphan finalizer", target, result);
     } else if finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) {
         for dependent in dependents_of(client.cluster(), object.uid()) {
@@ -130,7 +130,8 @@ fn release_if_unblocked(client: &EmbeddedClient, target: &Target, owner: &Value)
     });
     if !blocking {
         let result = modify(client, target, |value| {
-            value.pointer("/metadata/deletionTimestamp").is_some() && remove_finalizer(value, FOREGROUND_FINALIZER)
+            value.pointer("/metadata/deletionTimestamp").is_some()
+                && remove_string(value, "/metadata/finalizers", FOREGROUND_FINALIZER)
         });
         report("removing the foregroundDeletion finalizer", target, result);
     }
@@ -214,12 +215,4 @@ fn remove_references(value: &mut Value, matching: impl Fn(&Value) -> bool) -> bo
         meta.remove("ownerReferences");
     }
     changed
-}
-
-/// Removes `finalizer`; whether it was there.
-fn remove_finalizer(value: &mut Value, finalizer: &str) -> bool {
-    let Some(list) = value.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return false };
-    let before = list.len();
-    list.retain(|f| f.as_str() != Some(finalizer));
-    list.len() != before
 }

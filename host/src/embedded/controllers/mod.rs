@@ -98,6 +98,15 @@ fn modify(client: &EmbeddedClient, target: &Target, change: impl Fn(&mut Value) 
     Err(RequestError::Conflict(format!("{} {} kept changing", target.kind, target.name)))
 }
 
+/// Removes `item` from the list of strings at `pointer` (a finalizers list); whether it
+/// was there.
+fn remove_string(value: &mut Value, pointer: &str, item: &str) -> bool {
+    let Some(list) = value.pointer_mut(pointer).and_then(Value::as_array_mut) else { return false };
+    let before = list.len();
+    list.retain(|f| f.as_str() != Some(item));
+    list.len() != before
+}
+
 /// Deletes `target` with `options`; a missing object is nothing to do.
 fn delete(
     client: &EmbeddedClient,

@@ -4,9 +4,7 @@
 //! is left (objects with finalizers go when those are removed), its `kubernetes` finalizer
 //! is cleared and it is deleted again, which removes it.
 
-use serde_json::Value;
-
-use super::{Target, delete, modify, report};
+use super::{Target, delete, modify, remove_string, report};
 use crate::cluster::{DeleteOptions, PropagationPolicy};
 use crate::embedded::EmbeddedClient;
 
@@ -36,12 +34,7 @@ pub(super) fn content_removed(client: &EmbeddedClient, name: &str) {
     if stored.meta().deletion_timestamp.is_none() || !content(client, name).is_empty() {
         return;
     }
-    let result = modify(client, &target, |value| {
-        let Some(list) = value.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) else { return false };
-        let before = list.len();
-        list.retain(|f| f.as_str() != Some(KUBERNETES_FINALIZER));
-        list.len() != before
-    });
+    let result = modify(client, &target, |value| remove_string(value, "/spec/finalizers", KUBERNETES_FINALIZER));
     report("finalizing a namespace", &target, result);
     report("removing a finalized namespace", &target, delete(client, &target, DeleteOptions::default()));
 }

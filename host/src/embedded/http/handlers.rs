@@ -30,6 +30,7 @@ use crate::cluster::{ClusterClient, PatchType, Request, RequestError, Subresourc
 use crate::embedded::{Collection, EmbeddedClient};
 use crate::informer::Object;
 use crate::kube::Attributes;
+use crate::kube::scope::group_of;
 
 /// What every request reads.
 #[derive(Clone)]
@@ -45,11 +46,6 @@ impl State {
         let client = EmbeddedClient::new(cluster.clone());
         Self { cluster, client, options }
     }
-}
-
-/// The API group of a served kind ("" for the core group).
-fn kind_group(kind: &Served) -> &str {
-    kind.api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 fn not_found(what: &str) -> Response {
@@ -170,7 +166,12 @@ async fn resource(
             }
             Err(e) => failure_about(
                 &e,
-                Some(&About { name: &name, group: kind_group(kind), plural: &path.plural, kind: &kind.kind }),
+                Some(&About {
+                    name: &name,
+                    group: group_of(&kind.api_version),
+                    plural: &path.plural,
+                    kind: &kind.kind,
+                }),
             ),
         };
     }
@@ -246,7 +247,7 @@ async fn resource(
     let body_name = serde_json::from_str::<Value>(&write.body)
         .ok()
         .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned));
-    let group = kind.api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let group = group_of(&kind.api_version);
     let object_name = if name.is_empty() { body_name.as_deref().unwrap_or_default() } else { name.as_str() };
     let about = About { name: object_name, group, plural: &path.plural, kind: &kind.kind };
     let deleting = matches!(write.verb, Verb::Delete(_));
@@ -340,7 +341,7 @@ fn authorize(
         (_, true) => format!("{}/scale", kind.plural),
         _ => kind.plural.clone(),
     };
-    let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let group = group_of(&kind.api_version);
     let attributes = Attributes { group, resource: &resource, verb, namespace, name };
     rbac::authorize(state.cluster.as_ref(), &user, &attributes).map_err(RequestError::Forbidden)?;
     let create = Attributes { verb: "create", ..attributes };

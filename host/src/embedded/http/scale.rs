@@ -34,7 +34,7 @@ pub(super) struct ScaleRequest<'a> {
 impl ScaleRequest<'_> {
     /// Answers `method` with `body`.
     pub(super) fn answer(&self, method: &Method, headers: &HeaderMap, query: &Query, body: &[u8]) -> Response {
-        let group = self.kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let group = crate::kube::scope::group_of(&self.kind.api_version);
         let about = About { name: self.name, group, plural: &self.kind.plural, kind: &self.kind.kind };
         let Some(paths) = &self.collection.scale else {
             let what = format!("{}/scale", self.kind.plural);

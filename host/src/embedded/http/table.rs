@@ -85,7 +85,7 @@ impl TableRequest {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let group = crate::kube::scope::group_of(&kind.api_version);
         let version = kind.api_version.rsplit('/').next().unwrap_or_default();
         let (definitions, cells): (Vec<Value>, Box<Cells>) = if collection.built_in {
             let Printer { columns, cells } = printer(group, &kind.kind);

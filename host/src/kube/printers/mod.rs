@@ -164,40 +164,14 @@ pub fn human_duration(seconds: i64) -> String {
 /// A label selector (`matchLabels`, `matchExpressions`) in its string form, `<none>` when
 /// empty, as the printers show one.
 pub(crate) fn selector(object: &Value, pointer: &str) -> String {
-    let Some(selector) = object.pointer(pointer) else { return "<none>".into() };
-    let mut parts: Vec<String> = selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    for e in selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-        let values: Vec<&str> =
-            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        parts.push(match e.get("operator").and_then(Value::as_str).unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_owned(),
-            _ => format!("!{key}"),
-        });
-    }
-    parts.sort();
-    if parts.is_empty() { "<none>".into() } else { parts.join(",") }
+    let selector = object.pointer(pointer).map(crate::kube::LabelSelector::of_object).unwrap_or_default();
+    if selector.is_empty() { "<none>".into() } else { selector.to_string() }
 }
 
 /// A map of labels as `a=b,c=d`, `<none>` when empty.
 pub(crate) fn labels(object: &Value, pointer: &str) -> String {
-    let mut parts: Vec<String> = object
-        .pointer(pointer)
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    parts.sort();
-    if parts.is_empty() { "<none>".into() } else { parts.join(",") }
+    let labels = object.pointer(pointer).map(crate::kube::LabelSelector::of_labels).unwrap_or_default();
+    if labels.is_empty() { "<none>".into() } else { labels.to_string() }
 }
 
 /// The containers' names and images of a pod template at `spec`, comma-separated.
