@@ -113,6 +113,7 @@ pub fn create(
         && let Some(map) = obj.as_object_mut()
     {
         map.remove("status");
+        defaults::initial_status(def, &mut obj);
     }
     if def.built_in && crate::crd_status::is_crd(&def.group, &def.kind) {
         crate::crd_status::establish(&mut obj, None, &ctx.timestamp());

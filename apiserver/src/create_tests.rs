@@ -120,10 +120,10 @@ fn create_with_a_resource_version_fails_as_in_the_api_server() {
 }
 
 #[test]
-fn create_drops_status_of_kinds_with_a_status_subresource() {
+fn create_replaces_the_status_of_kinds_with_a_status_subresource() {
     let obj =
         put(create_in_default(&pods(), json!({"metadata": {"name": "p"}, "status": {"phase": "Running"}})).unwrap());
-    assert_eq!(obj.get("status"), None);
+    assert_eq!(obj["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}), "the status a Pod starts with");
     let cm = json!({"metadata": {"name": "c"}, "status": {"x": 1}});
     assert_eq!(put(create_in_default(&configmaps(), cm).unwrap())["status"], json!({"x": 1}));
 }

@@ -11,7 +11,11 @@
 //!   `deletionGracePeriodSeconds` 0 and, for kinds that keep one, a new `generation`; it goes
 //!   once its last finalizer is removed (see [`mod@crate::update`]). Deleting it again changes
 //!   nothing ([`Write::Unchanged`]) unless the policy changes its finalizers;
-//! - an object without finalizers is removed ([`Write::Delete`]).
+//! - an object without finalizers is removed ([`Write::Delete`]);
+//! - a Namespace, as kube-apiserver's namespace storage deletes it: the first delete only
+//!   starts its termination (`deletionTimestamp`, `status.phase: Terminating`, answered with
+//!   the namespace), and it stays while `spec.finalizers` lists anything — the namespace
+//!   controller empties that once the namespace's content is gone, then deletes it again.
 //!
 //! Grace periods are not modelled: nothing here plays the kubelet, so a pod without
 //! finalizers is removed at once, as kube-apiserver removes a pod no node runs — with the
@@ -112,6 +116,23 @@ pub fn delete(
         None => {}
     }
     let being_deleted = object::deletion_timestamp(current).is_some();
+    if def.is_namespace() && !being_deleted {
+        let mut marked = current.clone();
+        set(&mut marked, "deletionTimestamp", ctx.timestamp())?;
+        if finalizers != old_finalizers {
+            set(&mut marked, "finalizers", finalizers)?;
+        }
+        if let Some(object) = marked.as_object_mut() {
+            let status = object.entry("status").or_insert_with(|| serde_json::json!({}));
+            if status.is_object() {
+                status["phase"] = "Terminating".into();
+            }
+        }
+        return Ok(Write::Put(marked));
+    }
+    if def.is_namespace() && !object::namespace_finalizers(current).is_empty() {
+        return Ok(Write::Unchanged(current.clone()));
+    }
     if finalizers.is_empty() {
         let mut last = current.clone();
         if def.deletes_gracefully() && !being_deleted {

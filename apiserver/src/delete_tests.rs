@@ -3,7 +3,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::test_support::{configmaps, ctx, deployment, deployments, pods, stored};
+use crate::test_support::{configmaps, ctx, deployment, deployments, pods, put, stored};
+use crate::{WriteOptions, create};
 
 fn delete_with(current: &Value, opts: &DeleteOptions) -> Result<Write, Status> {
     delete(&configmaps(), "c", Some(current), opts, &ctx())
@@ -116,4 +117,33 @@ fn orphan_deletion_adds_its_finalizer_and_background_removes_both() {
     let background =
         DeleteOptions { propagation_policy: Some(PropagationPolicy::Background), ..DeleteOptions::default() };
     assert!(matches!(delete_with(&marked, &background).unwrap(), Write::Delete(_)));
+}
+
+fn namespaces() -> ResourceDef {
+    ResourceDef::built_in("", "v1", "Namespace", "namespaces", false, true)
+}
+
+#[test]
+fn the_first_delete_of_a_namespace_starts_its_termination() {
+    let current =
+        put(create(&namespaces(), None, None, json!({"metadata": {"name": "shop"}}), &WriteOptions::default(), &ctx())
+            .unwrap());
+    let Write::Put(marked) = delete(&namespaces(), "shop", Some(&current), &DeleteOptions::default(), &ctx()).unwrap()
+    else {
+        panic!("expected Put")
+    };
+    assert_eq!(marked["metadata"]["deletionTimestamp"], "2024-01-01T00:00:00Z");
+    assert_eq!(marked["status"]["phase"], "Terminating");
+    assert_eq!(marked["spec"]["finalizers"], json!(["kubernetes"]), "the namespace controller's finalizer stays");
+    assert!(marked["metadata"].get("deletionGracePeriodSeconds").is_none());
+    // Deleted again while the namespace controller has not finished: nothing changes.
+    let again = delete(&namespaces(), "shop", Some(&marked), &DeleteOptions::default(), &ctx()).unwrap();
+    assert_eq!(again, Write::Unchanged(marked.clone()));
+    // Once spec.finalizers is empty, the next delete removes it.
+    let mut finalized = marked.clone();
+    finalized["spec"]["finalizers"] = json!([]);
+    assert!(matches!(
+        delete(&namespaces(), "shop", Some(&finalized), &DeleteOptions::default(), &ctx()).unwrap(),
+        Write::Delete(_)
+    ));
 }

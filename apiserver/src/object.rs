@@ -137,6 +137,15 @@ pub fn generation(obj: &Value) -> i64 {
     metadata(obj).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0)
 }
 
+/// A Namespace's `spec.finalizers` (its lifecycle's, not `metadata.finalizers`); empty when
+/// absent.
+pub fn namespace_finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
 /// `metadata.finalizers`; empty when absent.
 pub fn finalizers(obj: &Value) -> Vec<String> {
     metadata(obj)

@@ -82,7 +82,21 @@ pub fn patch(
         (_, None) => return Err(Status::not_found(def, name)),
         (_, Some(current)) => current,
     };
-    let patched = match patch_type {
+    let patched = patched_document(current, body, patch_type)?;
+    finish(def, current, patched, opts, ctx)
+}
+
+/// `current` with a JSON, merge or strategic merge patch applied, before any rule of the
+/// kind (what a subresource that is not stored, such as `scale`, is patched with). An apply
+/// is a merge here: its rules are [`crate::apply`]'s.
+pub fn patched(current: &Value, body: &[u8], patch_type: &PatchType) -> Result<Value, Status> {
+    let body: Value =
+        serde_json::from_slice(body).map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+    patched_document(current, body, patch_type)
+}
+
+fn patched_document(current: &Value, body: Value, patch_type: &PatchType) -> Result<Value, Status> {
+    Ok(match patch_type {
         PatchType::Json => json_patch_of(current, body)?,
         PatchType::StrategicMerge => {
             if !body.is_object() {
@@ -95,8 +109,7 @@ pub fn patch(
             json_patch::merge(&mut doc, &body);
             doc
         }
-    };
-    finish(def, current, patched, opts, ctx)
+    })
 }
 
 /// Applies an RFC 6902 patch to a copy of `current`.

@@ -113,9 +113,11 @@ fn strategic_merge_of_a_deployment_merges_containers_by_name() {
     let current = stored(&deployments(), deployment());
     let body = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}});
     let new = put(patch_with(&deployments(), &current, body, PatchType::StrategicMerge).unwrap());
+    let containers = &new["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers.as_array().unwrap().len(), 1, "merged by name");
     assert_eq!(
-        new["spec"]["template"]["spec"]["containers"],
-        json!([{"name": "app", "image": "app:2", "ports": [{"containerPort": 80}]}])
+        (containers[0]["image"].clone(), containers[0]["ports"][0]["containerPort"].clone()),
+        (json!("app:2"), json!(80))
     );
     assert_eq!(new["metadata"]["generation"], 2);
 }

@@ -96,6 +96,12 @@ impl ResourceDef {
         self.built_in && self.group.is_empty() && self.kind == "Pod"
     }
 
+    /// Whether this is the built-in Namespace kind, whose deletion is the namespace
+    /// lifecycle's (see [`crate::delete`]).
+    pub fn is_namespace(&self) -> bool {
+        self.built_in && self.group.is_empty() && self.kind == "Namespace"
+    }
+
     /// Whether object names must be DNS-1123 labels (namespaces; services, whose names are
     /// DNS-1123 labels since Kubernetes 1.34's relaxed service name validation, no longer
     /// DNS-1035 labels) rather than subdomains.

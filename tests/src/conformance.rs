@@ -29,8 +29,14 @@ impl ScenarioCluster {
     ) {
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g).to_owned();
         let info = ResourceInfo { group, plural: plural.to_owned(), namespaced };
-        let collection =
-            Collection { info, status_subresource: kind == "Pod", built_in: true, fields: Vec::new(), source };
+        let collection = Collection {
+            info,
+            status_subresource: kind == "Pod",
+            built_in: true,
+            scale: None,
+            fields: Vec::new(),
+            source,
+        };
         self.kinds.push((api_version, kind, collection));
     }
 }

@@ -107,7 +107,7 @@ pub fn releases() -> Result<Releases> {
 }
 
 /// Where `cargo xtask test` puts the binaries of the releases `go.mod` pins.
-fn built_dir() -> Result<PathBuf> {
+pub fn built_dir() -> Result<PathBuf> {
     let releases = releases()?;
     Ok(crate::repo_root().join(".wink/control-plane").join(format!("{}-{}", releases.kubernetes, releases.etcd)))
 }

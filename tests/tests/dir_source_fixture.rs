@@ -58,8 +58,13 @@ fn expected() -> BTreeMap<(String, String), BTreeSet<String>> {
             "CustomResourceDefinition",
             &["backups.ops.example.io", "tenants.platform.example.io"],
         ),
-        // 00-cluster/namespaces.yaml: a comment-only first part, then three Namespaces.
-        ("v1", "Namespace", &["ledger", "shop", "telemetry"]),
+        // 00-cluster/namespaces.yaml: a comment-only first part, then three Namespaces; and
+        // the four every cluster has.
+        (
+            "v1",
+            "Namespace",
+            &["default", "kube-node-lease", "kube-public", "kube-system", "ledger", "shop", "telemetry"],
+        ),
         // 00-cluster/platform.json: a List of three cluster-scoped objects.
         ("storage.k8s.io/v1", "StorageClass", &["fast-ssd"]),
         ("scheduling.k8s.io/v1", "PriorityClass", &["business-critical"]),
@@ -152,12 +157,12 @@ async fn a_realistic_folder_holds_what_kubectl_apply_would_create() {
         assert_eq!(keys.get(kind), Some(want), "{kind:?}");
     }
     assert_eq!(keys, expected, "no other kinds");
-    assert_eq!(keys.values().map(BTreeSet::len).sum::<usize>(), 47);
+    assert_eq!(keys.values().map(BTreeSet::len).sum::<usize>(), 51);
 
     // Every object has a uid of its own.
     let uids: BTreeSet<&str> =
         served.values().flat_map(|o| o.values()).filter_map(|o| o["metadata"]["uid"].as_str()).collect();
-    assert_eq!(uids.len(), 47);
+    assert_eq!(uids.len(), 51);
 
     // The merge key of telemetry/collector.yaml is applied; the alias of shop/web.yaml too.
     let agent = &served[&("apps/v1".to_owned(), "DaemonSet".to_owned())]["telemetry/node-agent"];

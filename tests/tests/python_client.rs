@@ -2,7 +2,8 @@
 //! PyPI), which `cargo xtask test` installs in its own venv and passes as
 //! `WINK_PYTHON_KUBERNETES`: the client reads `/version` (which it refuses when a field of
 //! `version.Info` is missing), creates, lists and deletes ConfigMaps, and deletes a
-//! collection of them by label (`delete_collection_namespaced_config_map`).
+//! collection of them by label (`delete_collection_namespaced_config_map`), and scales a
+//! Deployment through its scale subresource (`patch_namespaced_deployment_scale`).
 //!
 //! Without the client (`WINK_PYTHON_KUBERNETES` unset, or the install failed and
 //! `WINK_PYTHON_KUBERNETES_MISSING` says why) the test says so and passes without running.
@@ -42,6 +43,15 @@ core.delete_collection_namespaced_config_map("shop", label_selector="app=web", d
 seen["after_dry_run_collection"] = names()
 core.delete_collection_namespaced_config_map("shop", label_selector="app=web")
 seen["after_collection"] = names()
+apps = client.AppsV1Api(api)
+template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "web:1"}]}}
+deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template}}
+apps.create_namespaced_deployment("shop", deployment)
+apps.patch_namespaced_deployment_scale("web", "shop", {"spec": {"replicas": 3}})
+scale = apps.read_namespaced_deployment_scale("web", "shop")
+seen["scale"] = {"replicas": scale.spec.replicas, "selector": scale.status.selector}
+seen["deployment_replicas"] = apps.read_namespaced_deployment("web", "shop").spec.replicas
 print(json.dumps(seen))
 "#;
 
@@ -88,5 +98,7 @@ async fn the_official_python_client_reads_writes_and_deletes_collections() {
     assert_eq!(seen["after_delete"], serde_json::json!(["a", "b"]));
     assert_eq!(seen["after_dry_run_collection"], serde_json::json!(["a", "b"]));
     assert_eq!(seen["after_collection"], serde_json::json!([]));
+    assert_eq!(seen["scale"], serde_json::json!({"replicas": 3, "selector": "app=web"}));
+    assert_eq!(seen["deployment_replicas"], 3);
     child.sigterm();
 }

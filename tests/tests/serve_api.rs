@@ -7,6 +7,12 @@
 //! plugin annotates the Deployment kubectl created and rolls it out again when kubectl
 //! changes the ConfigMap, as `kubectl get -o json` shows.
 //!
+//! `kubectl get` prints the columns kube-apiserver's Tables give built-in kinds and a custom
+//! resource's printer columns; `kubectl scale` sets a Deployment's replicas through its
+//! scale subresource; deletes
+//! cascade as the garbage collector makes them (foreground, background, orphan),
+//! and deleting a namespace deletes its content, then the namespace.
+//!
 //! Debian's kubectl is 1.20: it validates manifests and explains fields against the
 //! OpenAPI v2 document the endpoint serves (gnostic's protobuf), so `apply` runs with
 //! validation on, for built-in kinds and custom resources alike.
@@ -155,7 +161,7 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
 /// kubectl's server-side dry runs store nothing: `delete --dry-run=server` (whose `dryRun` is
 /// in the DeleteOptions body: ignoring it once deleted the object), `apply --dry-run=server`
 /// and `create --dry-run=server`. kubectl before 1.26 checks the OpenAPI document for dry-run
-/// support first (the PATCH operations' `dryRun` parameter) and sends nothing without it; kubectl from
+/// support first and stops without sending anything when the server has none; kubectl from
 /// 1.32 sends an imperative create as protobuf. Either way the object must stay as stored,
 /// and when kubectl did send the request, it must say the change was only a dry run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,6 +199,130 @@ async fn kubectl_server_dry_runs_store_nothing() {
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run apply changed the object ({changed:?})");
         let deleted = dry_run_said(k.run(&["delete", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run delete deleted the object ({deleted:?})");
+    })
+    .await
+    .unwrap();
+    child.sigterm();
+}
+
+/// A ReplicaSet `name` in `shop` owned by the Deployment whose uid is `owner_uid`.
+fn owned_replica_set(name: &str, owner: &str, owner_uid: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: {name}\n  namespace: shop\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: Deployment, name: {owner}, uid: {owner_uid}, controller: true, blockOwnerDeletion: true}}\nspec:\n  selector: {{matchLabels: {{app: {owner}}}}}\n  template:\n    metadata: {{labels: {{app: {owner}}}}}\n    spec: {{containers: [{{name: c, image: c:1}}]}}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_scales_deletes_cascade_and_namespaces_have_a_lifecycle() {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    let (child, k) = serve(&cluster, &plugins).await;
+    let manifests = work.path().to_owned();
+    tokio::task::spawn_blocking(move || {
+        let namespaces = k.ok(&["get", "namespaces", "-o", "name"]);
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease", "shop"] {
+            assert!(namespaces.contains(&format!("namespace/{ns}\n")), "{ns} missing from {namespaces}");
+        }
+        // A Deployment and a ReplicaSet it owns, for each way of deleting.
+        let owned = |name: &str| {
+            let deployment = WEB.replace("name: web", &format!("name: {name}"));
+            let path = manifests.join(format!("{name}.yaml"));
+            std::fs::write(&path, deployment).unwrap();
+            k.ok(&["apply", "-f", path.to_str().unwrap()]);
+            let uid = k.ok(&["get", "deploy", name, "-n", "shop", "-o", "jsonpath={.metadata.uid}"]);
+            std::fs::write(&path, owned_replica_set(&format!("{name}-1"), name, &uid)).unwrap();
+            k.ok(&["apply", "-f", path.to_str().unwrap()]);
+        };
+        let exists = |kind: &str, name: &str| k.run(&["get", kind, name, "-n", "shop"]).0;
+
+        owned("fore");
+        k.ok(&["delete", "deploy", "fore", "-n", "shop", "--cascade=foreground", "--timeout=20s"]);
+        assert!(!exists("deploy", "fore") && !exists("rs", "fore-1"), "foreground: owner and dependent gone");
+
+        owned("back");
+        k.ok(&["delete", "deploy", "back", "-n", "shop", "--timeout=20s"]);
+        assert!(!exists("rs", "back-1"), "background: the dependent is collected");
+
+        owned("orphan");
+        k.ok(&["delete", "deploy", "orphan", "-n", "shop", "--cascade=orphan", "--timeout=20s"]);
+        assert!(!exists("deploy", "orphan"), "orphan: the owner goes");
+        let kept = k.json(&["get", "rs", "orphan-1", "-n", "shop"]);
+        assert!(kept["metadata"].get("ownerReferences").is_none(), "orphan: the reference is cleared: {kept}");
+
+        // `kubectl scale` goes through the Deployment's scale subresource.
+        let scaled = manifests.join("scaled.yaml");
+        std::fs::write(&scaled, WEB.replace("name: web", "name: scaled")).unwrap();
+        k.ok(&["apply", "-f", scaled.to_str().unwrap()]);
+        k.ok(&["scale", "deploy", "scaled", "-n", "shop", "--replicas=3"]);
+        let replicas = k.ok(&["get", "deploy", "scaled", "-n", "shop", "-o", "jsonpath={.spec.replicas}"]);
+        assert_eq!(replicas, "3");
+
+        k.ok(&["delete", "namespace", "shop", "--timeout=20s"]);
+        let (found, _, _) = k.run(&["get", "namespace", "shop"]);
+        assert!(!found, "the namespace goes once its content is gone");
+        let (_, left, _) = k.run(&["get", "rs", "-n", "shop", "-o", "name"]);
+        assert_eq!(left.trim(), "", "the namespace's content is deleted");
+        let (created, _, err) = k.run(&["create", "configmap", "c", "-n", "nowhere"]);
+        assert!(!created && err.contains("namespaces \"nowhere\" not found"), "{err}");
+    })
+    .await
+    .unwrap();
+    child.sigterm();
+}
+
+/// A CustomResourceDefinition with printer columns, and one of its objects.
+const WIDGETS: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Colour, type: string, jsonPath: .spec.colour, priority: 1}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: gear, namespace: shop}
+spec: {size: 7, colour: blue}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_prints_the_columns_of_built_in_kinds_and_custom_resources() {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    write_atomic(&cluster.join("web.yaml"), WEB);
+    write_atomic(&cluster.join("widgets.yaml"), WIDGETS);
+    let (child, k) = serve(&cluster, &plugins).await;
+    tokio::task::spawn_blocking(move || {
+        let header = |args: &[&str]| {
+            let out = k.ok(args);
+            out.lines().next().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        assert_eq!(header(&["get", "deploy", "-n", "shop"]), "NAME READY UP-TO-DATE AVAILABLE AGE");
+        assert_eq!(
+            header(&["get", "deploy", "-n", "shop", "-o", "wide"]),
+            "NAME READY UP-TO-DATE AVAILABLE AGE CONTAINERS IMAGES SELECTOR"
+        );
+        let row = k.ok(&["get", "deploy", "web", "-n", "shop", "--no-headers"]);
+        assert!(row.starts_with("web") && row.contains("0/1"), "{row}");
+        assert_eq!(header(&["get", "ns"]), "NAME STATUS AGE");
+        assert_eq!(header(&["get", "widgets", "-n", "shop"]), "NAME SIZE");
+        assert_eq!(header(&["get", "widgets", "-n", "shop", "-o", "wide"]), "NAME SIZE COLOUR");
+        let row = k.ok(&["get", "widgets", "-n", "shop", "-o", "wide", "--no-headers"]);
+        assert_eq!(row.split_whitespace().collect::<Vec<_>>(), ["gear", "7", "blue"]);
     })
     .await
     .unwrap();

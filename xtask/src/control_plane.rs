@@ -1,12 +1,14 @@
 //! The real Kubernetes control plane the tests run against (`tests/src/control_plane.rs`):
 //! `kube-apiserver` and `etcd`, built from their Go modules with the Go toolchain, as
-//! controller-runtime's envtest runs them but without downloading prebuilt binaries.
+//! controller-runtime's envtest runs them but without downloading prebuilt binaries; and the
+//! `kubectl` of the same release, for the tests that need a current client (Debian's is 1.20).
 //!
 //! `tests/control-plane/go.mod` pins the releases (`k8s.io/kubernetes` and the
 //! `go.etcd.io/etcd/server/v3` it pins) and is the one place they are written: the binaries
 //! go to `.wink/control-plane/<kubernetes>-<etcd>/` and are reused while that folder holds
 //! them, so only the first run (or a change of release) pays for the build. `cargo xtask
-//! test` passes them to the tests as `WINK_KUBE_APISERVER` and `WINK_ETCD`.
+//! test` passes them to the tests as `WINK_KUBE_APISERVER`, `WINK_ETCD` and
+//! `WINK_KUBECTL_CURRENT`.
 //!
 //! Without Go, or when a build fails, the error says so and the tests still run: those that
 //! need the control plane fail, saying it is missing.
@@ -28,21 +30,25 @@ struct Binary {
     package: &'static str,
     module: &'static str,
     env: &'static str,
-    /// The package whose variables carry the version the binary reports (set at link time,
-    /// as Kubernetes' own build does), if any.
-    version_package: Option<&'static str>,
+    /// The packages whose variables carry the version the binary reports (set at link time,
+    /// as Kubernetes' own build does: `hack/lib/version.sh`), if any.
+    version_packages: &'static [&'static str],
     /// The cold build on a 2-core machine, for the progress line (measured, rounded up).
     minutes: u32,
 }
 
-/// In the order of the cache folder's name: `<kubernetes>-<etcd>`.
+/// Where Kubernetes' build stamps its version (`hack/lib/version.sh`).
+const KUBERNETES_VERSION: &[&str] = &["k8s.io/client-go/pkg/version", "k8s.io/component-base/version"];
+
+/// The cache folder is named by their modules' versions, each once, in this order:
+/// `<kubernetes>-<etcd>`.
 const BINARIES: &[Binary] = &[
     Binary {
         name: "kube-apiserver",
         package: "k8s.io/kubernetes/cmd/kube-apiserver",
         module: "k8s.io/kubernetes",
         env: "WINK_KUBE_APISERVER",
-        version_package: Some("k8s.io/component-base/version"),
+        version_packages: KUBERNETES_VERSION,
         minutes: 15,
     },
     Binary {
@@ -51,8 +57,16 @@ const BINARIES: &[Binary] = &[
         module: "go.etcd.io/etcd/server/v3",
         env: "WINK_ETCD",
         // etcd's version is a constant of its source.
-        version_package: None,
+        version_packages: &[],
         minutes: 3,
+    },
+    Binary {
+        name: "kubectl",
+        package: "k8s.io/kubernetes/cmd/kubectl",
+        module: "k8s.io/kubernetes",
+        env: "WINK_KUBECTL_CURRENT",
+        version_packages: KUBERNETES_VERSION,
+        minutes: 5,
     },
 ];
 
@@ -85,13 +99,13 @@ fn build_all(repo: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
         required_version(&text, b.module)
             .with_context(|| format!("{} requires no version of {}", go_mod.display(), b.module))
     };
-    let key = BINARIES.iter().map(version).collect::<Result<Vec<_>>>()?;
+    let versions = BINARIES.iter().map(version).collect::<Result<Vec<_>>>()?;
     let cache = repo.join(".wink").join("control-plane");
-    let out = cache.join(key.join("-"));
+    let out = cache.join(folder_name(&versions));
     let _lock = tools::InstallLock::acquire(&cache)?;
     let mut go = None;
     let mut built = Vec::new();
-    for (binary, version) in BINARIES.iter().zip(&key) {
+    for (binary, version) in BINARIES.iter().zip(&versions) {
         let path = out.join(binary.name);
         if !path.is_file() {
             let go = match &go {
@@ -112,6 +126,17 @@ fn build_all(repo: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
     Ok(built)
 }
 
+/// The cache folder's name: each module's version once, in the order of [`BINARIES`].
+fn folder_name(versions: &[String]) -> String {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (binary, version) in BINARIES.iter().zip(versions) {
+        if !seen.iter().any(|(module, _)| *module == binary.module) {
+            seen.push((binary.module, version));
+        }
+    }
+    seen.iter().map(|(_, version)| *version).collect::<Vec<_>>().join("-")
+}
+
 /// The version `go.mod` requires of `module` (a `require` line, not a `replace`).
 pub(crate) fn required_version(go_mod: &str, module: &str) -> Option<String> {
     go_mod.lines().find_map(|line| {
@@ -127,7 +152,7 @@ pub(crate) fn required_version(go_mod: &str, module: &str) -> Option<String> {
 /// version Kubernetes' release build stamps (else kube-apiserver reports `v0.0.0-master`).
 fn ldflags(binary: &Binary, version: &str) -> String {
     let mut flags = String::from("-s -w");
-    if let Some(package) = binary.version_package {
+    for package in binary.version_packages {
         let mut numbers = version.trim_start_matches('v').split('.');
         let (major, minor) = (numbers.next().unwrap_or_default(), numbers.next().unwrap_or_default());
         for (name, value) in
@@ -206,7 +231,19 @@ mod tests {
         assert!(flags.contains(" -X k8s.io/component-base/version.gitVersion=v1.37.2"), "{flags}");
         assert!(flags.contains(" -X k8s.io/component-base/version.gitMajor=1 "), "{flags}");
         assert!(flags.contains(" -X k8s.io/component-base/version.gitMinor=37 "), "{flags}");
+        // kubectl reports client-go's version (`kubectl version`, its User-Agent).
+        let kubectl = BINARIES.iter().find(|b| b.name == "kubectl").unwrap();
+        assert!(ldflags(kubectl, "v1.37.2").contains(" -X k8s.io/client-go/pkg/version.gitVersion=v1.37.2"));
         let etcd = BINARIES.iter().find(|b| b.name == "etcd").unwrap();
         assert_eq!(ldflags(etcd, "v3.7.0"), "-s -w");
+    }
+
+    #[test]
+    fn names_the_cache_folder_by_each_module_once() {
+        let versions: Vec<String> = BINARIES
+            .iter()
+            .map(|b| if b.module == "k8s.io/kubernetes" { "v1.37.2" } else { "v3.7.0" }.into())
+            .collect();
+        assert_eq!(folder_name(&versions), "v1.37.2-v3.7.0");
     }
 }

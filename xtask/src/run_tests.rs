@@ -6,7 +6,7 @@
 //! plugins, and `WINK_KUBECTL` / `WINK_OCI_REGISTRY` at the real kubectl and OCI registry
 //! (Debian's, installed if missing, see `test_tools`) for the end-to-end tests, and
 //! `WINK_KUBE_APISERVER` / `WINK_ETCD` at a real control plane built from its Go modules (first
-//! run only, see `control_plane`), and `WINK_PYTHON_KUBERNETES` at a venv with the official
+//! run only, see `control_plane`), `WINK_KUBECTL_CURRENT` at the kubectl of the same release, and `WINK_PYTHON_KUBERNETES` at a venv with the official
 //! Kubernetes Python client (see `python_client`). Extra arguments go to `cargo test`.
 //!
 //! When part of the plugin build fails (a toolchain that cannot be installed), or a tool or

@@ -23,6 +23,8 @@ pub struct Collection {
     pub status_subresource: bool,
     /// Whether it is a built-in kind (not a custom resource).
     pub built_in: bool,
+    /// Its scale subresource, if it has one.
+    pub scale: Option<crate::kube::scale::ScalePaths>,
     /// The fields a `fieldSelector` may name besides `metadata.name` and
     /// `metadata.namespace`, as (label, JSON pointer).
     pub fields: Vec<(String, String)>,
@@ -55,6 +57,19 @@ pub trait EmbeddedCluster: Send + Sync + 'static {
         let _ = namespace;
         NamespacePhase::Active
     }
+
+    /// Every kind that has a store now, as (apiVersion, kind): where the garbage collector
+    /// and the namespace controller look. By default none.
+    fn stored_kinds(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Whether writes through the cluster's client run kube-controller-manager's garbage
+    /// collector and namespace controller (see [`controllers`](super::controllers)). By
+    /// default not: a cluster of kube-apiserver alone.
+    fn runs_controllers(&self) -> bool {
+        false
+    }
 }
 
 /// The phase of the Namespace object `namespace` stored in `cluster`, if any.
@@ -80,6 +95,11 @@ impl EmbeddedClient {
     /// A client of `cluster`.
     pub fn new(cluster: Arc<dyn EmbeddedCluster>) -> Self {
         Self { cluster }
+    }
+
+    /// The cluster written to.
+    pub(super) fn cluster(&self) -> &dyn EmbeddedCluster {
+        &*self.cluster
     }
 
     fn collection(&self, api_version: &str, kind: &str) -> Result<Collection, RequestError> {
@@ -118,7 +138,12 @@ impl EmbeddedClient {
         {
             self.admit_into(namespace)?;
         }
-        super::rules::execute(&collection, namespace.as_deref(), request)
+        let (api_version, kind) = (request.api_version.clone(), request.kind.clone());
+        let outcome = super::rules::execute(&collection, namespace.as_deref(), request)?;
+        if outcome.changed && self.cluster.runs_controllers() {
+            super::controllers::after_write(self, &api_version, &kind, &outcome);
+        }
+        Ok(outcome)
     }
 }
 

@@ -115,9 +115,11 @@ impl MemoryCluster {
             plural: info.plural.clone(),
             namespaced: info.namespaced,
             status,
+            scale: built_in && crate::kube::scale::built_in(&info.group, kind).is_some(),
         };
         let source = MemorySource::new(self.options.clone());
-        let collection = Collection { info, status_subresource: status, built_in, fields, source };
+        let scale = if built_in { crate::kube::scale::built_in(&info.group, kind) } else { None };
+        let collection = Collection { info, status_subresource: status, built_in, scale, fields, source };
         self.kinds.write().insert((api_version.to_owned(), kind.to_owned()), Kind { served, collection });
     }
 

@@ -8,6 +8,8 @@
 //!   [`Request`](crate::cluster::Request) on any [`EmbeddedCluster`] with the API server's
 //!   rules (rules.rs, and [`typed`] for built-in kinds' schemas), over the write rules of
 //!   the `wink-apiserver` crate;
+//! - the controllers: [`controllers`] plays kube-controller-manager's garbage collector and
+//!   namespace controller on the writes of the clusters that run them;
 //! - the HTTP face: [`http`], the Kubernetes API over an embedded cluster, with RBAC for
 //!   impersonated requests.
 //!
@@ -16,6 +18,7 @@
 //! fill.
 
 mod client;
+mod controllers;
 pub mod http;
 mod memory;
 mod memory_cluster;

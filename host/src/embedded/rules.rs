@@ -44,6 +44,9 @@ pub struct Outcome {
     pub object: Object,
     /// Whether the request removed it from the store.
     pub removed: bool,
+    /// Whether the request changed what is stored (false for reads, dry runs and writes
+    /// that found nothing to change).
+    pub changed: bool,
 }
 
 impl Outcome {
@@ -82,15 +85,16 @@ fn write(
             (api::Write::Unchanged(_), Some(stored)) => stored,
             (write, _) => Object::from_string(write.into_object().to_string())?,
         };
-        return Ok(Outcome { object, removed });
+        return Ok(Outcome { object, removed, changed: false });
     }
-    let mut removed = false;
+    let (mut removed, mut changed) = (false, true);
     let stored = c.source.write(key, |current| {
         let write = decide(current)?;
         removed = matches!(write, api::Write::Delete(_));
+        changed = !(current.is_some() && matches!(write, api::Write::Unchanged(_)));
         Ok::<_, RequestError>(write)
     })?;
-    Ok(Outcome { object: stored, removed })
+    Ok(Outcome { object: stored, removed, changed })
 }
 
 /// Executes `request` against `collection` in `namespace` (checked: present iff namespaced).
@@ -102,7 +106,7 @@ pub(super) fn execute(c: &Collection, namespace: Option<&str>, request: Request)
     match request.verb {
         Verb::Get => {
             let object = c.source.get(&key_of(namespace, &name)).ok_or_else(|| api::Status::not_found(&def, &name))?;
-            Ok(Outcome { object, removed: false })
+            Ok(Outcome { object, removed: false, changed: false })
         }
         Verb::Create => {
             let mut obj = parse(&request.body, "object")?;

@@ -8,6 +8,8 @@
 //! - [`selector`]: label selectors in their string form (`app=web, tier in (a,b)`);
 //! - [`deletion`]: what a DELETE that removes an object answers, by kind;
 //! - [`names`]: the short names and categories of the built-in resources;
+//! - [`printers`]: the columns and cells of server-side printing (`Table` answers);
+//! - [`scale`]: the kinds with a `scale` subresource and the Scale they are seen as;
 //! - [`rbac`]: RBAC's rules and the attributes of a request they are matched against;
 //! - [`yaml11`]: YAML documents read into JSON as kubectl reads them, and [`nesting`]: how
 //!   deeply a document nests, measured before it is parsed.
@@ -16,7 +18,9 @@ pub mod deletion;
 pub mod fields;
 pub mod names;
 pub mod nesting;
+pub mod printers;
 pub mod rbac;
+pub mod scale;
 pub mod scope;
 pub mod selector;
 pub mod versions;

@@ -153,6 +153,8 @@ pub struct CustomKind {
     pub plural: String,
     /// Whether this version has a status subresource.
     pub status: bool,
+    /// This version's scale subresource, if it declares one.
+    pub scale: Option<super::scale::ScalePaths>,
 }
 
 impl Scopes {
@@ -176,19 +178,23 @@ impl Scopes {
                 plural => plural.to_owned(),
             };
             // v1: `versions[*]` with `served`; v1beta1 also allowed a single `version`.
-            let mut versions: Vec<(&str, bool)> = crd
+            let mut versions: Vec<(&str, bool, Option<super::scale::ScalePaths>)> = crd
                 .pointer("/spec/versions")
                 .and_then(|v| v.as_array())
                 .into_iter()
                 .flatten()
                 .filter(|v| v.get("served").and_then(serde_json::Value::as_bool) == Some(true))
-                .filter_map(|v| Some((v.get("name")?.as_str()?, v.pointer("/subresources/status").is_some())))
+                .filter_map(|v| {
+                    let scale = v.pointer("/subresources/scale").and_then(super::scale::custom);
+                    Some((v.get("name")?.as_str()?, v.pointer("/subresources/status").is_some(), scale))
+                })
                 .collect();
             if versions.is_empty() && !text("/spec/version").is_empty() {
-                versions.push((text("/spec/version"), crd.pointer("/spec/subresources/status").is_some()));
+                let scale = crd.pointer("/spec/subresources/scale").and_then(super::scale::custom);
+                versions.push((text("/spec/version"), crd.pointer("/spec/subresources/status").is_some(), scale));
             }
-            for (version, status) in versions {
-                let kind_of = CustomKind { scope, plural: plural.clone(), status };
+            for (version, status, scale) in versions {
+                let kind_of = CustomKind { scope, plural: plural.clone(), status, scale };
                 custom.insert((group.to_owned(), version.to_owned(), kind.to_owned()), kind_of);
             }
         }

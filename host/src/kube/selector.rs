@@ -179,6 +179,50 @@ impl LabelSelector {
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
+
+    /// The selector a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`)
+    /// means, its requirements sorted by key as `LabelSelectorAsSelector` sorts them (its
+    /// string form is the one the API server writes: `app=web,tier in (a,b)`). An unknown
+    /// operator is read as `DoesNotExist`, as a selector that cannot match much.
+    pub fn of_object(selector: &serde_json::Value) -> Self {
+        let mut requirements =
+            Self::of_labels(selector.get("matchLabels").unwrap_or(&serde_json::Value::Null)).requirements;
+        for e in selector.get("matchExpressions").and_then(serde_json::Value::as_array).into_iter().flatten() {
+            let key = e.get("key").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+            let values: BTreeSet<String> = e
+                .get("values")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            let operator = match e.get("operator").and_then(serde_json::Value::as_str).unwrap_or_default() {
+                "In" => Operator::In(values),
+                "NotIn" => Operator::NotIn(values),
+                "Exists" => Operator::Exists,
+                _ => Operator::DoesNotExist,
+            };
+            requirements.push(Requirement { key, operator });
+        }
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
+        Self { requirements }
+    }
+
+    /// The selector a map of labels means (a ReplicationController's, a Service's):
+    /// `key=value` for each, sorted by key.
+    pub fn of_labels(labels: &serde_json::Value) -> Self {
+        let mut requirements: Vec<Requirement> = labels
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| Requirement {
+                key: k.clone(),
+                operator: Operator::Equals(v.as_str().unwrap_or_default().to_owned()),
+            })
+            .collect();
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
+        Self { requirements }
+    }
 }
 
 impl fmt::Display for LabelSelector {

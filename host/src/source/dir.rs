@@ -41,7 +41,7 @@ use super::dir_cluster::file_write;
 use super::dir_read::{manifest_files, read_manifest};
 pub(crate) use super::documents::{ManifestObject, parse_manifest_file};
 use super::placement::{ObjectId, Placer};
-use crate::embedded::{MemorySource, MemorySourceOptions, Revision};
+use crate::embedded::{MemorySource, MemorySourceOptions, Revision, SYSTEM_NAMESPACES, Write};
 
 use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{ListerWatcher, SourceError};
@@ -237,7 +237,29 @@ impl State {
                 }
             }
         }
+        self.add_namespaces();
         errors
+    }
+
+    /// Stores a Namespace object for each namespace every cluster has and each the files'
+    /// objects are in, where none is stored: as a cluster the folder was applied to would
+    /// have them (`kubectl get ns` lists them). One a file defines takes its place; one the
+    /// files stop using stays, as it would.
+    fn add_namespaces(&mut self) {
+        let mut names: Vec<String> = SYSTEM_NAMESPACES.iter().map(|n| (*n).to_owned()).collect();
+        names.extend(self.namespaces.iter().cloned());
+        let store = self.source("v1", "Namespace");
+        for name in names {
+            let written = store.write(&name, |current| {
+                Ok::<_, crate::informer::ObjectError>(match current {
+                    Some(_) => Write::Unchanged(serde_json::Value::Null),
+                    None => Write::Put(super::dir_cluster::implicit_namespace(&name)),
+                })
+            });
+            if let Err(error) = written {
+                tracing::warn!(%error, namespace = %name, "the namespace could not be stored");
+            }
+        }
     }
 
     fn forget_definition(&mut self, id: &ObjectId, path: &Path) {

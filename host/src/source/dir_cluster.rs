@@ -30,13 +30,15 @@ struct KindInfo {
     info: ResourceInfo,
     status: bool,
     built_in: bool,
+    scale: Option<crate::kube::scale::ScalePaths>,
 }
 
 impl DirSource {
     fn kind_info(&self, api_version: &str, kind: &str) -> Option<KindInfo> {
         let group = group_of(api_version);
         if let Some((info, status)) = built_in_kind(api_version, kind) {
-            return Some(KindInfo { info, status, built_in: true });
+            let scale = crate::kube::scale::built_in(group, kind);
+            return Some(KindInfo { info, status, built_in: true, scale });
         }
         let custom = self.custom_kind(api_version, kind)?;
         let info = ResourceInfo {
@@ -44,15 +46,16 @@ impl DirSource {
             plural: custom.plural,
             namespaced: custom.scope == crate::kube::Scope::Namespaced,
         };
-        Some(KindInfo { info, status: custom.status, built_in: false })
+        Some(KindInfo { info, status: custom.status, built_in: false, scale: custom.scale })
     }
 }
 
 impl EmbeddedCluster for DirSource {
     fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
-        let KindInfo { info, status, built_in } = self.kind_info(api_version, kind)?;
+        let KindInfo { info, status, built_in, scale } = self.kind_info(api_version, kind)?;
         let fields = if built_in { crate::kube::fields::built_in_fields(&info.group, kind) } else { Vec::new() };
-        Some(Collection { info, status_subresource: status, built_in, fields, source: self.store(api_version, kind) })
+        let source = self.store(api_version, kind);
+        Some(Collection { info, status_subresource: status, built_in, scale, fields, source })
     }
 
     /// A namespace exists when a Namespace object of that name is stored, when it is one of
@@ -68,6 +71,16 @@ impl EmbeddedCluster for DirSource {
             NamespacePhase::Missing
         }
     }
+
+    fn stored_kinds(&self) -> Vec<(String, String)> {
+        self.kinds()
+    }
+
+    /// A folder served as a cluster is a whole cluster: kube-controller-manager's garbage
+    /// collector and namespace controller run on its writes.
+    fn runs_controllers(&self) -> bool {
+        true
+    }
 }
 
 impl ServedCluster for DirSource {
@@ -79,8 +92,9 @@ impl ServedCluster for DirSource {
                 return;
             }
             if let Some(k) = self.kind_info(&api_version, kind) {
-                let (plural, namespaced, status) = (k.info.plural, k.info.namespaced, k.status);
-                served.push(Served { api_version, kind: kind.to_owned(), plural, namespaced, status });
+                let (plural, namespaced, status, scale) =
+                    (k.info.plural, k.info.namespaced, k.status, k.scale.is_some());
+                served.push(Served { api_version, kind: kind.to_owned(), plural, namespaced, status, scale });
             }
         };
         for (group, kind, _) in
@@ -131,4 +145,21 @@ pub(super) fn file_write(current: Option<&Object>, mut value: Value) -> Result<W
         obj.insert("status".to_owned(), status.clone());
     }
     Ok(Write::Put(value))
+}
+
+/// The Namespace `name` as the API server stores one created with only its name (a uid of
+/// its own, stable across restarts as the files' objects' are).
+pub(super) fn implicit_namespace(name: &str) -> Value {
+    let mut value = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "uid": super::placement::synthetic_uid("", "Namespace", "", name),
+            "creationTimestamp": wink_apiserver::Context::timestamp(&wink_apiserver::SystemContext),
+        },
+    });
+    let def = wink_apiserver::ResourceDef::built_in("", "v1", "Namespace", "namespaces", false, true);
+    wink_apiserver::defaults::apply(&def, &mut value);
+    value
 }

@@ -38,7 +38,7 @@ fn namespaced_objects_without_a_namespace_are_in_default_or_the_namespace_given(
     write(dir.path(), "ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
     let src = DirSource::open(dir.path()).unwrap();
     assert_eq!(keys(&src, "v1", "Service"), ["default/web"]);
-    assert_eq!(keys(&src, "v1", "Namespace"), ["shop"]);
+    assert_eq!(keys(&src, "v1", "Namespace"), ["default", "kube-node-lease", "kube-public", "kube-system", "shop"]);
 
     let options = DirSourceOptions { namespace: Some("shop".into()), ..DirSourceOptions::default() };
     let src = DirSource::open_with(dir.path(), options).unwrap();

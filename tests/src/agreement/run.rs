@@ -89,6 +89,26 @@ impl Server {
         Ok(())
     }
 
+    /// Waits until this server reports the CustomResourceDefinition `name` Established, as
+    /// `kubectl wait --for=condition=Established` does: kube-apiserver establishes one a
+    /// moment after creating it, and a step sent before then would find it otherwise
+    /// depending on how busy the machine is.
+    async fn established(&self, name: &str) -> Result<()> {
+        let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
+        for _ in 0..300 {
+            let request = http::Request::get(&path).body(Vec::new())?;
+            if let Ok(crd) = self.client.request::<Value>(request).await {
+                let conditions =
+                    crd.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+                if conditions.iter().any(|c| c["type"] == "Established" && c["status"] == "True") {
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(anyhow!("the CustomResourceDefinition {name} was not Established within 30 s"))
+    }
+
     /// Waits until this server serves `api_version` (a custom resource's group just defined).
     async fn served(&self, api_version: &str) -> Result<()> {
         let mut found = Discovery::new();
@@ -117,6 +137,12 @@ pub async fn exchange(real: &mut Server, embedded: &mut Server, steps: Vec<Step>
     let mut out = Vec::with_capacity(steps.len());
     for step in steps {
         let (real_answer, _) = real.send(&step).await?;
+        let creates_definition =
+            step.method == "POST" && step.body.as_ref().is_some_and(|b| b["kind"] == "CustomResourceDefinition");
+        if creates_definition && real_answer.code == 201 {
+            let name = step.body.as_ref().and_then(|b| b.pointer("/metadata/name")).and_then(Value::as_str);
+            real.established(name.unwrap_or_default()).await?;
+        }
         let (embedded_answer, _) = embedded.send(&step).await?;
         out.push(Exchange { step, real: real_answer, embedded: embedded_answer });
     }

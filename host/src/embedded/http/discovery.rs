@@ -18,6 +18,8 @@ pub struct Served {
     pub namespaced: bool,
     /// Whether it has a status subresource.
     pub status: bool,
+    /// Whether it has a scale subresource.
+    pub scale: bool,
 }
 
 impl Served {
@@ -133,6 +135,17 @@ pub fn resources(served: &[Served], group: &str, version: &str) -> Option<Value>
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if s.scale {
+            resources.push(json!({
+                "name": format!("{}/scale", s.plural),
+                "singularName": "",
+                "namespaced": s.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
     }
     (!resources.is_empty()).then(
         || json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version, "resources": resources}),
@@ -175,6 +188,7 @@ mod tests {
             plural: "xs".into(),
             namespaced: true,
             status: false,
+            scale: false,
         }
     }
 

@@ -12,20 +12,25 @@ use serde_json::{Value, json};
 use super::collection::delete_collection;
 use super::delete_options::{Deletion, delete_options};
 use super::discovery::{self, Served};
+use super::negotiation;
 use super::options::{field_manager, patch_type, write_options};
 use super::paths::{ResourcePath, Route, route};
+use super::protobuf;
 use super::query::Query;
 use super::rbac::{self, User};
 use super::read;
 use super::reviews;
+use super::scale::ScaleRequest;
 use super::selection::Selection;
 use super::status::{About, failure, failure_about, json_response};
+use super::table::TableRequest;
 use super::unserved::unserved;
 use super::{ApiOptions, ServedCluster};
 use crate::cluster::{ClusterClient, PatchType, Request, RequestError, Subresource, Verb};
 use crate::embedded::{Collection, EmbeddedClient};
 use crate::informer::Object;
 use crate::kube::Attributes;
+use crate::kube::scope::group_of;
 
 /// What every request reads.
 #[derive(Clone)]
@@ -90,11 +95,27 @@ pub async fn handle(
             else {
                 return not_found(uri.path());
             };
-            if reviews::is_review(&kind) {
+            // Built-in kinds (and the reviews) have a protobuf form; custom resources do not.
+            let built_in = reviews::is_review(&kind)
+                || crate::embedded::memory_cluster::built_in_kind(&kind.api_version, &kind.kind).is_some();
+            let mut headers = headers;
+            let body =
+                match negotiation::json_body(&method, &mut headers, body, &kind.api_version, &kind.kind, built_in) {
+                    Ok(body) => body,
+                    Err(refused) => return *refused,
+                };
+            let protobuf = built_in && protobuf::prefers_protobuf(&headers);
+            let answer = if reviews::is_review(&kind) {
                 let user = impersonated(&headers);
-                return reviews::answer(state.cluster.as_ref(), user.as_ref(), &method, &kind, &body);
+                reviews::answer(state.cluster.as_ref(), user.as_ref(), &method, &kind, &body)
+            } else {
+                resource(&state, method.clone(), &uri, &headers, body, &path, &kind).await
+            };
+            if !protobuf {
+                return answer;
             }
-            resource(&state, method, &uri, &headers, body, &path, &kind).await
+            let watching = method == Method::GET && Query::of(&uri).watching().unwrap_or(false);
+            negotiation::protobuf_answer(answer, watching).await
         }
     }
 }
@@ -127,6 +148,34 @@ async fn resource(
         Ok(may_create) => may_create,
         Err(e) => return failure(&e),
     };
+    if path.scale {
+        let scale = ScaleRequest { client: &state.client, kind, collection: &collection, namespace, name: &name };
+        return scale.answer(&method, headers, &query, &body);
+    }
+    let table = match TableRequest::of(headers, &query) {
+        Ok(table) => table.filter(|_| method == Method::GET && !path.status),
+        Err(e) => return failure(&e),
+    };
+    if let Some(table) = table
+        && path.name.is_some()
+    {
+        let get = Request::new(Verb::Get, &kind.api_version, &kind.kind, namespace.clone(), &name);
+        return match state.client.execute_now(get) {
+            Ok(outcome) => {
+                let metadata = json!({"resourceVersion": outcome.object.resource_version()});
+                table.answer(state.cluster.as_ref(), kind, &collection, &[outcome.object], metadata)
+            }
+            Err(e) => failure_about(
+                &e,
+                Some(&About {
+                    name: &name,
+                    group: group_of(&kind.api_version),
+                    plural: &path.plural,
+                    kind: &kind.kind,
+                }),
+            ),
+        };
+    }
     let request = |verb: Verb, body: String| {
         Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
             .with_body(body)
@@ -142,7 +191,7 @@ async fn resource(
     };
     let mut deletion = Deletion::default();
     let write = match (&method, path.name.is_some()) {
-        (&Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching),
+        (&Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching, table),
         (&Method::GET, true) => Ok(request(Verb::Get, String::new())),
         (&Method::POST, false) => managed(request(Verb::Create, text), None),
         (&Method::PUT, true) => managed(request(Verb::Update, text), None),
@@ -199,7 +248,7 @@ async fn resource(
     let body_name = serde_json::from_str::<Value>(&write.body)
         .ok()
         .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned));
-    let group = kind.api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let group = group_of(&kind.api_version);
     let object_name = if name.is_empty() { body_name.as_deref().unwrap_or_default() } else { name.as_str() };
     let about = About { name: object_name, group, plural: &path.plural, kind: &kind.kind };
     let deleting = matches!(write.verb, Verb::Delete(_));
@@ -231,7 +280,8 @@ async fn resource(
     }
 }
 
-/// A LIST, or a WATCH, of a collection, with the request's selection.
+/// A LIST, or a WATCH, of a collection, with the request's selection; a LIST as a Table
+/// when the request asks for one.
 fn list_or_watch(
     state: &State,
     collection: &Collection,
@@ -239,6 +289,7 @@ fn list_or_watch(
     namespace: Option<String>,
     query: &Query,
     watching: bool,
+    table: Option<TableRequest>,
 ) -> Response {
     let selection =
         match Selection::parse(collection, namespace, query.get("labelSelector"), query.get("fieldSelector")) {
@@ -247,6 +298,14 @@ fn list_or_watch(
         };
     if watching {
         read::watch(collection, &kind.api_version, &kind.kind, selection, query, state.options.default_watch_timeout)
+    } else if let Some(table) = table {
+        match read::page(collection, &selection, query) {
+            Ok(page) => {
+                let metadata = read::list_metadata(&selection, &page);
+                table.answer(state.cluster.as_ref(), kind, collection, &page.list.items, metadata)
+            }
+            Err(refused) => *refused,
+        }
     } else {
         read::list(collection, &kind.api_version, &kind.kind, &selection, query)
     }
@@ -278,8 +337,12 @@ fn authorize(
         (&Method::DELETE, true) => "delete",
         _ => "unknown",
     };
-    let resource = if path.status { format!("{}/status", kind.plural) } else { kind.plural.clone() };
-    let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let resource = match (path.status, path.scale) {
+        (true, _) => format!("{}/status", kind.plural),
+        (_, true) => format!("{}/scale", kind.plural),
+        _ => kind.plural.clone(),
+    };
+    let group = group_of(&kind.api_version);
     let attributes = Attributes { group, resource: &resource, verb, namespace, name };
     rbac::authorize(state.cluster.as_ref(), &user, &attributes).map_err(RequestError::Forbidden)?;
     let create = Attributes { verb: "create", ..attributes };

@@ -17,6 +17,10 @@
 //!   [`selection`]s and [`query`] rules of the API server, over the stores' semantics
 //!   ([`MemorySource`](crate::embedded::MemorySource)).
 //!
+//! - [`scale`]: the `scale` subresource of Deployments, ReplicaSets, StatefulSets,
+//!   ReplicationControllers and custom resources that declare one (`kubectl scale`).
+//! - [`table`]: server-side printing, a GET or LIST answered as a `Table` of the kind's
+//!   columns (`kubectl get`, `get -o wide`).
 //! - [`reviews`]: SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and
 //!   TokenReview answered from the requester's identity and the cluster's RBAC, not stored.
 //! - [`unserved`]: what needs a kubelet or a metrics server (`pods/log`, `exec`, `attach`,
@@ -29,6 +33,11 @@
 //! `/healthz`, `/livez` and `/readyz` answer `ok`. The tests' local API server is this router
 //! with fault injection layered on top.
 //!
+//! - [`negotiation`] and [`protobuf`]: bodies in protobuf (`application/vnd.kubernetes.protobuf`)
+//!   as well as JSON, as kube-apiserver reads and writes them for built-in kinds: a protobuf
+//!   request body is converted to JSON where it enters, an answer to protobuf where it leaves
+//!   when the client prefers it (objects, lists, Status, watch streams).
+//!
 //! - [`rbac`]: a request that impersonates a user (`Impersonate-User`, `-Group`, as the kube
 //!   client does for a plugin's service account) is authorized by the Roles, ClusterRoles
 //!   and bindings in the cluster, and refused with 403 as the API server would.
@@ -40,15 +49,19 @@ mod collection;
 mod delete_options;
 mod discovery;
 mod handlers;
+mod negotiation;
 mod openapi;
 mod options;
 mod paths;
+mod protobuf;
 mod query;
 pub mod rbac;
 mod read;
 mod reviews;
+mod scale;
 mod selection;
 mod status;
+mod table;
 #[cfg(test)]
 mod test_support;
 mod unserved;

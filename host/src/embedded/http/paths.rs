@@ -1,4 +1,4 @@
-//! Kubernetes API paths: `/api/v1[/namespaces/NS]/PLURAL[/NAME[/status]]` and
+//! Kubernetes API paths: `/api/v1[/namespaces/NS]/PLURAL[/NAME[/status|/scale]]` and
 //! `/apis/GROUP/VERSION/…` the same way.
 
 use super::openapi::OpenApi;
@@ -18,6 +18,8 @@ pub struct ResourcePath {
     pub name: Option<String>,
     /// `status`, for the status subresource.
     pub status: bool,
+    /// `scale`, for the scale subresource.
+    pub scale: bool,
 }
 
 impl ResourcePath {
@@ -92,21 +94,22 @@ pub fn route(path: &str) -> Route {
         ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some((*ns).to_owned()), rest),
         rest => (None, rest),
     };
-    let resource = |plural: &str, name: Option<&str>, status| {
+    let resource = |plural: &str, name: Option<&str>, subresource: Option<&str>| {
         Route::Resource(ResourcePath {
             group: group.clone(),
             version: version.clone(),
             namespace: namespace.clone(),
             plural: plural.to_owned(),
             name: name.map(str::to_owned),
-            status,
+            status: subresource == Some("status"),
+            scale: subresource == Some("scale"),
         })
     };
     match rest {
         [] => Route::Resources { group, version },
-        [plural] => resource(plural, None, false),
-        [plural, name] => resource(plural, Some(name), false),
-        [plural, name, "status"] => resource(plural, Some(name), true),
+        [plural] => resource(plural, None, None),
+        [plural, name] => resource(plural, Some(name), None),
+        [plural, name, sub @ ("status" | "scale")] => resource(plural, Some(name), Some(sub)),
         [plural, _, sub, ..] if KUBELET_SUBRESOURCES.contains(sub) => {
             Route::Unserved(Unserved::Kubelet(format!("{plural}/{sub}")))
         }

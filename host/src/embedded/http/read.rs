@@ -74,6 +74,19 @@ pub fn list(collection: &Collection, api_version: &str, kind: &str, selection: &
     }
 }
 
+/// The `metadata` of a list answering `page`: its resourceVersion, and where the next page
+/// starts.
+pub(super) fn list_metadata(selection: &Selection, page: &ListPage) -> serde_json::Value {
+    let mut metadata = json!({"resourceVersion": page.list.resource_version});
+    if let Some(token) = &page.list.continue_token {
+        metadata["continue"] = token.clone().into();
+        if !selection.filters() {
+            metadata["remainingItemCount"] = page.remaining.into();
+        }
+    }
+    metadata
+}
+
 /// `page` answered as a `{kind}List`.
 pub(super) fn list_response(
     collection: &Collection,
@@ -82,13 +95,7 @@ pub(super) fn list_response(
     selection: &Selection,
     page: &ListPage,
 ) -> Response {
-    let mut metadata = json!({"resourceVersion": page.list.resource_version});
-    if let Some(token) = &page.list.continue_token {
-        metadata["continue"] = token.clone().into();
-        if !selection.filters() {
-            metadata["remainingItemCount"] = page.remaining.into();
-        }
-    }
+    let metadata = list_metadata(selection, page);
     let mut body = String::with_capacity(page.list.items.iter().map(|o| o.json().len() + 1).sum::<usize>() + 256);
     body.push_str(&format!(
         "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{metadata},\"items\":[",
