@@ -359,10 +359,13 @@ impl Reflector {
         // is one transition, and the transitions read best side by side.
         match state {
             State::Empty if self.config.use_watch_list && !self.watch_list_unsupported && !self.fallback_to_list => {
+                // A watch's age counts from before its request, as client-go's `start`: the
+                // server's timeout starts later, so a watch it ends on time is never "short".
+                let started = Instant::now();
                 match self.lw.watch(&self.watch_params(self.rewatch_resource_version(), true)).await {
                     Ok(stream) => {
                         self.stats.watched();
-                        State::InitialEvents { stream, items: Vec::new(), started: Instant::now(), events: 0 }
+                        State::InitialEvents { stream, items: Vec::new(), started, events: 0 }
                     }
                     Err(SourceError::Unsupported(reason)) => {
                         tracing::info!(%reason, "streaming list unsupported; falling back to LIST");
@@ -413,10 +416,11 @@ impl Reflector {
                 None => State::Empty,
             },
             State::Listed { resource_version } => {
+                let started = Instant::now();
                 match self.lw.watch(&self.watch_params(resource_version.clone(), false)).await {
                     Ok(stream) => {
                         self.stats.watched();
-                        State::Watching { resource_version, stream, started: Instant::now(), events: 0 }
+                        State::Watching { resource_version, stream, started, events: 0 }
                     }
                     Err(err) if err.rewatches() => self.fail(&err, State::Listed { resource_version }),
                     Err(err) => self.fail(&err, State::Empty),

@@ -216,6 +216,44 @@ async fn dropped_watch_resumes_from_the_last_event_without_duplicates() {
     assert_eq!(src.watch_requests()[1].resource_version, "3");
 }
 
+/// A source whose watch requests take `delay` to be answered (a loaded server or network).
+struct SlowWatch {
+    src: MemorySource,
+    delay: Duration,
+}
+
+#[async_trait]
+impl ListerWatcher for SlowWatch {
+    async fn list(&self, params: &ListParams) -> Result<ObjectList, SourceError> {
+        self.src.list(params).await
+    }
+    async fn watch(&self, params: &WatchParams) -> Result<WatchStream, SourceError> {
+        tokio::time::sleep(self.delay).await;
+        self.src.watch(params).await
+    }
+}
+
+/// As client-go's `start`, a watch's age counts from before its request: a watch whose
+/// answer took 800 ms and which then ended 300 ms later, without events, lasted over a
+/// second — a normal end that rewatches, not a "very short watch" that relists.
+#[tokio::test(start_paused = true)]
+async fn a_watchs_age_counts_from_its_request() {
+    let src = MemorySource::default();
+    src.apply(cm("a")).unwrap();
+    let slow = SlowWatch { src: src.clone(), delay: Duration::from_millis(800) };
+    let r = start(Arc::new(slow), no_jitter(), |r| r);
+    tokio::time::sleep(Duration::from_millis(810)).await;
+    settle().await;
+    drain(&r).await;
+    assert_eq!(src.watch_requests().len(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    src.disconnect_watches();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(src.watch_requests().len(), 2, "watched again");
+    assert_eq!(src.list_requests().len(), 1, "a watch that lasted over a second does not relist");
+}
+
 #[tokio::test(start_paused = true)]
 async fn relists_on_410_gone_and_infers_missed_deletes_as_tombstones() {
     let src = MemorySource::default();
