@@ -63,7 +63,7 @@ impl Kubectl {
     }
 }
 
-const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  labels: {app: web}\n  annotations: {reloader.wink.dev/configmaps: settings}\nspec:\n  replicas: 1\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web:1}]}\n";
+const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  labels: {app: web}\n  annotations: {reloader.wink.dev/configmaps: settings}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web:1}]}\n";
 
 fn settings(currency: &str) -> String {
     format!(
@@ -185,8 +185,7 @@ async fn kubectl_server_dry_runs_store_nothing() {
         };
 
         std::fs::write(&manifest, settings("EUR")).unwrap();
-        let applied =
-            dry_run_said(k.run(&["apply", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
+        let applied = dry_run_said(k.run(&["apply", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
         assert_eq!(currency(&k), None, "a dry-run apply created the object ({applied:?})");
         let created = dry_run_said(k.run(&["create", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
         assert_eq!(currency(&k), None, "a dry-run create created the object ({created:?})");
@@ -194,8 +193,7 @@ async fn kubectl_server_dry_runs_store_nothing() {
         k.ok(&["apply", "-f", manifest.to_str().unwrap()]);
         assert_eq!(currency(&k).as_deref(), Some("EUR"));
         std::fs::write(&manifest, settings("USD")).unwrap();
-        let changed =
-            dry_run_said(k.run(&["apply", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
+        let changed = dry_run_said(k.run(&["apply", "--dry-run=server", "-f", manifest.to_str().unwrap()]));
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run apply changed the object ({changed:?})");
         let deleted = dry_run_said(k.run(&["delete", "configmap", "settings", "-n", "shop", "--dry-run=server"]));
         assert_eq!(currency(&k).as_deref(), Some("EUR"), "a dry-run delete deleted the object ({deleted:?})");
@@ -354,7 +352,8 @@ async fn kubectl_validates_and_explains_against_the_served_openapi() {
         };
         let (ok, out, err) = apply(WEB);
         assert!(ok && out.contains("deployment.apps/web created"), "{out}{err}");
-        let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: small, namespace: shop}\nspec: {size: 1}\n";
+        let widget =
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: small, namespace: shop}\nspec: {size: 1}\n";
         let (ok, out, err) = apply(widget);
         assert!(ok && out.contains("widget.example.com/small created"), "{out}{err}");
         let (ok, out, err) = apply(GADGETS_CRD);

@@ -7,7 +7,8 @@
 //! and that `auth can-i` and `auth whoami` are answered. Without a current kubectl (no Go to
 //! build it) the tests are skipped, saying why. kubectl's creates ask for server-side field
 //! validation (`fieldValidation=Strict`) and read no OpenAPI document: none needs
-//! `--validate=false`.
+//! `--validate=false`. `apply -f` does read the OpenAPI documents: a misspelt field of a
+//! built-in kind or a custom resource is refused, and `explain` describes both.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -194,6 +195,50 @@ async fn kubectl_auth_reviews_in_protobuf_are_answered() {
         let whoami = k.json(&["auth", "whoami", "--as", "jane", "--as-group", "dev"]);
         assert_eq!(whoami["status"]["userInfo"]["username"], "jane", "{whoami}");
         assert_eq!(whoami["status"]["userInfo"]["groups"][0], "dev", "{whoami}");
+    })
+    .await
+    .unwrap();
+    child.sigterm();
+}
+
+const WIDGETS_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer, description: How big the widget is.}\n";
+
+const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web:1}]}\n";
+
+/// A current kubectl validates `apply -f` against the served OpenAPI documents: misspelt
+/// fields are refused with its message and nothing is stored; `explain` describes the
+/// fields of built-in kinds and of a custom resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_current_kubectl_validates_and_explains_against_the_served_openapi() {
+    let Some(binary) = current() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let (child, k) = serve(work.path(), binary).await;
+    let manifest = work.path().join("manifest.yaml");
+    tokio::task::spawn_blocking(move || {
+        let apply = |text: &str| {
+            std::fs::write(&manifest, text).unwrap();
+            k.run(&["apply", "-f", manifest.to_str().unwrap()])
+        };
+        let (ok, out, err) = apply(&WEB.replace("replicas: 2", "replica: 2"));
+        assert!(!ok && err.contains("unknown field \"replica\""), "{out}{err}");
+        let (found, _, _) = k.run(&["get", "deployment", "web", "-n", "shop"]);
+        assert!(!found, "a refused manifest stores nothing");
+        let (ok, out, err) = apply(WEB);
+        assert!(ok && out.contains("deployment.apps/web created"), "{out}{err}");
+
+        let (ok, out, err) = apply(WIDGETS_CRD);
+        assert!(ok, "{out}{err}");
+        let widget =
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: small, namespace: shop}\nspec: {size: 1}\n";
+        let (ok, out, err) = apply(&widget.replace("size", "sise"));
+        assert!(!ok && err.contains("unknown field \"sise\""), "{out}{err}");
+        let (ok, out, err) = apply(widget);
+        assert!(ok && out.contains("widget.example.com/small created"), "{out}{err}");
+
+        let explained = k.ok(&["explain", "deployment.spec.replicas"]);
+        assert!(explained.contains("Number of desired pods"), "{explained}");
+        let explained = k.ok(&["explain", "widgets.spec.size"]);
+        assert!(explained.contains("How big the widget is."), "{explained}");
     })
     .await
     .unwrap();

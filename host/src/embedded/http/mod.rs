@@ -49,6 +49,7 @@ mod collection;
 mod delete_options;
 mod discovery;
 mod handlers;
+mod media;
 mod negotiation;
 mod openapi;
 mod options;

@@ -26,13 +26,40 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::ServedCluster;
+use super::media::accepted;
 use super::status::{failure, json_response};
 use crate::cluster::RequestError;
 
 pub use crd::CustomKind;
 
-/// The content type of gnostic's OpenAPI v2 protobuf message, which client-go asks for.
-pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The media type of gnostic's OpenAPI v2 protobuf message, as kube-openapi answers it.
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// The name client-go before 1.27 asks for it by; Go's `mime` cannot parse it, so it is
+/// answered as [`V2_PROTOBUF`].
+pub const V2_PROTOBUF_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// The forms `/openapi/v2` is served in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum V2Form {
+    Json,
+    Protobuf,
+}
+
+/// The form of `/openapi/v2` a request's `Accept` takes first, as kube-openapi's handler
+/// picks it (no `Accept` is `*/*`, JSON); `None` when it takes neither (406).
+fn v2_form(headers: &HeaderMap) -> Option<V2Form> {
+    let ranges = accepted(headers);
+    if ranges.is_empty() && headers.get(header::ACCEPT).is_none() {
+        return Some(V2Form::Json);
+    }
+    let forms = [
+        ("application/json", V2Form::Json),
+        (V2_PROTOBUF_DEPRECATED, V2Form::Protobuf),
+        (V2_PROTOBUF, V2Form::Protobuf),
+    ];
+    ranges.iter().find_map(|range| forms.iter().find(|(mime, _)| range.admits(mime)).map(|(_, form)| *form))
+}
 
 /// Why an OpenAPI document could not be answered: the vendored data or descriptors are
 /// broken (a build that shipped them so is a bug).
@@ -82,9 +109,12 @@ fn custom_kinds(cluster: &dyn ServedCluster) -> Vec<CustomKind> {
 pub fn answer(cluster: &dyn ServedCluster, which: &OpenApi, headers: &HeaderMap) -> Response {
     let customs = custom_kinds(cluster);
     let answered = match which {
-        OpenApi::V2 if accepts_protobuf(headers) => v2::protobuf(&customs)
-            .map(|bytes| (StatusCode::OK, [(header::CONTENT_TYPE, V2_PROTOBUF)], bytes).into_response()),
-        OpenApi::V2 => v2::json(&customs).map(|document| json_response(StatusCode::OK, &document)),
+        OpenApi::V2 => match v2_form(headers) {
+            Some(V2Form::Protobuf) => v2::protobuf(&customs)
+                .map(|bytes| (StatusCode::OK, [(header::CONTENT_TYPE, V2_PROTOBUF)], bytes).into_response()),
+            Some(V2Form::Json) => v2::json(&customs).map(|document| json_response(StatusCode::OK, &document)),
+            None => return StatusCode::NOT_ACCEPTABLE.into_response(),
+        },
         OpenApi::V3Root => {
             let mut api_versions: Vec<String> = cluster.served().into_iter().map(|s| s.api_version).collect();
             api_versions.sort();
@@ -112,12 +142,6 @@ pub fn answer(cluster: &dyn ServedCluster, which: &OpenApi, headers: &HeaderMap)
         tracing::error!(error = %e, "an OpenAPI document could not be built");
         failure(&RequestError::Unavailable(e.to_string()))
     })
-}
-
-/// Whether the request asks for gnostic's protobuf (client-go does; a browser or `curl`
-/// gets JSON).
-fn accepts_protobuf(headers: &HeaderMap) -> bool {
-    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| v.contains("protobuf"))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod special;
 use axum::http::{HeaderMap, header};
 use serde_json::Value;
 
+use super::media::{accepted, media_type};
 use envelope::Unknown;
 
 /// The media type of protobuf bodies.
@@ -74,13 +75,6 @@ impl Error {
     }
 }
 
-fn media_type(value: &str) -> (&str, impl Iterator<Item = (&str, &str)>) {
-    let mut parts = value.split(';');
-    let mime = parts.next().unwrap_or_default().trim();
-    let params = parts.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim()));
-    (mime, params)
-}
-
 /// Whether a request's `Content-Type` is protobuf.
 pub(super) fn is_protobuf(headers: &HeaderMap) -> bool {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
@@ -90,25 +84,9 @@ pub(super) fn is_protobuf(headers: &HeaderMap) -> bool {
 /// Whether a request's `Accept` prefers protobuf: its first media range of the highest
 /// quality is protobuf, not as another kind (`as=Table`).
 pub(super) fn prefers_protobuf(headers: &HeaderMap) -> bool {
-    let accept = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(",");
-    let mut best: Option<(f32, bool)> = None;
-    for range in accept.split(',').filter(|r| !r.trim().is_empty()) {
-        let (mime, params) = media_type(range);
-        let mut quality = 1.0_f32;
-        let mut converted = false;
-        for (name, value) in params {
-            match name {
-                "q" => quality = value.parse().unwrap_or(0.0),
-                "as" => converted = true,
-                _ => {}
-            }
-        }
-        let protobuf = mime.eq_ignore_ascii_case(MEDIA_TYPE) && !converted;
-        if quality > 0.0 && best.is_none_or(|(q, _)| quality > q) {
-            best = Some((quality, protobuf));
-        }
-    }
-    best.is_some_and(|(_, protobuf)| protobuf)
+    accepted(headers).first().is_some_and(|best| {
+        best.mime().eq_ignore_ascii_case(MEDIA_TYPE) && !best.params.iter().any(|(name, _)| name == "as")
+    })
 }
 
 /// The JSON of a protobuf request body: the object its envelope names (or, when it names
