@@ -112,9 +112,13 @@ impl EpochTicker {
                     idle += 1;
                 } else {
                     // A guard that came between the check and here left its unpark token:
-                    // park returns at once and no wake-up is lost.
+                    // park returns at once and no wake-up is lost. A token left by a guard
+                    // taken while the ticker still ticked (or a spurious wake-up) finds no
+                    // guest running: the ticker parks again rather than lingering anew.
                     std::thread::park();
-                    idle = 0;
+                    if calls.running.load(Ordering::SeqCst) > 0 {
+                        idle = 0;
+                    }
                     continue;
                 }
                 // A fresh deadline counts whole ticks from the start of the call.
