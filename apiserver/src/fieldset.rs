@@ -201,6 +201,9 @@ fn collect(
                 ancestors.pop();
             }
         },
+        // A built-in kind's typed object has no null: Go reads it as unset (a field without
+        // `omitempty`, written back as null, is not set by anyone).
+        Value::Null if built_in => {}
         _ => set.insert(path.clone()),
     }
 }

@@ -21,6 +21,18 @@ fn an_object_owns_its_leaves_and_keyed_list_items() {
     );
 }
 
+/// Go reads a built-in kind's null as unset: nobody owns it. A custom resource keeps it.
+#[test]
+fn nulls_of_built_in_kinds_are_owned_by_no_one() {
+    let mut object = deployment();
+    object["spec"]["paused"] = serde_json::Value::Null;
+    let set = FieldSet::of_object(&deployments(), &object, None);
+    assert!(!set.to_fields_v1()["f:spec"].as_object().unwrap().contains_key("f:paused"));
+    let widget = json!({"metadata": {"name": "w"}, "spec": {"size": null}});
+    let set = FieldSet::of_object(&widgets(), &widget, None);
+    assert_eq!(set.to_fields_v1()["f:spec"], json!({"f:size": {}}));
+}
+
 #[test]
 fn fields_v1_reads_back_as_the_same_set() {
     let set = FieldSet::of_object(&deployments(), &deployment(), None);

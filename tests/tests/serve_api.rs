@@ -3,9 +3,9 @@
 //!
 //! Specifies that kubectl can create with `apply` (a Deployment and its ConfigMap), list
 //! (with short names, label and field selectors), get, update with a second `apply` (a
-//! strategic merge patch), read Events plugins recorded, and delete; and that the reloader
-//! plugin annotates the Deployment kubectl created and rolls it out again when kubectl
-//! changes the ConfigMap, as `kubectl get -o json` shows.
+//! strategic merge patch), read Events plugins recorded (in both groups, and in `describe`),
+//! and delete; and that the reloader plugin annotates the Deployment kubectl created and
+//! rolls it out again when kubectl changes the ConfigMap, as `kubectl get -o json` shows.
 //!
 //! `kubectl get` prints the columns kube-apiserver's Tables give built-in kinds and a custom
 //! resource's printer columns; `kubectl scale` sets a Deployment's replicas through its
@@ -141,6 +141,11 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
         let reasons: Vec<&str> =
             events["items"].as_array().unwrap().iter().filter_map(|e| e["reason"].as_str()).collect();
         assert!(reasons.contains(&"ConfigChanged"), "{events}");
+        // The same Events in the core group: kubectl get events and describe show them.
+        let table = k.ok(&["get", "events", "-n", "shop"]);
+        assert!(table.contains("ConfigChanged") && table.contains("deployment/web"), "{table}");
+        let described = k.ok(&["describe", "deployment", "web", "-n", "shop"]);
+        assert!(described.contains("ConfigChanged"), "{described}");
 
         // Create with apply, then delete.
         std::fs::write(&manifest, settings("GBP").replace("name: settings", "name: extra")).unwrap();

@@ -82,6 +82,22 @@ pub fn initial_status(def: &ResourceDef, obj: &mut Value) {
     }
 }
 
+/// The fields of a `v1` Event Go's JSON writes even when unset (they have no `omitempty`),
+/// with their zero values: what kube-apiserver's answers always carry.
+pub fn core_event_zeros(event: &mut Map<String, Value>) {
+    for (field, zero) in [
+        ("involvedObject", json!({})),
+        ("source", json!({})),
+        ("firstTimestamp", Value::Null),
+        ("lastTimestamp", Value::Null),
+        ("eventTime", Value::Null),
+        ("reportingComponent", json!("")),
+        ("reportingInstance", json!("")),
+    ] {
+        event.entry(field).or_insert(zero);
+    }
+}
+
 /// The label every Namespace carries: its own name.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
@@ -142,6 +158,7 @@ pub fn apply(def: &ResourceDef, obj: &mut Value) {
                 status["phase"] = json!("Active");
             }
         }
+        "Event" => core_event_zeros(map),
         "Secret" if map.get("type").is_none_or(|t| t.as_str().is_some_and(str::is_empty)) => {
             map.insert("type".into(), json!("Opaque"));
         }
@@ -169,6 +186,17 @@ mod tests {
         apply(&def("Namespace", "namespaces"), &mut terminating);
         assert_eq!(terminating["spec"]["finalizers"], json!([]), "set fields are kept");
         assert_eq!(terminating["status"]["phase"], "Terminating");
+    }
+
+    #[test]
+    fn a_core_event_has_the_fields_go_always_writes() {
+        let mut event = json!({"metadata": {"name": "e"}, "message": "m", "firstTimestamp": "2026-01-01T00:00:00Z"});
+        apply(&def("Event", "events"), &mut event);
+        assert_eq!(event["source"], json!({}));
+        assert_eq!(event["lastTimestamp"], Value::Null);
+        assert!(event.as_object().unwrap().contains_key("eventTime"));
+        assert_eq!(event["reportingComponent"], "");
+        assert_eq!(event["firstTimestamp"], "2026-01-01T00:00:00Z", "set fields are kept");
     }
 
     #[test]

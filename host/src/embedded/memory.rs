@@ -186,6 +186,8 @@ impl Default for MemorySourceOptions {
 pub struct MemorySource {
     pub(super) inner: Arc<Mutex<Inner>>,
     pub(super) options: MemorySourceOptions,
+    /// Set on a view of another kind's store (see [`super::memory_view`]).
+    pub(super) view: Option<Arc<dyn super::memory_view::Conversion>>,
 }
 
 impl Default for MemorySource {
@@ -200,6 +202,7 @@ impl std::fmt::Debug for MemorySource {
         f.debug_struct("MemorySource")
             .field("objects", &inner.objects.len())
             .field("rv", &self.options.revision.current())
+            .field("view", &self.view.is_some())
             .finish()
     }
 }
@@ -232,16 +235,16 @@ impl MemorySource {
     /// An empty source.
     pub fn new(options: MemorySourceOptions) -> Self {
         let inner = Inner { oldest_watchable: options.revision.current(), ..Inner::default() };
-        Self { inner: Arc::new(Mutex::new(inner)), options }
+        Self { inner: Arc::new(Mutex::new(inner)), options, view: None }
     }
 
     /// Creates or updates an object (its resourceVersion is assigned); returns it as stored.
     pub fn apply(&self, value: serde_json::Value) -> Result<Object, ObjectError> {
         let mut inner = self.inner.lock();
         let rv = self.options.revision.next();
-        let obj = stamp(value, rv)?;
+        let obj = stamp(self.stored_form(value), rv)?;
         self.put(&mut inner, rv, obj.clone());
-        Ok(obj)
+        Ok(self.shown(&obj))
     }
 
     fn put(&self, inner: &mut Inner, rv: u64, obj: Object) {
@@ -267,14 +270,17 @@ impl MemorySource {
         let mut inner = self.inner.lock();
         let current = inner.objects.get(key);
         let size_hint = current.map_or(0, |c| c.json().len());
-        let write = decide(current)?;
+        let write = match (&self.view, current) {
+            (Some(_), Some(stored)) => decide(Some(&self.shown(stored)))?,
+            _ => decide(current)?,
+        };
         if let (Write::Unchanged(_), Some(stored)) = (&write, current) {
-            return Ok(stored.clone());
+            return Ok(self.shown(stored));
         }
         match write {
             Write::Put(value) | Write::Unchanged(value) => {
                 let rv = self.options.revision.next();
-                let obj = stamp_sized(value, rv, size_hint)?;
+                let obj = stamp_sized(self.stored_form(value), rv, size_hint)?;
                 let limit = self.options.max_object_bytes;
                 if obj.json().len() > limit {
                     return Err(ObjectError::TooLarge { size: obj.json().len(), limit }.into());
@@ -287,11 +293,11 @@ impl MemorySource {
                     .into());
                 }
                 self.put(&mut inner, rv, obj.clone());
-                Ok(obj)
+                Ok(self.shown(&obj))
             }
             Write::Delete(value) => {
                 let rv = self.options.revision.next();
-                let last = stamp(value, rv)?;
+                let last = stamp(self.stored_form(value), rv)?;
                 match inner.objects.remove(key) {
                     Some(previous) => {
                         let change = Change::Deleted { object: last.clone(), previous };
@@ -299,7 +305,7 @@ impl MemorySource {
                     }
                     None => tracing::warn!(key, "a write deleted an object that is not stored"),
                 }
-                Ok(last)
+                Ok(self.shown(&last))
             }
         }
     }
@@ -318,7 +324,7 @@ impl MemorySource {
             previous.clone()
         });
         inner.record(rv, Change::Deleted { object: last.clone(), previous }, self.options.history_limit);
-        Some(last)
+        Some(self.shown(&last))
     }
 
     /// Forgets the event history (and expires continue tokens): a watch from, or an exact list
@@ -366,12 +372,12 @@ impl MemorySource {
 
     /// The current objects, in key order.
     pub fn objects(&self) -> Vec<Object> {
-        self.inner.lock().objects.values().cloned().collect()
+        self.inner.lock().objects.values().map(|o| self.shown(o)).collect()
     }
 
     /// The object with this key.
     pub fn get(&self, key: &str) -> Option<Object> {
-        self.inner.lock().objects.get(key).cloned()
+        self.inner.lock().objects.get(key).map(|o| self.shown(o))
     }
 
     /// The current resourceVersion (the cluster's revision).

@@ -117,10 +117,31 @@ impl MemoryCluster {
             status,
             scale: built_in && crate::kube::scale::built_in(&info.group, kind).is_some(),
         };
-        let source = MemorySource::new(self.options.clone());
+        let source = self.source(api_version, kind);
         let scale = if built_in { crate::kube::scale::built_in(&info.group, kind) } else { None };
         let collection = Collection { info, status_subresource: status, built_in, scale, fields, source };
         self.kinds.write().insert((api_version.to_owned(), kind.to_owned()), Kind { served, collection });
+    }
+
+    /// The store of `kind`: its own (new unless it is served already), or, for a kind stored
+    /// as another, a view of that kind's store (which is served first when it is not yet).
+    fn source(&self, api_version: &str, kind: &str) -> MemorySource {
+        let Some((stored_version, stored_kind, conversion)) = super::memory_view::shared_storage(api_version, kind)
+        else {
+            let key = (api_version.to_owned(), kind.to_owned());
+            return match self.kinds.read().get(&key) {
+                Some(served) => served.collection.source.clone(),
+                None => MemorySource::new(self.options.clone()),
+            };
+        };
+        let key = (stored_version.to_owned(), stored_kind.to_owned());
+        if !self.kinds.read().contains_key(&key)
+            && let Some((info, status)) = built_in_kind(stored_version, stored_kind)
+        {
+            let fields = built_in_fields(&info.group, stored_kind);
+            self.insert(stored_version, stored_kind, info, status, true, fields);
+        }
+        self.source(stored_version, stored_kind).view(conversion)
     }
 
     /// Serves a custom resource (as installing its CRD would): `plural`, its scope, whether it

@@ -87,7 +87,7 @@ impl MemorySource {
                 let requested = params.resource_version.as_deref().filter(|rv| !rv.is_empty());
                 let requested = requested.map(parse_rv).transpose()?;
                 let selected = |objects: &mut dyn Iterator<Item = &Object>| -> Vec<Object> {
-                    objects.filter(|o| selects(o)).cloned().collect()
+                    objects.map(|o| self.shown(o)).filter(|o| selects(o)).collect()
                 };
                 let (at, items) = match requested {
                     None => (current, selected(&mut inner.objects.values())),
@@ -175,8 +175,13 @@ impl MemorySource {
             if let Some(selects) = &selects
                 && !matches!(params.resource_version.as_str(), "" | "0")
             {
-                selected =
-                    inner.state_at(from).into_values().filter(|o| selects(o)).map(|o| o.key().to_owned()).collect();
+                selected = inner
+                    .state_at(from)
+                    .into_values()
+                    .map(|o| self.shown(&o))
+                    .filter(|o| selects(o))
+                    .map(|o| o.key().to_owned())
+                    .collect();
             }
             for (rv, change) in &inner.history {
                 if *rv > from {
@@ -190,9 +195,16 @@ impl MemorySource {
         }
         inner.watchers.push(tx);
         let stream = UnboundedReceiverStream::new(rx);
+        let stream = match self.view {
+            Some(_) => {
+                let view = self.clone();
+                stream.map(move |event| view.shown_event(event)).boxed()
+            }
+            None => stream.boxed(),
+        };
         let stream = match selects {
             Some(selects) => stream.filter_map(move |e| std::future::ready(moved(&selects, &mut selected, e))).boxed(),
-            None => stream.boxed(),
+            None => stream,
         };
         Ok(match params.timeout {
             Some(timeout) => stream.take_until(tokio::time::sleep(timeout)).boxed(),

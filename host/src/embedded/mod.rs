@@ -25,6 +25,7 @@ mod memory_cluster;
 mod memory_read;
 #[cfg(any(test, feature = "testing"))]
 mod memory_rewind;
+mod memory_view;
 mod rules;
 pub mod typed;
 
@@ -38,4 +39,5 @@ pub(crate) use memory_cluster::built_in_kind;
 pub use memory_read::{ListPage, ResourceVersionMatch, Selects};
 #[cfg(any(test, feature = "testing"))]
 pub use memory_rewind::{Recorded, RewindError};
+pub use memory_view::{Conversion, shared_storage};
 pub use rules::Outcome;

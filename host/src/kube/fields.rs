@@ -45,6 +45,23 @@ const BUILT_IN_FIELDS: &[(&str, &str, &[Field])] = &[
             ("type", "/type"),
         ],
     ),
+    // The same objects' fields, by their events.k8s.io names (AddFieldLabelConversionsForEvent).
+    (
+        "events.k8s.io",
+        "Event",
+        &[
+            ("regarding.kind", "/regarding/kind"),
+            ("regarding.namespace", "/regarding/namespace"),
+            ("regarding.name", "/regarding/name"),
+            ("regarding.uid", "/regarding/uid"),
+            ("regarding.apiVersion", "/regarding/apiVersion"),
+            ("regarding.resourceVersion", "/regarding/resourceVersion"),
+            ("regarding.fieldPath", "/regarding/fieldPath"),
+            ("reason", "/reason"),
+            ("reportingController", "/reportingController"),
+            ("type", "/type"),
+        ],
+    ),
     ("apps", "ReplicaSet", &[("status.replicas", "/status/replicas")]),
     ("batch", "Job", &[("status.successful", "/status/succeeded")]),
     ("certificates.k8s.io", "CertificateSigningRequest", &[("spec.signerName", "/spec/signerName")]),

@@ -15,6 +15,7 @@
 //!   deeply a document nests, measured before it is parsed.
 
 pub mod deletion;
+pub mod events;
 pub mod fields;
 pub mod names;
 pub mod nesting;

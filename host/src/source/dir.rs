@@ -290,6 +290,10 @@ impl State {
     }
 
     fn source(&mut self, api_version: &str, kind: &str) -> MemorySource {
+        // A kind stored as another (events.k8s.io Events are v1 Events) is a view of its store.
+        if let Some((stored_version, stored_kind, conversion)) = crate::embedded::shared_storage(api_version, kind) {
+            return self.source(stored_version, stored_kind).view(conversion);
+        }
         let revision = &self.revision;
         self.kinds
             .entry((api_version.to_owned(), kind.to_owned()))

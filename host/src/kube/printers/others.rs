@@ -118,14 +118,23 @@ const EVENT: Printer = Printer {
         NAME,
     ],
     cells: |e, now| {
-        let last = [text(e, "/lastTimestamp"), text(e, "/eventTime"), text(e, "/metadata/creationTimestamp")]
-            .into_iter()
-            .find(|t| !t.is_empty())
-            .unwrap_or_default();
+        // printEvent: the first time is firstTimestamp, else eventTime; the last is
+        // lastTimestamp, else the first; a series' last observation and count win.
         let first = match text(e, "/firstTimestamp") {
-            "" => last,
-            first => first,
+            "" => since(text(e, "/eventTime"), now),
+            first => since(first, now),
         };
+        let mut last = match text(e, "/lastTimestamp") {
+            "" => first.clone(),
+            last => since(last, now),
+        };
+        let mut count = int(e, "/count");
+        if e.pointer("/series").is_some_and(|s| s.is_object()) {
+            last = since(text(e, "/series/lastObservedTime"), now);
+            count = int(e, "/series/count");
+        } else if count == 0 {
+            count = 1;
+        }
         let object = format!("{}/{}", text(e, "/involvedObject/kind").to_lowercase(), text(e, "/involvedObject/name"));
         let source = match (text(e, "/source/component"), text(e, "/source/host")) {
             ("", _) => text(e, "/reportingComponent").to_owned(),
@@ -133,15 +142,15 @@ const EVENT: Printer = Printer {
             (component, host) => format!("{component}, {host}"),
         };
         vec![
-            json!(since(last, now)),
+            json!(last),
             json!(text(e, "/type")),
             json!(text(e, "/reason")),
             json!(object),
             json!(text(e, "/involvedObject/fieldPath")),
             json!(source),
             json!(text(e, "/message").trim()),
-            json!(since(first, now)),
-            json!(int(e, "/count").max(1).to_string()),
+            json!(first),
+            json!(count.to_string()),
             json!(super::name(e)),
         ]
     },
