@@ -21,7 +21,7 @@ pub trait Conversion: Send + Sync + 'static {
     fn to_storage(&self, value: Value) -> Value;
 
     /// `stored` as the view shows it.
-    fn from_storage(&self, stored: Value) -> Value;
+    fn shown_form(&self, stored: Value) -> Value;
 }
 
 /// `events.k8s.io/v1` Events over the store of `v1` Events.
@@ -32,7 +32,7 @@ impl Conversion for EventsForm {
         events::to_core(value)
     }
 
-    fn from_storage(&self, stored: Value) -> Value {
+    fn shown_form(&self, stored: Value) -> Value {
         events::to_events(stored)
     }
 }
@@ -55,7 +55,7 @@ impl MemorySource {
         let Some(view) = &self.view else { return object.clone() };
         let converted = object
             .to_value()
-            .map(|value| view.from_storage(value))
+            .map(|value| view.shown_form(value))
             .and_then(|value| Object::from_string(value.to_string()));
         converted.unwrap_or_else(|e: ObjectError| {
             tracing::warn!(key = object.key(), error = %e, "a stored object does not convert; shown as stored");
