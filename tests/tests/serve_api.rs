@@ -34,12 +34,18 @@ struct Kubectl {
 impl Kubectl {
     /// Runs kubectl with `args`; returns (success, stdout, stderr).
     fn run(&self, args: &[&str]) -> (bool, String, String) {
+        self.run_with(args, &[])
+    }
+
+    /// Runs kubectl with `args` and the environment variables `env`.
+    fn run_with(&self, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, String) {
         let out = Command::new(kubectl().expect("kubectl"))
             .arg("--server")
             .arg(&self.server)
             .args(["--request-timeout", "20s"])
             .args(args)
             .env("KUBECONFIG", "/dev/null")
+            .envs(env.iter().copied())
             .output()
             .expect("running kubectl");
         (
@@ -381,6 +387,56 @@ async fn kubectl_validates_and_explains_against_the_served_openapi() {
         assert!(explained.contains("What the widget should be.") && explained.contains("How big"), "{explained}");
         let explained = k.ok(&["explain", "gadgets.spec.colour"]);
         assert!(explained.contains("The gadget's colour."), "{explained}");
+    })
+    .await
+    .unwrap();
+    child.sigterm();
+}
+
+/// An editor for `kubectl edit`: a script that replaces `from` with `to` in the file.
+fn editor(dir: &Path, name: &str, from: &str, to: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\nsed -i 's/{from}/{to}/' \"$1\"\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// With validation on, `apply -k` (kustomize), `apply --server-side` and `edit` work, and
+/// an edit that misspells a field is refused by kubectl and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_kustomizes_applies_server_side_and_edits_with_validation_on() {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    let (child, k) = serve(&cluster, &plugins).await;
+    let dir = work.path().to_owned();
+    tokio::task::spawn_blocking(move || {
+        let kustomized = dir.join("kustomized");
+        std::fs::create_dir(&kustomized).unwrap();
+        std::fs::write(kustomized.join("web.yaml"), WEB.replace("  namespace: shop\n", "")).unwrap();
+        std::fs::write(kustomized.join("kustomization.yaml"), "namespace: shop\nresources: [web.yaml]\n").unwrap();
+        let applied = k.ok(&["apply", "-k", kustomized.to_str().unwrap()]);
+        assert!(applied.contains("deployment.apps/web created"), "{applied}");
+
+        let manifest = dir.join("web.yaml");
+        std::fs::write(&manifest, WEB.replace("image: web:1", "image: web:2")).unwrap();
+        let applied = k.ok(&["apply", "--server-side", "--force-conflicts", "-f", manifest.to_str().unwrap()]);
+        assert!(applied.contains("deployment.apps/web serverside-applied"), "{applied}");
+        let image =
+            k.ok(&["get", "deploy", "web", "-n", "shop", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]);
+        assert_eq!(image, "web:2");
+
+        let scaled = editor(&dir, "scale.sh", "replicas: 1", "replicas: 3");
+        let (ok, out, err) = k.run_with(&["edit", "deploy", "web", "-n", "shop"], &[("EDITOR", &scaled)]);
+        assert!(ok && out.contains("deployment.apps/web edited"), "{out}{err}");
+        let misspelt = editor(&dir, "misspell.sh", "replicas: 3", "replica: 1");
+        let (ok, out, err) = k.run_with(&["edit", "deploy", "web", "-n", "shop"], &[("EDITOR", &misspelt)]);
+        assert!(!ok && err.contains("invalid"), "{out}{err}");
+        let replicas = k.ok(&["get", "deploy", "web", "-n", "shop", "-o", "jsonpath={.spec.replicas}"]);
+        assert_eq!(replicas, "3", "the refused edit changed nothing");
     })
     .await
     .unwrap();
