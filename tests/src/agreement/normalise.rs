@@ -17,9 +17,25 @@ fn generated_prefix(metadata: &Value) -> Option<String> {
     metadata.get("generateName").and_then(Value::as_str).map(str::to_owned)
 }
 
+/// The cells of a Table's date columns (an age, `12s`, which moves with the clock).
+fn hide_ages(table: &mut Map<String, Value>) {
+    let Some(Value::Array(columns)) = table.get("columnDefinitions") else { return };
+    let dates: Vec<usize> =
+        columns.iter().enumerate().filter(|(_, c)| c["type"] == "date" || c["name"] == "Age").map(|(i, _)| i).collect();
+    let Some(Value::Array(rows)) = table.get_mut("rows") else { return };
+    for cells in rows.iter_mut().filter_map(|row| row.get_mut("cells")).filter_map(Value::as_array_mut) {
+        for &i in &dates {
+            if let Some(cell) = cells.get_mut(i) {
+                *cell = Value::String("<age>".into());
+            }
+        }
+    }
+}
+
 fn walk(value: &mut Value, path: &mut Vec<String>, generated: Option<&str>) {
     match value {
         Value::Object(map) => {
+            hide_ages(map);
             // Each object of a list has its own generated name.
             let own = map.get("metadata").and_then(generated_prefix);
             let generated = own.as_deref().or(generated);
@@ -149,5 +165,15 @@ mod tests {
         let list = normalise(&list);
         assert_eq!(list["items"][0]["metadata"]["name"], "gen-<generated>", "a list item's own generated name");
         assert_eq!(list["items"][1]["metadata"]["name"], "plain");
+    }
+
+    #[test]
+    fn a_tables_ages_become_placeholders() {
+        let table = json!({
+            "kind": "Table",
+            "columnDefinitions": [{"name": "Name", "type": "string"}, {"name": "Age", "type": "date"}],
+            "rows": [{"cells": ["web", "12s"]}]
+        });
+        assert_eq!(normalise(&table)["rows"][0]["cells"], json!(["web", "<age>"]));
     }
 }

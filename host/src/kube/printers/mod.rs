@@ -39,21 +39,24 @@ const fn col(name: &'static str, kind: &'static str, priority: u8, description: 
 }
 
 /// The object's name column.
-pub(crate) const NAME: Column = Column {
-    name: "Name",
-    kind: "string",
-    format: "name",
-    priority: 0,
-    description: "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
-};
+pub(crate) const NAME: Column =
+    Column { name: "Name", kind: "string", format: "name", priority: 0, description: NAME_DOC };
+
+/// ObjectMeta's documentation of `name`, which kube-apiserver's Tables quote.
+const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although \
+    some resources may allow a client to request the generation of an appropriate name automatically. Name is \
+    primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: \
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+
+/// ObjectMeta's documentation of `creationTimestamp`, which kube-apiserver's Tables quote.
+const CREATED_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was \
+    created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not \
+    set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null \
+    for lists. More info: \
+    https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// The age column most printers end with.
-pub(crate) const AGE: Column = col(
-    "Age",
-    "string",
-    0,
-    "CreationTimestamp is a timestamp representing the server time when this object was created.",
-);
+pub(crate) const AGE: Column = col("Age", "string", 0, CREATED_DOC);
 
 /// A printer: the columns of a kind and the cells of one object (`now` in Unix seconds).
 pub struct Printer {
@@ -70,15 +73,7 @@ pub fn printer(group: &str, kind: &str) -> Printer {
 
 /// The default table convertor's: `Name` and `Created At` (the RFC 3339 time).
 const DEFAULT: Printer = Printer {
-    columns: &[
-        NAME,
-        col(
-            "Created At",
-            "date",
-            0,
-            "CreationTimestamp is a timestamp representing the server time when this object was created.",
-        ),
-    ],
+    columns: &[NAME, col("Created At", "date", 0, CREATED_DOC)],
     cells: |object, _| vec![json!(name(object)), json!(text(object, "/metadata/creationTimestamp"))],
 };
 

@@ -80,9 +80,15 @@ fn data_count(object: &Value) -> usize {
 }
 
 const CONFIG_MAP: Printer = Printer {
-    columns: &[NAME, col("Data", "integer", 0, "The number of keys in the ConfigMap."), AGE],
+    columns: &[NAME, col("Data", "string", 0, CONFIG_MAP_DATA_DOC), AGE],
     cells: |c, now| vec![json!(super::name(c)), json!(data_count(c)), age(c, now)],
 };
+
+/// ConfigMap's documentation of `data`, which kube-apiserver's Table quotes.
+const CONFIG_MAP_DATA_DOC: &str = "Data contains the configuration data. Each key must consist of alphanumeric \
+    characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys \
+    stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation \
+    process.";
 
 const SECRET: Printer = Printer {
     columns: &[
