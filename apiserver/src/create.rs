@@ -121,6 +121,8 @@ pub fn create(
     if let Some(manager) = &opts.field_manager {
         managed_fields::record_update(def, None, &mut obj, manager, None, &ctx.timestamp());
     }
+    // Admission comes after the request's fields are owned: what it adds is no manager's.
+    defaults::admit_create(def, &mut obj, ctx);
     Ok(Write::Put(obj))
 }
 

@@ -5,8 +5,11 @@
 //! their spec's and containers' defaults ([`pods`]); Services their type, ports and a
 //! cluster IP ([`service`]); workloads their replicas, strategies and limits
 //! ([`workloads`]). A field the object sets is kept (but the Namespace's name label, which
-//! the API server always sets). [`initial_status`] is the status a create starts with.
+//! the API server always sets). [`initial_status`] is the status a create starts with;
+//! [`admit_create`] adds what admission plugins and create strategies add to a created Pod
+//! or Job once it has a uid ([`admission`]).
 
+mod admission;
 mod pods;
 mod service;
 mod workloads;
@@ -14,6 +17,8 @@ mod workloads;
 use serde_json::{Map, Value, json};
 
 use crate::resource::ResourceDef;
+
+pub use admission::admit_create;
 
 /// Sets `key` to `value` unless it is there (and not null); returns nothing.
 fn or_insert(map: &mut Map<String, Value>, key: &str, value: Value) {

@@ -12,6 +12,9 @@ pub fn normalise(body: &Value) -> Value {
     body
 }
 
+/// The name of a Pod's service account token volume, before its random suffix.
+const TOKEN_VOLUME: &str = "kube-api-access-";
+
 /// The prefix of the name of an object whose name was generated, from its metadata.
 fn generated_prefix(metadata: &Value) -> Option<String> {
     metadata.get("generateName").and_then(Value::as_str).map(str::to_owned)
@@ -58,6 +61,10 @@ fn walk(value: &mut Value, path: &mut Vec<String>, generated: Option<&str>) {
                 *text = "<uid>".into();
             } else if is_time(text) {
                 *text = "<time>".into();
+            } else if let Some(suffix) = text.strip_prefix(TOKEN_VOLUME)
+                && suffix.len() == 5
+            {
+                *text = format!("{TOKEN_VOLUME}<generated>");
             } else if path.last().is_some_and(|k| k == "message") {
                 *text = numbers_hidden(text);
             }
