@@ -36,6 +36,7 @@ async fn an_access_review_answers_by_the_requesters_rbac_and_is_not_stored() {
     assert_eq!((status, &review["status"]["allowed"]), (StatusCode::CREATED, &json!(true)), "{review}");
     let (_, review) = send_with(&app, "POST", SSAR, &AS_READER, Some(can_i("delete", "configmaps", "shop"))).await;
     assert_eq!(review["status"]["allowed"], false, "{review}");
+    assert!(review["status"].get("reason").is_none(), "a denial gives no reason, as RBAC's: {review}");
     let (_, review) = send_with(&app, "POST", SSAR, &AS_READER, Some(can_i("list", "configmaps", "elsewhere"))).await;
     assert_eq!(review["status"]["allowed"], false, "a Role binds in its namespace only: {review}");
     let (_, review) = send(&app, "POST", SSAR, "application/json", Some(can_i("delete", "nodes", ""))).await;
