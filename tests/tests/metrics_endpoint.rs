@@ -1,7 +1,7 @@
 //! `wink run --listen`: `/readyz` turns ready once the caches synced, `/healthz` answers, and
 //! `/metrics` parses as Prometheus text (with a Prometheus parser, not string matching) and
 //! counts the plugins' calls, their delivery lag, their requests to the cluster by verb and
-//! outcome, and the informer's objects.
+//! outcome (and their durations by verb, resource and outcome), and the informer's objects.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -124,4 +124,23 @@ async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
             && s.labels.get("verb") == Some("record_event")
     });
     assert!(events.is_some(), "the reloader's Event is counted");
+    // Each request is timed, by verb, resource and outcome.
+    let timed = scrape
+        .samples
+        .iter()
+        .find(|s| {
+            s.metric == "wink_plugin_request_duration_seconds"
+                && s.labels.get("plugin") == Some("reloader")
+                && s.labels.get("verb") == Some("patch")
+                && s.labels.get("resource") == Some("deployments.apps")
+                && s.labels.get("outcome") == Some("ok")
+        })
+        .expect("the reloader's patch is timed");
+    match &timed.value {
+        prometheus_parse::Value::Histogram(buckets) => {
+            let timed = buckets.iter().map(|b| b.count).fold(0.0, f64::max);
+            assert!(timed >= 1.0, "{buckets:?}");
+        }
+        other => panic!("a histogram: {other:?}"),
+    }
 }

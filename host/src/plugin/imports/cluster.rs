@@ -109,10 +109,24 @@ impl ClusterLink {
         self
     }
 
-    /// Counts one request's outcome.
-    fn count(&self, verb: &str, error: Option<&RequestError>) {
+    /// Counts one request's outcome, and how long it took from `started`.
+    fn count(&self, verb: &str, resource: &str, error: Option<&RequestError>, started: Instant) {
         if let Some(metrics) = &self.metrics {
-            metrics.request(verb, error.map_or("ok", RequestError::label));
+            let outcome = error.map_or("ok", RequestError::label);
+            metrics.request(verb, outcome);
+            metrics.request_duration(verb, resource, outcome, started.elapsed());
+        }
+    }
+
+    /// The resource a request of `kind` in `api_version` addresses, as kubectl names it
+    /// (`deployments.apps`): its resource name once the cluster has resolved the kind, its
+    /// lowercase kind before.
+    fn resource_of(&self, api_version: &str, kind: &str) -> String {
+        let key = (api_version.to_owned(), kind.to_owned());
+        let plural = self.resolved.lock().peek(&key).map_or_else(|| kind.to_lowercase(), |info| info.plural.clone());
+        match api_version.rsplit_once('/') {
+            Some((group, _)) => format!("{plural}.{group}"),
+            None => plural,
         }
     }
 
@@ -237,11 +251,12 @@ impl ClusterAccess {
         let started = Instant::now();
         let client = link.client.clone();
         let verb = request.verb.rbac();
+        let (api_version, kind) = (request.api_version.clone(), request.kind.clone());
         let result = self.admit(&link, request, started).and_then(|request| {
             send(&link, started, move |identity| async move { client.execute(request, identity.as_ref()).await })
         });
         self.waited += started.elapsed();
-        link.count(verb, result.as_ref().err());
+        link.count(verb, &link.resource_of(&api_version, &kind), result.as_ref().err(), started);
         result
     }
 
@@ -267,7 +282,7 @@ impl ClusterAccess {
                 send(&link, started, move |identity| async move { recorder.record(spec, identity.as_ref()).await })
             });
         self.waited += started.elapsed();
-        link.count("record_event", result.as_ref().err());
+        link.count("record_event", "events.events.k8s.io", result.as_ref().err(), started);
         result
     }
 

@@ -1,6 +1,8 @@
 //! Per-plugin metrics: calls, handler errors, traps by kind, restarts, quarantine, dropped,
 //! skipped and coalesced events, call latency, delivery lag (from an event's arrival in the
-//! plugin's queue to its handler's return), and requests to the cluster by verb and outcome.
+//! plugin's queue to its handler's return), and requests to the cluster by verb and outcome,
+//! with their durations by verb, resource and outcome (client-go's
+//! `rest_client_request_duration_seconds`, per plugin).
 //!
 //! All plugins share one set of metric families labelled `plugin="<name>"` (so that the
 //! Prometheus text output has each family once); a [`PluginMetrics`] is one plugin's handles
@@ -46,7 +48,49 @@ struct RequestLabel {
     outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestDurationLabel {
+    plugin: String,
+    verb: &'static str,
+    /// The resource as kubectl names it: `deployments.apps`, `configmaps`.
+    resource: String,
+    outcome: &'static str,
+}
+
 type HistogramFamily = Family<PluginLabel, LatencyHistogram, fn() -> LatencyHistogram>;
+
+type RequestDurationFamily = Family<RequestDurationLabel, LatencyHistogram, fn() -> LatencyHistogram>;
+
+/// The request durations of every plugin, and the series each plugin has (the resources a
+/// plugin asks for are known only as it asks), so that an unloaded plugin's go too.
+#[derive(Clone, Debug)]
+struct RequestDurations {
+    family: RequestDurationFamily,
+    series: Arc<parking_lot::Mutex<std::collections::HashSet<RequestDurationLabel>>>,
+}
+
+impl RequestDurations {
+    fn new() -> Self {
+        Self { family: Family::new_with_constructor(LatencyHistogram::default), series: Arc::default() }
+    }
+
+    fn observe(&self, label: RequestDurationLabel, duration: Duration) {
+        if self.family.get(&label).is_none() {
+            self.series.lock().insert(label.clone());
+        }
+        self.family.get_or_create(&label).observe(duration);
+    }
+
+    fn remove(&self, plugin: &str) {
+        self.series.lock().retain(|label| {
+            let keep = label.plugin != plugin;
+            if !keep {
+                self.family.remove(label);
+            }
+            keep
+        });
+    }
+}
 
 /// The metric families of every plugin of a host.
 #[derive(Clone, Debug)]
@@ -63,6 +107,7 @@ pub struct MetricsRegistry {
     delivery_lag: HistogramFamily,
     coalesced: Family<PluginLabel, Counter>,
     requests: Family<RequestLabel, Counter>,
+    request_durations: RequestDurations,
     timed: Arc<parking_lot::Mutex<HashMap<String, Arc<Timed>>>>,
 }
 
@@ -92,6 +137,7 @@ impl MetricsRegistry {
             delivery_lag: Family::new_with_constructor(LatencyHistogram::default),
             coalesced: Family::default(),
             requests: Family::default(),
+            request_durations: RequestDurations::new(),
             timed: Arc::default(),
         }
     }
@@ -131,6 +177,12 @@ impl MetricsRegistry {
             "Requests plugins made to the cluster, by verb and outcome (ok, or the error's kind)",
             self.requests.clone(),
         );
+        r.register(
+            "request_duration_seconds",
+            "Duration of plugins' requests to the cluster (checks, rate limiting and the answer), \
+             by verb, resource and outcome",
+            self.request_durations.family.clone(),
+        );
     }
 
     /// The handles of one plugin's metrics (created at zero on first use).
@@ -154,6 +206,7 @@ impl MetricsRegistry {
             delivery_lag: self.delivery_lag.get_or_create_owned(&label),
             coalesced: self.coalesced.get_or_create_owned(&label),
             requests: self.requests.clone(),
+            request_durations: self.request_durations.clone(),
             timed: self.timed.lock().entry(name.to_owned()).or_default().clone(),
         }
     }
@@ -173,6 +226,7 @@ impl MetricsRegistry {
                 self.requests.remove(&RequestLabel { plugin: name.to_owned(), verb, outcome });
             }
         }
+        self.request_durations.remove(name);
         self.timed.lock().remove(name);
         for kind in ["retry", "fatal"] {
             self.handler_errors.remove(&PluginKindLabel { plugin: name.to_owned(), kind });
@@ -200,6 +254,7 @@ pub struct PluginMetrics {
     delivery_lag: LatencyHistogram,
     coalesced: Counter,
     requests: Family<RequestLabel, Counter>,
+    request_durations: RequestDurations,
     timed: Arc<Timed>,
 }
 
@@ -296,6 +351,15 @@ impl PluginMetrics {
         let verb = REQUEST_VERBS.iter().find(|v| **v == verb).copied().unwrap_or("other");
         let outcome = REQUEST_OUTCOMES.iter().find(|o| **o == outcome).copied().unwrap_or("unavailable");
         self.requests.get_or_create(&RequestLabel { plugin: self.name.to_string(), verb, outcome }).inc();
+    }
+
+    /// Records how long a request of `verb` to `resource` took, and its outcome.
+    pub fn request_duration(&self, verb: &str, resource: &str, outcome: &str, duration: Duration) {
+        let verb = REQUEST_VERBS.iter().find(|v| **v == verb).copied().unwrap_or("other");
+        let outcome = REQUEST_OUTCOMES.iter().find(|o| **o == outcome).copied().unwrap_or("unavailable");
+        let label =
+            RequestDurationLabel { plugin: self.name.to_string(), verb, resource: resource.to_owned(), outcome };
+        self.request_durations.observe(label, duration);
     }
 
     /// Requests of this verb and outcome so far.
@@ -431,5 +495,31 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(!text.contains(r#"plugin="a""#), "{text}");
+    }
+
+    /// Requests are timed by verb, resource and outcome, and an unloaded plugin's series go
+    /// with it, whatever resources it asked for.
+    #[test]
+    fn request_durations_by_resource_and_outcome() {
+        let metrics = MetricsRegistry::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let a = metrics.plugin("a");
+        a.request_duration("patch", "deployments.apps", "ok", Duration::from_millis(2));
+        a.request_duration("get", "configmaps", "not_found", Duration::from_millis(1));
+        metrics.plugin("b").request_duration("create", "configmaps", "ok", Duration::from_millis(1));
+        let encode = || {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+            text
+        };
+        let text = encode();
+        let series = r#"wink_plugin_request_duration_seconds_count{plugin="a",verb="patch",resource="deployments.apps",outcome="ok"} 1"#;
+        assert!(text.contains(series), "{text}");
+        assert!(text.contains(r#"resource="configmaps",outcome="not_found"} 1"#), "{text}");
+        metrics.remove("a");
+        let text = encode();
+        assert!(!text.contains(r#"plugin="a""#), "{text}");
+        assert!(text.contains(r#"wink_plugin_request_duration_seconds_count{plugin="b""#), "{text}");
     }
 }
