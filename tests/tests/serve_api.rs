@@ -107,6 +107,21 @@ async fn serve(cluster: &Path, plugins: &Path) -> (Running, Kubectl) {
     (child, k)
 }
 
+/// A temporary folder whose cluster holds the Namespace `shop` and `files` (name, text),
+/// served with no plugins: the folder, the process and a kubectl of it.
+async fn serve_shop(files: &[(&str, &str)]) -> (tempfile::TempDir, Running, Kubectl) {
+    let work = tempfile::tempdir().unwrap();
+    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(&cluster).unwrap();
+    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    for (name, text) in files {
+        write_atomic(&cluster.join(name), text);
+    }
+    let (child, k) = serve(&cluster, &plugins).await;
+    (work, child, k)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
     let work = tempfile::tempdir().unwrap();
@@ -177,12 +192,7 @@ async fn kubectl_reads_and_writes_the_embedded_cluster_and_plugins_react() {
 /// and when kubectl did send the request, it must say the change was only a dry run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_server_dry_runs_store_nothing() {
-    let work = tempfile::tempdir().unwrap();
-    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir(&cluster).unwrap();
-    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    let (child, k) = serve(&cluster, &plugins).await;
+    let (work, child, k) = serve_shop(&[]).await;
     let manifest = work.path().join("settings.yaml");
     tokio::task::spawn_blocking(move || {
         let currency = |k: &Kubectl| {
@@ -223,12 +233,7 @@ fn owned_replica_set(name: &str, owner: &str, owner_uid: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_scales_deletes_cascade_and_namespaces_have_a_lifecycle() {
-    let work = tempfile::tempdir().unwrap();
-    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir(&cluster).unwrap();
-    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    let (child, k) = serve(&cluster, &plugins).await;
+    let (work, child, k) = serve_shop(&[]).await;
     let manifests = work.path().to_owned();
     tokio::task::spawn_blocking(move || {
         let namespaces = k.ok(&["get", "namespaces", "-o", "name"]);
@@ -307,14 +312,7 @@ spec: {size: 7, colour: blue}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_prints_the_columns_of_built_in_kinds_and_custom_resources() {
-    let work = tempfile::tempdir().unwrap();
-    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir(&cluster).unwrap();
-    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    write_atomic(&cluster.join("web.yaml"), WEB);
-    write_atomic(&cluster.join("widgets.yaml"), WIDGETS);
-    let (child, k) = serve(&cluster, &plugins).await;
+    let (_work, child, k) = serve_shop(&[("web.yaml", WEB), ("widgets.yaml", WIDGETS)]).await;
     tokio::task::spawn_blocking(move || {
         let header = |args: &[&str]| {
             let out = k.ok(args);
@@ -348,13 +346,7 @@ const GADGETS_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomReso
 /// `kubectl explain` describes built-in and custom fields.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_validates_and_explains_against_the_served_openapi() {
-    let work = tempfile::tempdir().unwrap();
-    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir(&cluster).unwrap();
-    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    write_atomic(&cluster.join("widgets.yaml"), WIDGETS_CRD);
-    let (child, k) = serve(&cluster, &plugins).await;
+    let (work, child, k) = serve_shop(&[("widgets.yaml", WIDGETS_CRD)]).await;
     let manifest = work.path().join("manifest.yaml");
     tokio::task::spawn_blocking(move || {
         let apply = |text: &str| {
@@ -406,12 +398,7 @@ fn editor(dir: &Path, name: &str, from: &str, to: &str) -> std::path::PathBuf {
 /// an edit that misspells a field is refused by kubectl and changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_kustomizes_applies_server_side_and_edits_with_validation_on() {
-    let work = tempfile::tempdir().unwrap();
-    let (cluster, plugins) = (work.path().join("cluster"), work.path().join("plugins"));
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir(&cluster).unwrap();
-    write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    let (child, k) = serve(&cluster, &plugins).await;
+    let (work, child, k) = serve_shop(&[]).await;
     let dir = work.path().to_owned();
     tokio::task::spawn_blocking(move || {
         let kustomized = dir.join("kustomized");

@@ -7,6 +7,8 @@
 //! - [`fields`]: the fields a LIST or WATCH of a built-in kind can be selected by;
 //! - [`selector`]: label selectors in their string form (`app=web, tier in (a,b)`);
 //! - [`deletion`]: what a DELETE that removes an object answers, by kind;
+//! - [`events`]: the two forms of an Event (`v1`, `events.k8s.io/v1`) and the conversion
+//!   between them;
 //! - [`names`]: the short names and categories of the built-in resources;
 //! - [`printers`]: the columns and cells of server-side printing (`Table` answers);
 //! - [`scale`]: the kinds with a `scale` subresource and the Scale they are seen as;
