@@ -119,3 +119,26 @@ fn private_link(executable: &Path, target_dir: &Path) -> PathBuf {
     std::fs::rename(&tmp, &path).expect("moving the wink binary in place");
     path
 }
+
+/// `wink run --serve-api` on a free loopback port over the folder `cluster`, with the plugins
+/// under `plugins`: the running process and the endpoint's URL (`http://127.0.0.1:PORT`),
+/// once it listens.
+pub async fn serve_api(cluster: &Path, plugins: &Path) -> (crate::process::Running, String) {
+    let child = crate::process::Running::spawn(
+        Command::new(wink_binary())
+            .args(["run", "--no-cache", "--serve-api", "127.0.0.1:0", "--plugins"])
+            .arg(plugins)
+            .arg("--source")
+            .arg(format!("dir:{}", cluster.display()))
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR"),
+    );
+    let addr = child
+        .stderr
+        .clone()
+        .wait_for("the API endpoint's address", |l| {
+            l.contains("over the Kubernetes API").then(|| crate::process::field(l, "addr").unwrap().to_owned())
+        })
+        .await;
+    (child, format!("http://{addr}"))
+}

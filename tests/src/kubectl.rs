@@ -1,7 +1,8 @@
 //! The real `kubectl` for end-to-end tests: `WINK_KUBECTL` (set by `cargo xtask test`, which
 //! installs Debian's package), else the one `cargo xtask test` installed into
 //! `.wink/toolchains`, else `kubectl` on the `PATH`. And a current kubectl
-//! ([`kubectl_current`]), of the release the tests' control plane is built from.
+//! ([`kubectl_current`]), of the release the tests' control plane is built from; and
+//! [`Kubectl`], one of them pointed at a server without a kubeconfig (`wink run --serve-api`).
 
 use std::path::{Path, PathBuf};
 
@@ -54,4 +55,51 @@ pub fn kubectl_ok(kubeconfig: &Path, args: &[&str]) -> String {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "kubectl {args:?} failed:\nstdout: {stdout}\nstderr: {stderr}");
     stdout.into_owned()
+}
+
+/// A kubectl binary pointed at `server` (no kubeconfig: plain HTTP, no credentials).
+pub struct Kubectl {
+    /// The kubectl to run.
+    pub binary: PathBuf,
+    /// The API server's URL (`http://127.0.0.1:PORT`).
+    pub server: String,
+}
+
+impl Kubectl {
+    /// Runs kubectl with `args`; returns (success, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (bool, String, String) {
+        self.run_with(args, &[])
+    }
+
+    /// Runs kubectl with `args` and the environment variables `env`.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, String) {
+        let out = std::process::Command::new(&self.binary)
+            .arg("--server")
+            .arg(&self.server)
+            .args(["--request-timeout", "20s"])
+            .args(args)
+            .env("KUBECONFIG", "/dev/null")
+            .envs(env.iter().copied())
+            .output()
+            .expect("running kubectl");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Runs kubectl and fails the test unless it succeeds; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "kubectl {args:?} failed: {err}\n{out}");
+        out
+    }
+
+    /// Runs kubectl with `-o json` and fails the test unless it succeeds; returns the JSON.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json")
+    }
 }

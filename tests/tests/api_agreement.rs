@@ -7,17 +7,15 @@
 //! `WINK_AGREEMENT_DUMP=<file>` every step's two normalised answers are written to `<file>`,
 //! one JSON line each.
 
-use std::process::Command;
-
 use anyhow::{Result, ensure};
 use serde_json::json;
 use wink_tests::agreement::compare::{differences, load_reasons};
 use wink_tests::agreement::corpus::load;
 use wink_tests::agreement::report::{Outcome, agreement, markdown};
 use wink_tests::agreement::run::{Server, exchange, fixtures};
-use wink_tests::binary::wink_binary;
+use wink_tests::binary::serve_api;
 use wink_tests::control_plane::{ControlPlane, releases};
-use wink_tests::process::{Running, field};
+use wink_tests::process::Running;
 use wink_tests::repo_root;
 
 /// `wink run --serve-api` over an empty folder, and a client of it.
@@ -25,23 +23,8 @@ async fn embedded_cluster(work: &std::path::Path) -> Result<(Running, kube::Clie
     let (cluster, plugins) = (work.join("cluster"), work.join("plugins"));
     std::fs::create_dir_all(&cluster)?;
     std::fs::create_dir_all(&plugins)?;
-    let child = Running::spawn(
-        Command::new(wink_binary())
-            .args(["run", "--no-cache", "--serve-api", "127.0.0.1:0", "--plugins"])
-            .arg(&plugins)
-            .arg("--source")
-            .arg(format!("dir:{}", cluster.display()))
-            .env("RUST_LOG", "info")
-            .env_remove("NO_COLOR"),
-    );
-    let addr = child
-        .stderr
-        .clone()
-        .wait_for("the API endpoint's address", |l| {
-            l.contains("over the Kubernetes API").then(|| field(l, "addr").unwrap().to_owned())
-        })
-        .await;
-    let config = kube::Config::new(format!("http://{addr}").parse()?);
+    let (child, server) = serve_api(&cluster, &plugins).await;
+    let config = kube::Config::new(server.parse()?);
     Ok((child, kube::Client::try_from(config)?))
 }
 

@@ -14,8 +14,7 @@
 use std::process::Command;
 
 use serde_json::Value;
-use wink_tests::binary::wink_binary;
-use wink_tests::process::{Running, field};
+use wink_tests::binary::serve_api;
 use wink_tests::write_atomic;
 
 /// What the client does; prints one JSON document of what it saw.
@@ -68,24 +67,9 @@ async fn the_official_python_client_reads_writes_and_deletes_collections() {
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::create_dir(&cluster).unwrap();
     write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    let child = Running::spawn(
-        Command::new(wink_binary())
-            .args(["run", "--no-cache", "--serve-api", "127.0.0.1:0", "--plugins"])
-            .arg(&plugins)
-            .arg("--source")
-            .arg(format!("dir:{}", cluster.display()))
-            .env("RUST_LOG", "info")
-            .env_remove("NO_COLOR"),
-    );
-    let addr = child
-        .stderr
-        .clone()
-        .wait_for("the API endpoint's address", |l| {
-            l.contains("over the Kubernetes API").then(|| field(l, "addr").unwrap().to_owned())
-        })
-        .await;
+    let (child, server) = serve_api(&cluster, &plugins).await;
     let output = tokio::task::spawn_blocking(move || {
-        Command::new(python).args(["-c", SCRIPT, &format!("http://{addr}")]).output().expect("running python")
+        Command::new(python).args(["-c", SCRIPT, &server]).output().expect("running python")
     })
     .await
     .unwrap();

@@ -18,56 +18,13 @@
 //! validation on, for built-in kinds and custom resources alike.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
-use wink_tests::binary::wink_binary;
-use wink_tests::kubectl::kubectl;
-use wink_tests::process::{Running, field};
+use wink_tests::binary::serve_api;
+use wink_tests::kubectl::{Kubectl, kubectl};
+use wink_tests::process::Running;
 use wink_tests::wait::{TIMEOUT, eventually_blocking};
 use wink_tests::{install_plugin, write_atomic};
-
-struct Kubectl {
-    server: String,
-}
-
-impl Kubectl {
-    /// Runs kubectl with `args`; returns (success, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        self.run_with(args, &[])
-    }
-
-    /// Runs kubectl with `args` and the environment variables `env`.
-    fn run_with(&self, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, String) {
-        let out = Command::new(kubectl().expect("kubectl"))
-            .arg("--server")
-            .arg(&self.server)
-            .args(["--request-timeout", "20s"])
-            .args(args)
-            .env("KUBECONFIG", "/dev/null")
-            .envs(env.iter().copied())
-            .output()
-            .expect("running kubectl");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// Runs kubectl and fails the test unless it succeeds; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed: {err}\n{out}");
-        out
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json")
-    }
-}
 
 const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  labels: {app: web}\n  annotations: {reloader.wink.dev/configmaps: settings}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web:1}]}\n";
 
@@ -85,26 +42,10 @@ fn template_hash(k: &Kubectl) -> Option<String> {
 }
 
 /// `wink run --serve-api` over the folder `cluster` with the plugins under `plugins`, and a
-/// kubectl of it.
+/// kubectl (Debian's) of it.
 async fn serve(cluster: &Path, plugins: &Path) -> (Running, Kubectl) {
-    let child = Running::spawn(
-        Command::new(wink_binary())
-            .args(["run", "--no-cache", "--serve-api", "127.0.0.1:0", "--plugins"])
-            .arg(plugins)
-            .arg("--source")
-            .arg(format!("dir:{}", cluster.display()))
-            .env("RUST_LOG", "info")
-            .env_remove("NO_COLOR"),
-    );
-    let addr = child
-        .stderr
-        .clone()
-        .wait_for("the API endpoint's address", |l| {
-            l.contains("over the Kubernetes API").then(|| field(l, "addr").unwrap().to_owned())
-        })
-        .await;
-    let k = Kubectl { server: format!("http://{addr}") };
-    (child, k)
+    let (child, server) = serve_api(cluster, plugins).await;
+    (child, Kubectl { binary: kubectl().expect("kubectl"), server })
 }
 
 /// A temporary folder whose cluster holds the Namespace `shop` and `files` (name, text),

@@ -11,50 +11,11 @@
 //! built-in kind or a custom resource is refused, and `explain` describes both.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use serde_json::Value;
-use wink_tests::binary::wink_binary;
-use wink_tests::kubectl::kubectl_current;
-use wink_tests::process::{Running, field};
+use wink_tests::binary::serve_api;
+use wink_tests::kubectl::{Kubectl, kubectl_current};
+use wink_tests::process::Running;
 use wink_tests::write_atomic;
-
-struct Kubectl {
-    binary: PathBuf,
-    server: String,
-}
-
-impl Kubectl {
-    /// Runs kubectl with `args`; returns (success, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new(&self.binary)
-            .arg("--server")
-            .arg(&self.server)
-            .args(["--request-timeout", "20s"])
-            .args(args)
-            .env("KUBECONFIG", "/dev/null")
-            .output()
-            .expect("running kubectl");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// Runs kubectl and fails the test unless it succeeds; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed: {err}\n{out}");
-        out
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json")
-    }
-}
 
 /// A current kubectl, or `None` after saying why the test is skipped.
 fn current() -> Option<PathBuf> {
@@ -73,23 +34,8 @@ async fn serve(work: &Path, binary: PathBuf) -> (Running, Kubectl) {
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::create_dir(&cluster).unwrap();
     write_atomic(&cluster.join("shop.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
-    let child = Running::spawn(
-        Command::new(wink_binary())
-            .args(["run", "--no-cache", "--serve-api", "127.0.0.1:0", "--plugins"])
-            .arg(&plugins)
-            .arg("--source")
-            .arg(format!("dir:{}", cluster.display()))
-            .env("RUST_LOG", "info")
-            .env_remove("NO_COLOR"),
-    );
-    let addr = child
-        .stderr
-        .clone()
-        .wait_for("the API endpoint's address", |l| {
-            l.contains("over the Kubernetes API").then(|| field(l, "addr").unwrap().to_owned())
-        })
-        .await;
-    (child, Kubectl { binary, server: format!("http://{addr}") })
+    let (child, server) = serve_api(&cluster, &plugins).await;
+    (child, Kubectl { binary, server })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
