@@ -5,9 +5,10 @@
 //! checked as `ValidateDeleteOptions` checks them. A body that cannot be read as options is
 //! refused, never ignored: ignoring it would delete what a dry run only asked about.
 
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use serde::Deserialize;
 
+use super::media::content_type;
 use super::options::{Refused, dry_run_errors, go_flag};
 use super::query::Query;
 use super::status::{OptionError, failure, invalid_options, unsupported_media_type};
@@ -75,8 +76,7 @@ fn from_query(query: &Query) -> Result<Body, Refused> {
 
 /// The options of a JSON body.
 fn from_body(headers: &HeaderMap, body: &[u8]) -> Result<Body, Refused> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let mime = content_type.split(';').next().unwrap_or_default().trim();
+    let mime = content_type(headers);
     // JSON, or no type at all (read as JSON, as the API server's default serializer does);
     // anything else (protobuf, CBOR) cannot be read here, and is refused rather than ignored.
     if !(mime.is_empty() || mime == "application/json") {

@@ -1,4 +1,4 @@
-use axum::http::{HeaderValue, StatusCode, Uri};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
 
 use super::*;
 

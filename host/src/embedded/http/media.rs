@@ -6,11 +6,18 @@
 use axum::http::{HeaderMap, header};
 
 /// A media type's `type/subtype` and its parameters (`name=value`), trimmed.
-pub(super) fn media_type(value: &str) -> (&str, impl Iterator<Item = (&str, &str)>) {
+fn media_type(value: &str) -> (&str, impl Iterator<Item = (&str, &str)>) {
     let mut parts = value.split(';');
     let mime = parts.next().unwrap_or_default().trim();
     let params = parts.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim()));
     (mime, params)
+}
+
+/// The `type/subtype` of a request's `Content-Type`, without its parameters; empty when it
+/// has none.
+pub(super) fn content_type(headers: &HeaderMap) -> &str {
+    let value = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    media_type(value).0
 }
 
 /// One media range of an `Accept` header.

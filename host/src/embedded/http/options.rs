@@ -9,6 +9,7 @@
 use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
 
+use super::media::content_type;
 use super::query::Query;
 use super::status::{OptionError, invalid_options, unsupported_media_type};
 use crate::cluster::PatchType;
@@ -130,8 +131,7 @@ pub(super) fn go_flag(query: &Query, name: &str) -> Option<bool> {
 /// for a type that is no patch. An apply carries its `fieldManager` (empty when the query
 /// has none: [`write_options`] refuses it) and `force`.
 pub(super) fn patch_type(headers: &HeaderMap, query: &Query) -> Result<PatchType, Refused> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    match content_type.split(';').next().unwrap_or_default().trim() {
+    match content_type(headers) {
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/strategic-merge-patch+json" => Ok(PatchType::StrategicMerge),
         "application/apply-patch+yaml" => Ok(PatchType::Apply {

@@ -6,11 +6,12 @@
 //! default), the whole object (`Object`) or nothing (`None`). A watch is answered as
 //! objects, which kubectl prints itself.
 
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::discovery::Served;
+use super::media::accepted;
 use super::query::Query;
 use super::status::{failure, json_response};
 use crate::cluster::RequestError;
@@ -41,14 +42,10 @@ impl TableRequest {
     /// The Table the request's `Accept` asks for, if it asks for one (the first media type
     /// that is a Table or plain JSON decides, as the API server negotiates).
     pub(super) fn of(headers: &HeaderMap, query: &Query) -> Result<Option<Self>, RequestError> {
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
         let mut version = None;
-        for media in accept.split(',') {
-            let mut parts = media.split(';').map(str::trim);
-            let kind = parts.next().unwrap_or_default();
-            let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
-            let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
-            if kind != "application/json" {
+        for range in accepted(headers) {
+            let param = |name: &str| range.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+            if range.mime() != "application/json" {
                 continue;
             }
             match (param("as"), param("g"), param("v")) {

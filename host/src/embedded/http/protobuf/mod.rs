@@ -15,10 +15,10 @@ mod descriptors;
 mod envelope;
 mod special;
 
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use serde_json::Value;
 
-use super::media::{accepted, media_type};
+use super::media::{accepted, content_type};
 use envelope::Unknown;
 
 /// The media type of protobuf bodies.
@@ -77,8 +77,7 @@ impl Error {
 
 /// Whether a request's `Content-Type` is protobuf.
 pub(super) fn is_protobuf(headers: &HeaderMap) -> bool {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    media_type(content_type).0.eq_ignore_ascii_case(MEDIA_TYPE)
+    content_type(headers).eq_ignore_ascii_case(MEDIA_TYPE)
 }
 
 /// Whether a request's `Accept` prefers protobuf: its first media range of the highest
