@@ -29,11 +29,15 @@ pub const CORE: &str = "v1";
 /// The other form's apiVersion.
 pub const EVENTS: &str = "events.k8s.io/v1";
 
-/// The fields both forms name alike, besides `metadata`.
-const SAME: &[&str] = &["eventTime", "series", "reportingInstance", "action", "reason", "related", "type"];
-
-/// (`events.k8s.io/v1` name, `v1` name) of the fields the forms name differently.
-const RENAMED: &[(&str, &str)] = &[
+/// (`events.k8s.io/v1` name, `v1` name) of every field besides `metadata`.
+const FIELDS: &[(&str, &str)] = &[
+    ("eventTime", "eventTime"),
+    ("series", "series"),
+    ("reportingInstance", "reportingInstance"),
+    ("action", "action"),
+    ("reason", "reason"),
+    ("related", "related"),
+    ("type", "type"),
     ("regarding", "involvedObject"),
     ("note", "message"),
     ("reportingController", "reportingComponent"),
@@ -42,33 +46,6 @@ const RENAMED: &[(&str, &str)] = &[
     ("deprecatedLastTimestamp", "lastTimestamp"),
     ("deprecatedCount", "count"),
 ];
-
-/// What Go writes for the fields of an `events.k8s.io/v1` Event without `omitempty` (or
-/// structs, which `omitempty` never omits) when they are unset; the `v1` form's are
-/// [`wink_apiserver::defaults::core_event_zeros`], which a create of a `v1` Event gets too.
-const EVENTS_ALWAYS: &[(&str, Zero)] = &[
-    ("eventTime", Zero::Null),
-    ("regarding", Zero::Object),
-    ("deprecatedSource", Zero::Object),
-    ("deprecatedFirstTimestamp", Zero::Null),
-    ("deprecatedLastTimestamp", Zero::Null),
-];
-
-/// A Go zero value as its JSON.
-#[derive(Clone, Copy)]
-enum Zero {
-    Null,
-    Object,
-}
-
-impl Zero {
-    fn value(self) -> Value {
-        match self {
-            Zero::Null => Value::Null,
-            Zero::Object => Value::Object(Map::new()),
-        }
-    }
-}
 
 /// Whether `value` is what Go's `omitempty` leaves out (or what a struct's zero writes).
 fn empty(value: &Value) -> bool {
@@ -81,65 +58,55 @@ fn empty(value: &Value) -> bool {
     }
 }
 
-/// Rebuilds an Event of one form in the other: `names` maps each field of `from` to its
-/// name in the result (fields not named are dropped, as a conversion drops what the other
-/// type has no field for), `always` adds the result's unset fields Go writes anyway.
-fn convert(mut from: Value, api_version: &str, names: &[(&str, &str)], always: &[(&str, Zero)]) -> Value {
-    let Some(object) = from.as_object_mut() else { return from };
-    let mut out = renamed(object, api_version, names);
-    for (field, zero) in always {
-        out.entry(*field).or_insert_with(|| zero.value());
-    }
-    Value::Object(out)
-}
-
-/// `object`'s metadata and the fields `names` names, renamed, as an Event of `api_version`.
-fn renamed(object: &mut Map<String, Value>, api_version: &str, names: &[(&str, &str)]) -> Map<String, Value> {
+/// Rebuilds an Event of one form as `api_version`'s: each field of [`FIELDS`] under its
+/// other name (`to_core`: from the first name to the second), fields the other type has no
+/// place for dropped, then `zeros` adds the unset fields Go writes anyway. A `series` keeps
+/// `count` and `lastObservedTime` (the `v1` type's deprecated `state` has no place in either
+/// form's current type).
+fn convert(mut event: Value, api_version: &str, to_core: bool, zeros: fn(&mut Map<String, Value>)) -> Value {
+    let Some(object) = event.as_object_mut() else { return event };
     let mut out = Map::new();
     out.insert("kind".into(), Value::String("Event".into()));
     out.insert("apiVersion".into(), Value::String(api_version.into()));
     out.insert("metadata".into(), object.remove("metadata").unwrap_or_else(|| Value::Object(Map::new())));
-    for (field, renamed) in names {
-        if let Some(value) = object.remove(*field).filter(|v| !empty(v)) {
-            out.insert((*renamed).to_owned(), series(value));
+    for (events, core) in FIELDS {
+        let (from, to) = if to_core { (events, core) } else { (core, events) };
+        if let Some(mut value) = object.remove(*from).filter(|v| !empty(v)) {
+            if *to == "series"
+                && let Some(series) = value.as_object_mut()
+            {
+                series.remove("state");
+            }
+            out.insert((*to).to_owned(), value);
         }
     }
-    out
+    zeros(&mut out);
+    Value::Object(out)
 }
 
-/// An Event's `series` keeps `count` and `lastObservedTime` (the `v1` type's deprecated
-/// `state` has no place in either form's current type); any other value is left as it is.
-fn series(value: Value) -> Value {
-    match value {
-        Value::Object(mut series) if series.contains_key("lastObservedTime") || series.contains_key("count") => {
-            series.remove("state");
-            Value::Object(series)
-        }
-        other => other,
+/// What Go writes for the fields of an `events.k8s.io/v1` Event without `omitempty` (or
+/// structs, which `omitempty` never omits) when they are unset; the `v1` form's are
+/// [`wink_apiserver::defaults::core_event_zeros`], which a create of a `v1` Event gets too.
+fn events_zeros(event: &mut Map<String, Value>) {
+    for (field, zero) in [
+        ("eventTime", Value::Null),
+        ("regarding", Value::Object(Map::new())),
+        ("deprecatedSource", Value::Object(Map::new())),
+        ("deprecatedFirstTimestamp", Value::Null),
+        ("deprecatedLastTimestamp", Value::Null),
+    ] {
+        event.entry(field).or_insert(zero);
     }
-}
-
-/// The field names from `events.k8s.io/v1` to `v1`.
-fn to_core_names() -> Vec<(&'static str, &'static str)> {
-    SAME.iter().map(|f| (*f, *f)).chain(RENAMED.iter().copied()).collect()
-}
-
-/// The field names from `v1` to `events.k8s.io/v1`.
-fn to_events_names() -> Vec<(&'static str, &'static str)> {
-    SAME.iter().map(|f| (*f, *f)).chain(RENAMED.iter().map(|(events, core)| (*core, *events))).collect()
 }
 
 /// An `events.k8s.io/v1` Event in its storage form, `v1`.
-pub fn to_core(mut event: Value) -> Value {
-    let Some(object) = event.as_object_mut() else { return event };
-    let mut core = renamed(object, CORE, &to_core_names());
-    wink_apiserver::defaults::core_event_zeros(&mut core);
-    Value::Object(core)
+pub fn to_core(event: Value) -> Value {
+    convert(event, CORE, true, wink_apiserver::defaults::core_event_zeros)
 }
 
 /// A `v1` Event in its `events.k8s.io/v1` form.
 pub fn to_events(event: Value) -> Value {
-    convert(event, EVENTS, &to_events_names(), EVENTS_ALWAYS)
+    convert(event, EVENTS, false, events_zeros)
 }
 
 /// Whether (`api_version`, `kind`) is the `events.k8s.io/v1` form of Events.
