@@ -55,7 +55,7 @@ impl EmbeddedCluster for ScenarioCluster {
 #[macro_export]
 macro_rules! foreach_language {
     ($mac:ident) => {
-        $mac!(rust, python, javascript, c);
+        $mac!(rust, python, javascript, c, go);
     };
 }
 

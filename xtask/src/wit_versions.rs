@@ -4,7 +4,7 @@
 //! and each SDK names the version it implements in one constant. These tests read each
 //! constant from its source file and compare it with the package in the folder that SDK is
 //! actually built from: the `path` of the Rust SDK's `generate!`, and [`sdk_contract`] for the
-//! C, JavaScript and Python SDKs. They also check that each folder's name is its package's
+//! C, JavaScript, Python and Go SDKs. They also check that each folder's name is its package's
 //! version, and that the host binds and names every folder's version.
 
 use std::collections::BTreeSet;
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use wit_parser::Resolve;
 
 use crate::component::{folder_version, version_dirs};
-use crate::guests::sdk_contract;
+use crate::guests::{Language, sdk_contract};
 
 /// An SDK's version constant, and the WIT folder the SDK is built from.
 struct Sdk {
@@ -41,19 +41,25 @@ fn sdks(repo: &Path) -> Vec<Sdk> {
             name: "C",
             source: "guest-sdk/c/wink.h",
             constant: "#define WINK_WIT_VERSION \"",
-            wit_dir: sdk_contract(repo),
+            wit_dir: sdk_contract(repo, Language::C),
         },
         Sdk {
             name: "JavaScript",
             source: "guest-sdk/javascript/wink.js",
             constant: "export const WIT_VERSION = \"",
-            wit_dir: sdk_contract(repo),
+            wit_dir: sdk_contract(repo, Language::JavaScript),
         },
         Sdk {
             name: "Python",
             source: "guest-sdk/python/wink/__init__.py",
             constant: "WIT_VERSION = \"",
-            wit_dir: sdk_contract(repo),
+            wit_dir: sdk_contract(repo, Language::Python),
+        },
+        Sdk {
+            name: "Go",
+            source: "guest-sdk/go/doc.go",
+            constant: "const WITVersion = \"",
+            wit_dir: sdk_contract(repo, Language::Go),
         },
     ]
 }

@@ -138,7 +138,7 @@ pub fn install(repo: &Path, toolchains: &Path, build: &Path) -> Result<Toolchain
             tools::tail(&version, 10)
         );
     }
-    generate_bindings(&super::sdk_contract(repo), &toolchain.bindings)?;
+    generate_bindings(&super::sdk_contract(repo, super::Language::C), &toolchain.bindings)?;
     Ok(toolchain)
 }
 

@@ -55,7 +55,7 @@ impl Toolchain {
                 .current_dir(work)
                 .arg(&self.cli)
                 .arg("--wit")
-                .arg(super::sdk_contract(repo))
+                .arg(super::sdk_contract(repo, super::Language::JavaScript))
                 .args(["--world", "handler-plugin", "--js"])
                 .arg(stage.join("app.js"))
                 .arg("--module-root")

@@ -1,14 +1,14 @@
-//! Plugins in Python, JavaScript and C: finding them, installing each language's toolchain on
-//! first use, building, and writing them where the Rust plugins go.
+//! Plugins in Python, JavaScript, C and Go: finding them, installing each language's toolchain
+//! on first use, building, and writing them where the Rust plugins go.
 //!
 //! A folder under `plugins/` holding a `plugin.yaml` and one of `app.py` (Python), `app.js`
-//! (JavaScript) or `*.c` files (C) is such a plugin; a folder with a `Cargo.toml` is a Rust
+//! (JavaScript), `*.c` files (C) or a `go.mod` (Go) is such a plugin; a folder with a `Cargo.toml` is a Rust
 //! plugin, built by cargo. Its output path is its path under `plugins/`, less a leading
 //! language folder: `plugins/python/image-policy` is written to `<out>/image-policy/`,
 //! `plugins/conformance/conformance-c` to `<out>/conformance/conformance-c/`.
 //!
 //! Toolchains are installed into `.wink/toolchains/` (see [`tools::toolchains_dir`]) with
-//! pinned versions: [`python`], [`javascript`], [`c`]. A toolchain that cannot be installed is
+//! pinned versions: [`python`], [`javascript`], [`c`]; Go plugins use the machine's Go ([`go`]). A toolchain that cannot be installed is
 //! reported with its cause; that language's plugins are reported as not built (and any output
 //! of an earlier build is removed, so nothing stale passes for them), and the other languages
 //! are still built.
@@ -18,6 +18,7 @@
 
 mod c;
 pub mod debian;
+mod go;
 mod javascript;
 pub mod python;
 pub mod tools;
@@ -33,11 +34,15 @@ use crate::component::Contract;
 use crate::package;
 use crate::report::{BuiltPlugin, Report, seconds};
 
-/// The WIT package the Python, JavaScript and C SDKs implement: `wink:plugin@0.2.0`, whose
-/// handlers receive objects as records. (0.3.0's lent `event-object` handles are implemented
-/// by the Rust SDK so far; the host serves both.)
-pub fn sdk_contract(repo: &Path) -> PathBuf {
-    repo.join("wit").join("v0.2.0")
+/// The WIT package a language's SDK implements: `wink:plugin@0.3.0` (objects lent as
+/// `event-object` handles) for Go, `wink:plugin@0.2.0` (objects copied as records) for the
+/// Python, JavaScript and C SDKs so far; the host serves both.
+pub fn sdk_contract(repo: &Path, language: Language) -> PathBuf {
+    let version = match language {
+        Language::Go => "v0.3.0",
+        Language::Python | Language::JavaScript | Language::C => "v0.2.0",
+    };
+    repo.join("wit").join(version)
 }
 
 /// Where a build reads and writes.
@@ -63,18 +68,21 @@ pub enum Language {
     JavaScript,
     /// clang + wasi-libc + wit-bindgen's C generator.
     C,
+    /// The machine's Go, for WASI preview 1, + the Go SDK's adapter.
+    Go,
 }
 
 impl Language {
     /// Every language, in build order (fastest toolchain first).
-    pub const ALL: [Language; 3] = [Language::C, Language::JavaScript, Language::Python];
+    pub const ALL: [Language; 4] = [Language::C, Language::Go, Language::JavaScript, Language::Python];
 
-    /// The language's name, as used for folders: `python`, `javascript`, `c`.
+    /// The language's name, as used for folders: `python`, `javascript`, `c`, `go`.
     pub fn name(self) -> &'static str {
         match self {
             Language::Python => "python",
             Language::JavaScript => "javascript",
             Language::C => "c",
+            Language::Go => "go",
         }
     }
 
@@ -85,6 +93,9 @@ impl Language {
         }
         if dir.join("app.js").is_file() {
             return Some(Language::JavaScript);
+        }
+        if dir.join("go.mod").is_file() {
+            return Some(Language::Go);
         }
         let has_c = fs::read_dir(dir).ok()?.flatten().any(|e| e.path().extension().is_some_and(|x| x == "c"));
         has_c.then_some(Language::C)
@@ -130,7 +141,7 @@ fn walk(plugins_dir: &Path, dir: &Path, found: &mut Vec<GuestPlugin>) -> Result<
         let language = Language::of_folder(dir).ok_or_else(|| {
             anyhow!(
                 "{} has a plugin.yaml but no Cargo.toml (Rust), app.py (Python), app.js \
-                 (JavaScript) or .c file (C)",
+                 (JavaScript), .c file (C) or go.mod (Go)",
                 dir.display()
             )
         })?;
@@ -161,6 +172,7 @@ enum Toolchain {
     Python(python::Toolchain),
     JavaScript(javascript::Toolchain),
     C(c::Toolchain),
+    Go(go::Toolchain),
 }
 
 impl Toolchain {
@@ -170,6 +182,7 @@ impl Toolchain {
             Language::Python => Toolchain::Python(python::install(&toolchains)?),
             Language::JavaScript => Toolchain::JavaScript(javascript::install(&toolchains)?),
             Language::C => Toolchain::C(c::install(context.repo, &toolchains, &context.build_dir.join("guests"))?),
+            Language::Go => Toolchain::Go(go::install(context.repo)?),
         })
     }
 
@@ -178,6 +191,7 @@ impl Toolchain {
             Toolchain::Python(t) => t.fingerprint(),
             Toolchain::JavaScript(t) => t.fingerprint(),
             Toolchain::C(t) => t.fingerprint(),
+            Toolchain::Go(t) => t.fingerprint(),
         }
     }
 
@@ -186,6 +200,7 @@ impl Toolchain {
             Toolchain::Python(t) => t.build(repo, plugin_dir, work),
             Toolchain::JavaScript(t) => t.build(repo, plugin_dir, work),
             Toolchain::C(t) => t.build(repo, plugin_dir, work),
+            Toolchain::Go(t) => t.build(repo, plugin_dir, work),
         }
     }
 }
@@ -199,7 +214,7 @@ fn work_root(context: &Context<'_>, language: Language) -> PathBuf {
 pub fn build_all(context: &Context<'_>, report: &mut Report) {
     match discover(context.plugins_dir) {
         Ok(plugins) => build(context, &plugins, report),
-        Err(e) => report.failed("finding the Python, JavaScript and C plugins", e),
+        Err(e) => report.failed("finding the Python, JavaScript, C and Go plugins", e),
     }
 }
 
@@ -303,6 +318,7 @@ mod tests {
         make("c/pod-quota", &["plugin.yaml", "pod_quota.c"]);
         make("conformance/conformance-c", &["plugin.yaml", "conformance.c"]);
         make("conformance/conformance-rust", &["plugin.yaml", "Cargo.toml"]);
+        make("go/secret-replicator", &["plugin.yaml", "go.mod", "main.go"]);
         make("label-auditor", &["plugin.yaml", "Cargo.toml"]);
         make("hostile/trap", &["Cargo.toml"]);
         make("target/release", &["plugin.yaml", "app.py"]);
@@ -317,6 +333,7 @@ mod tests {
             [
                 (Language::C, "pod-quota".to_owned()),
                 (Language::C, "conformance/conformance-c".to_owned()),
+                (Language::Go, "secret-replicator".to_owned()),
                 (Language::JavaScript, "requests".to_owned()),
                 (Language::Python, "image-policy".to_owned()),
             ]

@@ -47,7 +47,7 @@ impl Toolchain {
             Command::new(&self.componentize_py)
                 .current_dir(work)
                 .arg("-d")
-                .arg(super::sdk_contract(repo))
+                .arg(super::sdk_contract(repo, super::Language::Python))
                 .args(["-w", "handler-plugin", "componentize", "app", "-p"])
                 .arg(&plugin)
                 .arg("-p")

@@ -1,0 +1,3 @@
+module wink.dev/wink
+
+go 1.24
