@@ -16,8 +16,9 @@
 //
 // The sandbox: a plugin gets the clocks, randomness and the log; files, sockets, the
 // environment and exiting are refused (their calls fail with "not capable"). Standard output
-// and standard error go to the log. A handler must not block: a goroutine left waiting has
-// nothing to wake it, and sleeping traps (use [Action.RequeueAfter] instead).
+// and standard error go to the log. Goroutines run within a call; a sleep spins on the clock
+// and counts against the call's time limit (use [Action.RequeueAfter] instead). Garbage is
+// collected between calls (see gc.go).
 package wink
 
 // WITVersion is the version of the `wink:plugin` contract this SDK implements.

@@ -131,8 +131,9 @@ func returnError(discriminant uint8, message string) unsafe.Pointer {
 	return exportArea.ptr()
 }
 
-// returnOutcome writes a handler's result<action, handler-error>.
+// returnOutcome writes a handler's result<action, handler-error>, once the call is over.
 func returnOutcome(action Action, err error) unsafe.Pointer {
+	collectIfGrown()
 	exportArea = area{}
 	switch {
 	case err != nil && IsFatal(err):
@@ -181,6 +182,7 @@ func exportInit(config unsafe.Pointer, configLen uint32) unsafe.Pointer {
 		err = initWith(initializer, []byte(text))
 	}
 	unpin()
+	collectIfGrown()
 	if err != nil {
 		exportText = err.Error()
 		storeU8(exportArea.at(0), 1)

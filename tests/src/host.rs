@@ -132,6 +132,12 @@ impl TestHost {
         source.objects(api_version, kind).into_iter().find(|o| o.key() == key).map(|o| o.to_value().unwrap())
     }
 
+    /// A client of the embedded cluster, to write as a user would beside the plugins (hosts
+    /// over a folder only).
+    pub fn client(&self) -> EmbeddedClient {
+        EmbeddedClient::new(self.source.clone().expect("a host over a folder"))
+    }
+
     /// Every object of a kind the embedded cluster holds now (hosts over a folder only).
     pub fn objects(&self, api_version: &str, kind: &str) -> Vec<serde_json::Value> {
         let source = self.source.as_ref().expect("a host over a folder");

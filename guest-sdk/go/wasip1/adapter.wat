@@ -17,7 +17,6 @@
   ;; errno values
   (global $EBADF i32 (i32.const 8))
   (global $EINVAL i32 (i32.const 28))
-  (global $ENOTSUP i32 (i32.const 58))
   (global $ENOTCAPABLE i32 (i32.const 76))
 
   (func (export "clock_time_get") (param $id i32) (param $precision i64) (param $out i32) (result i32)
@@ -90,8 +89,29 @@
   (func (export "environ_get") (param i32 i32) (result i32) (i32.const 0))
 
   (func (export "sched_yield") (result i32) (i32.const 0))
-  ;; A Go plugin must not block: a goroutine that sleeps or waits leaves nothing to poll.
-  (func (export "poll_oneoff") (param i32 i32 i32 i32) (result i32) (global.get $ENOTSUP))
+  ;; Every subscription is answered at once: a clock's as if its time had come (Go's runtime
+  ;; looks at its timers again and polls anew while they are not due, so a sleep spins on the
+  ;; clock and counts against the call's CPU time; its own short sleeps, in loops that wait for
+  ;; threads a plugin does not have, pass at once), a descriptor's with EBADF.
+  ;; A subscription is 48 bytes (userdata @0, tag @8); an event 32 (userdata @0, error @8,
+  ;; type @10).
+  (func (export "poll_oneoff") (param $in i32) (param $out i32) (param $count i32) (param $events i32) (result i32)
+    (local $tag i32)
+    (i32.store (local.get $events) (local.get $count))
+    (block $done
+      (loop $next
+        (br_if $done (i32.eqz (local.get $count)))
+        (local.set $tag (i32.load8_u offset=8 (local.get $in)))
+        (i64.store (local.get $out) (i64.load (local.get $in)))
+        (i32.store16 offset=8 (local.get $out) (select (i32.const 0) (global.get $EBADF) (i32.eqz (local.get $tag))))
+        (i32.store8 offset=10 (local.get $out) (local.get $tag))
+        (i64.store offset=16 (local.get $out) (i64.const 0))
+        (i32.store16 offset=24 (local.get $out) (i32.const 0))
+        (local.set $in (i32.add (local.get $in) (i32.const 48)))
+        (local.set $out (i32.add (local.get $out) (i32.const 32)))
+        (local.set $count (i32.sub (local.get $count) (i32.const 1)))
+        (br $next)))
+    (i32.const 0))
   (func (export "proc_exit") (param i32) (unreachable))
 
   ;; No descriptors: no preopened directories, stdio flags unchangeable.
