@@ -18,7 +18,8 @@ environment. ``print`` goes to the host's log.
 
 - :class:`Plugin`: override ``init``, ``on_add``, ``on_update``, ``on_delete``; return
   :func:`requeue_after` from an event handler to be called again later.
-- :class:`Object`: an object's metadata (parsed by the host) and its JSON (``obj.body``).
+- :class:`Object`: an object's metadata (parsed by the host) and its JSON (``obj.body``);
+  a handler's objects are lent and read on demand, valid during the call only.
 - :mod:`wink.log`: ``log.info(...)`` and friends; :mod:`wink.cache`: scoped cache reads;
   :mod:`wink.cluster`: live reads, writes and Events, within the manifest's permissions.
 - :class:`Retry`, :class:`Fatal`: raise them to have the host retry the event or drop it.
@@ -27,11 +28,12 @@ environment. ``print`` goes to the host's log.
 from . import cache, cluster, log
 from .cluster import RequestError
 from .errors import CacheError, Fatal, Retry
-from .objects import Object, OwnerReference
+from .objects import ExpiredObject, Object, OwnerReference
 from .plugin import Plugin, Requeue, export, requeue_after
 
 __all__ = [
     "CacheError",
+    "ExpiredObject",
     "Fatal",
     "Object",
     "OwnerReference",
@@ -47,4 +49,7 @@ __all__ = [
 ]
 
 #: The version of the WIT package (``wink:plugin``) this SDK implements.
-WIT_VERSION = "0.2.0"
+WIT_VERSION = "0.3.0"
+
+#: The version of this SDK (semver; see CHANGELOG.md).
+__version__ = "0.2.0"

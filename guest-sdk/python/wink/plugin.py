@@ -72,9 +72,9 @@ _plugin_class: Optional[Type[Plugin]] = None
 _plugin: Optional[Plugin] = None
 
 
-def _call(event: str, handler: Callable[[], Optional[Requeue]]) -> Any:
+def _call(event: str, handler: Callable[[], Optional[Requeue]], *lent: Object) -> Any:
     """Runs an event handler and turns its outcome into the WIT result: an ``action``, or a
-    raised ``handler-error``."""
+    raised ``handler-error``. The ``lent`` objects expire when it returns."""
     if _plugin is None:
         raise Err(_types.HandlerError_Fatal(f"wink: {event} called before a successful init"))
     try:
@@ -89,6 +89,9 @@ def _call(event: str, handler: Callable[[], Optional[Requeue]]) -> Any:
     except Exception as e:  # a bug in the plugin: say where, then drop the event
         log.error(f"{event} raised {type(e).__name__}: {e}\nTraceback (most recent call last):\n{_where(e)}")
         raise Err(_types.HandlerError_Fatal(f"{type(e).__name__}: {e}")) from None
+    finally:
+        for obj in lent:
+            obj._expire()
     if isinstance(result, Requeue):
         return _types.Action_RequeueAfter(result.milliseconds)
     return _types.Action_AwaitChange()
@@ -109,14 +112,17 @@ class _Handler(exports.Handler):
             raise Err(str(e) or type(e).__name__) from None
         _plugin = plugin
 
-    def on_add(self, obj: _types.Object, initial_list: bool) -> Any:
-        return _call("on-add", lambda: _plugin.on_add(Object(obj), initial_list))
+    def on_add(self, obj: _types.EventObject, initial_list: bool) -> Any:
+        lent = Object.lent(obj)
+        return _call("on-add", lambda: _plugin.on_add(lent, initial_list), lent)
 
-    def on_update(self, old: _types.Object, new: _types.Object) -> Any:
-        return _call("on-update", lambda: _plugin.on_update(Object(old), Object(new)))
+    def on_update(self, old: _types.EventObject, new: _types.EventObject) -> Any:
+        lent_old, lent_new = Object.lent(old), Object.lent(new)
+        return _call("on-update", lambda: _plugin.on_update(lent_old, lent_new), lent_old, lent_new)
 
-    def on_delete(self, obj: _types.Object, final_state_unknown: bool) -> Any:
-        return _call("on-delete", lambda: _plugin.on_delete(Object(obj), final_state_unknown))
+    def on_delete(self, obj: _types.EventObject, final_state_unknown: bool) -> Any:
+        lent = Object.lent(obj)
+        return _call("on-delete", lambda: _plugin.on_delete(lent, final_state_unknown), lent)
 
 
 def export(plugin_class: Type[Plugin]) -> Type[exports.Handler]:
