@@ -112,3 +112,22 @@ pub fn find_python() -> Result<String> {
     }
     bail!("no python3 on PATH: install Python 3.9 or newer with pip and venv (Debian: python3-venv)")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SDK's objects (lent objects read once, on demand, and never after their call),
+    /// run by the machine's Python: `guest-sdk/python/tests/`.
+    #[test]
+    fn sdk_objects_pass_their_native_test() {
+        let python = find_python().expect("a python3 for the SDK's native tests");
+        let tests = crate::repo_root().join("guest-sdk/python/tests");
+        let output = Command::new(&python)
+            .args(["-m", "unittest", "discover", "-s"])
+            .arg(&tests)
+            .output()
+            .unwrap_or_else(|e| panic!("running {python}: {e}"));
+        assert!(output.status.success(), "{}", tools::tail(&output, 60));
+    }
+}
