@@ -1,11 +1,13 @@
 /*
  * wink.c — the glue between wink.h and the bindings wit-bindgen generates for
- * wit/v0.2.0/ (handler_plugin.h).
+ * wit/v0.3.0/ (handler_plugin.h).
  *
- * The generated exports hand us objects we own; each export copies what the plugin sees into
- * NUL-terminated strings in a per-call arena, frees the generated object, calls the plugin's
- * callback from `wink_plugin_handler`, turns its wink_result into the WIT result, and frees
- * the arena. Only memory and string functions of libc are used: nothing that needs WASI.
+ * The generated exports hand us borrowed `event-object` handles; each export wraps them in
+ * lent wink_objects, whose parts the accessors read from the host on first use into
+ * NUL-terminated strings in a per-call arena; it calls the plugin's callback from
+ * `wink_plugin_handler`, drops the borrowed handles, turns its wink_result into the WIT
+ * result, and frees the arena. Only memory and string functions of libc are used: nothing
+ * that needs WASI.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,17 +96,22 @@ static const wink_pair *copy_pairs(const handler_plugin_list_tuple2_string_strin
     return pairs;
 }
 
-void wink_convert(const wink_plugin_types_object_t *in, wink_object *out) {
-    const wink_plugin_types_object_meta_t *m = &in->meta;
-    out->api_version = wink_copy_str(&m->api_version);
-    out->kind = wink_copy_str(&m->kind);
-    out->namespace_ = m->namespace_.is_some ? wink_copy_str(&m->namespace_.val) : NULL;
-    out->name = wink_copy_str(&m->name);
-    out->key = out->namespace_ != NULL ? wink_sprintf("%s/%s", out->namespace_, out->name) : out->name;
-    out->uid = wink_copy_str(&m->uid);
-    out->resource_version = wink_copy_str(&m->resource_version);
-    out->has_generation = m->generation.is_some;
-    out->generation = m->generation.is_some ? m->generation.val : 0;
+/* The parts of an object, read from a lent object one by one. */
+enum {
+    PART_API_VERSION = 1 << 0,
+    PART_KIND = 1 << 1,
+    PART_NAMESPACE = 1 << 2,
+    PART_NAME = 1 << 3,
+    PART_KEY = 1 << 4,
+    PART_UID = 1 << 5,
+    PART_RESOURCE_VERSION = 1 << 6,
+    PART_GENERATION = 1 << 7,
+    PART_META = 1 << 8,
+    PART_JSON = 1 << 9,
+    PART_ALL = (1 << 10) - 1,
+};
+
+static void copy_meta(const wink_plugin_types_object_meta_t *m, wink_meta *out) {
     out->labels = copy_pairs(&m->labels);
     out->labels_len = m->labels.len;
     out->annotations = copy_pairs(&m->annotations);
@@ -122,8 +129,139 @@ void wink_convert(const wink_plugin_types_object_t *in, wink_object *out) {
     }
     out->owner_refs = refs;
     out->owner_refs_len = owners;
-    out->json = wink_copy_str(&in->json);
-    out->json_len = in->json.len;
+}
+
+void wink_convert(const wink_plugin_types_object_t *in, wink_object *out) {
+    const wink_plugin_types_object_meta_t *m = &in->meta;
+    memset(out, 0, sizeof *out);
+    out->_api_version = wink_copy_str(&m->api_version);
+    out->_kind = wink_copy_str(&m->kind);
+    out->_namespace = m->namespace_.is_some ? wink_copy_str(&m->namespace_.val) : NULL;
+    out->_name = wink_copy_str(&m->name);
+    out->_key = out->_namespace != NULL ? wink_sprintf("%s/%s", out->_namespace, out->_name) : out->_name;
+    out->_uid = wink_copy_str(&m->uid);
+    out->_resource_version = wink_copy_str(&m->resource_version);
+    out->_has_generation = m->generation.is_some;
+    out->_generation = m->generation.is_some ? m->generation.val : 0;
+    copy_meta(m, &out->_meta);
+    out->_json = wink_copy_str(&in->json);
+    out->_json_len = in->json.len;
+    out->_read = PART_ALL;
+}
+
+/* A lent object over a borrowed handle: nothing read yet. */
+static void lend(wink_plugin_types_borrow_event_object_t handle, wink_object *out) {
+    memset(out, 0, sizeof *out);
+    out->_handle = handle.__handle;
+    out->_lent = true;
+}
+
+/* Ends a loan: drops the borrowed handle (a lent object lives as long as its callback). */
+static void end_loan(wink_object *obj) {
+    if (obj->_lent) {
+        wink_plugin_types_borrow_event_object_t handle = {obj->_handle};
+        wink_plugin_types_event_object_drop_borrow(handle);
+        obj->_lent = false;
+    }
+}
+
+/* The lent object's handle, for reading a part not read yet. */
+static wink_plugin_types_borrow_event_object_t handle_of(const wink_object *obj) {
+    if (!obj->_lent) {
+        /* Only a lent object has parts left to read: this one's loan has ended. */
+        wink_log(WINK_ERROR, "wink: an object lent to a callback was read after the callback returned");
+        abort();
+    }
+    wink_plugin_types_borrow_event_object_t handle = {obj->_handle};
+    return handle;
+}
+
+/* Reads one string part of a lent object with `method`, once. */
+static const char *lent_string(const wink_object *obj, unsigned part, const char **slot,
+                               void (*method)(wink_plugin_types_borrow_event_object_t, handler_plugin_string_t *)) {
+    wink_object *o = (wink_object *)obj; /* the SDK's own memory: parts are kept as read */
+    if (!(o->_read & part)) {
+        handler_plugin_string_t s;
+        method(handle_of(o), &s);
+        *slot = wink_copy_str(&s);
+        handler_plugin_string_free(&s);
+        o->_read |= part;
+    }
+    return *slot;
+}
+
+const char *wink_api_version(const wink_object *obj) {
+    return lent_string(obj, PART_API_VERSION, &((wink_object *)obj)->_api_version,
+                       wink_plugin_types_method_event_object_api_version);
+}
+
+const char *wink_kind(const wink_object *obj) {
+    return lent_string(obj, PART_KIND, &((wink_object *)obj)->_kind, wink_plugin_types_method_event_object_kind);
+}
+
+const char *wink_name(const wink_object *obj) {
+    return lent_string(obj, PART_NAME, &((wink_object *)obj)->_name, wink_plugin_types_method_event_object_name);
+}
+
+const char *wink_uid(const wink_object *obj) {
+    return lent_string(obj, PART_UID, &((wink_object *)obj)->_uid, wink_plugin_types_method_event_object_uid);
+}
+
+const char *wink_resource_version(const wink_object *obj) {
+    return lent_string(obj, PART_RESOURCE_VERSION, &((wink_object *)obj)->_resource_version,
+                       wink_plugin_types_method_event_object_resource_version);
+}
+
+const char *wink_json_of(const wink_object *obj) {
+    return lent_string(obj, PART_JSON, &((wink_object *)obj)->_json, wink_plugin_types_method_event_object_json);
+}
+
+const char *wink_namespace(const wink_object *obj) {
+    wink_object *o = (wink_object *)obj;
+    if (!(o->_read & PART_NAMESPACE)) {
+        handler_plugin_string_t s;
+        o->_namespace = NULL;
+        if (wink_plugin_types_method_event_object_namespace(handle_of(o), &s)) {
+            o->_namespace = wink_copy_str(&s);
+            handler_plugin_string_free(&s);
+        }
+        o->_read |= PART_NAMESPACE;
+    }
+    return o->_namespace;
+}
+
+const char *wink_key(const wink_object *obj) {
+    wink_object *o = (wink_object *)obj;
+    if (!(o->_read & PART_KEY)) {
+        const char *ns = wink_namespace(o);
+        o->_key = ns != NULL ? wink_sprintf("%s/%s", ns, wink_name(o)) : wink_name(o);
+        o->_read |= PART_KEY;
+    }
+    return o->_key;
+}
+
+bool wink_generation(const wink_object *obj, int64_t *out) {
+    wink_object *o = (wink_object *)obj;
+    if (!(o->_read & PART_GENERATION)) {
+        o->_has_generation = wink_plugin_types_method_event_object_generation(handle_of(o), &o->_generation);
+        o->_read |= PART_GENERATION;
+    }
+    if (o->_has_generation && out != NULL) {
+        *out = o->_generation;
+    }
+    return o->_has_generation;
+}
+
+const wink_meta *wink_meta_of(const wink_object *obj) {
+    wink_object *o = (wink_object *)obj;
+    if (!(o->_read & PART_META)) {
+        wink_plugin_types_object_meta_t m;
+        wink_plugin_types_method_event_object_meta(handle_of(o), &m);
+        copy_meta(&m, &o->_meta);
+        wink_plugin_types_object_meta_free(&m);
+        o->_read |= PART_META;
+    }
+    return &o->_meta;
 }
 
 static const char *find_pair(const wink_pair *pairs, size_t len, const char *key) {
@@ -135,12 +273,31 @@ static const char *find_pair(const wink_pair *pairs, size_t len, const char *key
     return NULL;
 }
 
+/* One label or annotation: from the metadata when it was read, else one call. */
+static const char *lent_value(const wink_object *obj, const char *key, bool annotation) {
+    if (obj->_read & PART_META) {
+        const wink_meta *m = &obj->_meta;
+        return annotation ? find_pair(m->annotations, m->annotations_len, key)
+                          : find_pair(m->labels, m->labels_len, key);
+    }
+    handler_plugin_string_t k, v;
+    handler_plugin_string_set(&k, key);
+    bool found = annotation ? wink_plugin_types_method_event_object_annotation(handle_of(obj), &k, &v)
+                            : wink_plugin_types_method_event_object_label(handle_of(obj), &k, &v);
+    if (!found) {
+        return NULL;
+    }
+    const char *value = wink_copy_str(&v);
+    handler_plugin_string_free(&v);
+    return value;
+}
+
 const char *wink_label(const wink_object *obj, const char *key) {
-    return find_pair(obj->labels, obj->labels_len, key);
+    return lent_value(obj, key, false);
 }
 
 const char *wink_annotation(const wink_object *obj, const char *key) {
-    return find_pair(obj->annotations, obj->annotations_len, key);
+    return lent_value(obj, key, true);
 }
 
 /* ---- results ------------------------------------------------------------------------- */
@@ -231,45 +388,43 @@ bool exports_wink_plugin_handler_init(handler_plugin_string_t *config, handler_p
     return ok;
 }
 
-bool exports_wink_plugin_handler_on_add(exports_wink_plugin_handler_object_t *obj, bool initial_list,
+bool exports_wink_plugin_handler_on_add(exports_wink_plugin_handler_borrow_event_object_t obj, bool initial_list,
                                         exports_wink_plugin_handler_action_t *ret,
                                         exports_wink_plugin_handler_handler_error_t *err) {
     wink_object o;
-    wink_convert(obj, &o);
-    exports_wink_plugin_handler_object_free(obj);
-    if (!initialized) {
-        return finish(not_initialized("on-add"), ret, err);
-    }
-    return finish(wink_plugin_handler.on_add != NULL ? wink_plugin_handler.on_add(&o, initial_list) : wink_ok(), ret, err);
+    lend(obj, &o);
+    wink_result r = !initialized                        ? not_initialized("on-add")
+                    : wink_plugin_handler.on_add != NULL ? wink_plugin_handler.on_add(&o, initial_list)
+                                                         : wink_ok();
+    end_loan(&o);
+    return finish(r, ret, err);
 }
 
-bool exports_wink_plugin_handler_on_update(exports_wink_plugin_handler_object_t *old,
-                                           exports_wink_plugin_handler_object_t *new_,
+bool exports_wink_plugin_handler_on_update(exports_wink_plugin_handler_borrow_event_object_t old,
+                                           exports_wink_plugin_handler_borrow_event_object_t new_,
                                            exports_wink_plugin_handler_action_t *ret,
                                            exports_wink_plugin_handler_handler_error_t *err) {
     wink_object o, n;
-    wink_convert(old, &o);
-    wink_convert(new_, &n);
-    exports_wink_plugin_handler_object_free(old);
-    exports_wink_plugin_handler_object_free(new_);
-    if (!initialized) {
-        return finish(not_initialized("on-update"), ret, err);
-    }
-    return finish(wink_plugin_handler.on_update != NULL ? wink_plugin_handler.on_update(&o, &n) : wink_ok(), ret, err);
+    lend(old, &o);
+    lend(new_, &n);
+    wink_result r = !initialized                           ? not_initialized("on-update")
+                    : wink_plugin_handler.on_update != NULL ? wink_plugin_handler.on_update(&o, &n)
+                                                            : wink_ok();
+    end_loan(&o);
+    end_loan(&n);
+    return finish(r, ret, err);
 }
 
-bool exports_wink_plugin_handler_on_delete(exports_wink_plugin_handler_object_t *obj, bool final_state_unknown,
-                                           exports_wink_plugin_handler_action_t *ret,
+bool exports_wink_plugin_handler_on_delete(exports_wink_plugin_handler_borrow_event_object_t obj,
+                                           bool final_state_unknown, exports_wink_plugin_handler_action_t *ret,
                                            exports_wink_plugin_handler_handler_error_t *err) {
     wink_object o;
-    wink_convert(obj, &o);
-    exports_wink_plugin_handler_object_free(obj);
-    if (!initialized) {
-        return finish(not_initialized("on-delete"), ret, err);
-    }
-    return finish(
-        wink_plugin_handler.on_delete != NULL ? wink_plugin_handler.on_delete(&o, final_state_unknown) : wink_ok(),
-        ret, err);
+    lend(obj, &o);
+    wink_result r = !initialized                           ? not_initialized("on-delete")
+                    : wink_plugin_handler.on_delete != NULL ? wink_plugin_handler.on_delete(&o, final_state_unknown)
+                                                            : wink_ok();
+    end_loan(&o);
+    return finish(r, ret, err);
 }
 
 /* ---- the cache ----------------------------------------------------------------------- */

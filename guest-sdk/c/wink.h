@@ -6,14 +6,16 @@
  *     #include "wink.h"
  *
  *     static wink_result on_add(const wink_object *obj, bool initial_list) {
- *         wink_info("%s %s appeared", obj->kind, obj->key);
+ *         wink_info("%s %s appeared", wink_kind(obj), wink_key(obj));
  *         return wink_ok();
  *     }
  *
  *     WINK_EXPORT_HANDLER(.on_add = on_add);
  *
- * This header hides the bindings wit-bindgen generates for wit/v0.2.0/ (WINK_WIT_VERSION):
- * objects come as NUL-terminated strings, logging is printf-style, errors are `wink_retry` /
+ * This header hides the bindings wit-bindgen generates for wit/v0.3.0/ (WINK_WIT_VERSION):
+ * objects are read with functions (`wink_name(obj)`, `wink_label(obj, "app")`,
+ * `wink_json_of(obj)`) that return NUL-terminated strings and, for the objects a callback is
+ * lent, ask the host for only that part, once; logging is printf-style, errors are `wink_retry` /
  * `wink_fatal`, `wink_requeue_after` asks to be called again later, and the `wink_cluster_*`
  * functions send requests to the cluster (objects and patches as JSON strings).
  *
@@ -31,7 +33,10 @@
 #include <stdint.h>
 
 /* The version of the WIT package (`wink:plugin`) this SDK implements. */
-#define WINK_WIT_VERSION "0.2.0"
+#define WINK_WIT_VERSION "0.3.0"
+
+/* The version of this SDK (semver; see CHANGELOG.md). */
+#define WINK_SDK_VERSION "0.2.0"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,26 +59,32 @@ typedef struct wink_owner_ref {
     bool controller;
 } wink_owner_ref;
 
-/* A Kubernetes object: its metadata, parsed by the host, and the whole object as JSON. */
-typedef struct wink_object {
-    const char *api_version;        /* "v1", "apps/v1" */
-    const char *kind;               /* "Pod" */
-    const char *namespace_;         /* NULL for cluster-scoped objects */
-    const char *name;
-    const char *key;                /* "namespace/name", or "name" when cluster-scoped */
-    const char *uid;                /* "" when the object has none */
-    const char *resource_version;   /* "" when the object has none */
-    bool has_generation;
-    int64_t generation;
-    const wink_pair *labels;        /* sorted by key */
+/* The metadata beyond an object's identity. */
+typedef struct wink_meta {
+    const wink_pair *labels; /* sorted by key */
     size_t labels_len;
-    const wink_pair *annotations;   /* sorted by key */
+    const wink_pair *annotations; /* sorted by key */
     size_t annotations_len;
     const char *deletion_timestamp; /* NULL unless the object is being deleted */
     const wink_owner_ref *owner_refs;
     size_t owner_refs_len;
-    const char *json;               /* the object as the API server served it */
-    size_t json_len;
+} wink_meta;
+
+/*
+ * A Kubernetes object. Read it with the functions below. The objects a callback receives are
+ * lent by the host: each function asks the host for its part on first use and keeps it, so a
+ * callback that reads a name pays for the name only. Objects from the cache and the cluster
+ * arrive whole. The fields are the SDK's own.
+ */
+typedef struct wink_object {
+    int32_t _handle; /* the lent handle, while lent */
+    bool _lent;
+    unsigned _read; /* the parts read so far (bits) */
+    const char *_api_version, *_kind, *_namespace, *_name, *_key, *_uid, *_resource_version, *_json;
+    size_t _json_len;
+    bool _has_generation;
+    int64_t _generation;
+    wink_meta _meta;
 } wink_object;
 
 /* A list of objects, from the cache. */
@@ -82,10 +93,30 @@ typedef struct wink_objects {
     size_t len;
 } wink_objects;
 
-/* The value of the label `key`, or NULL. */
+/* "v1", "apps/v1". */
+const char *wink_api_version(const wink_object *obj);
+/* "Pod". */
+const char *wink_kind(const wink_object *obj);
+/* metadata.namespace, or NULL for cluster-scoped objects. */
+const char *wink_namespace(const wink_object *obj);
+/* metadata.name. */
+const char *wink_name(const wink_object *obj);
+/* "namespace/name", or "name" when cluster-scoped. */
+const char *wink_key(const wink_object *obj);
+/* metadata.uid ("" when the object has none). */
+const char *wink_uid(const wink_object *obj);
+/* metadata.resourceVersion ("" when the object has none). */
+const char *wink_resource_version(const wink_object *obj);
+/* metadata.generation into *out; false when it is not set. */
+bool wink_generation(const wink_object *obj, int64_t *out);
+/* The value of the label `key`, or NULL (one string read from a lent object). */
 const char *wink_label(const wink_object *obj, const char *key);
 /* The value of the annotation `key`, or NULL. */
 const char *wink_annotation(const wink_object *obj, const char *key);
+/* Labels, annotations, owner references and the deletion timestamp, read at once. */
+const wink_meta *wink_meta_of(const wink_object *obj);
+/* The whole object as the API server served it (JSON), for the wink_json_* readers. */
+const char *wink_json_of(const wink_object *obj);
 
 /* ---- results ------------------------------------------------------------------------- */
 

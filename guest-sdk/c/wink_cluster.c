@@ -185,14 +185,15 @@ wink_request_status wink_cluster_record_event(const wink_object *regarding, bool
                                               const char *action, const char *note) {
     wink_plugin_cluster_event_t event;
     memset(&event, 0, sizeof(event));
-    handler_plugin_string_set(&event.regarding.api_version, regarding->api_version);
-    handler_plugin_string_set(&event.regarding.kind, regarding->kind);
-    event.regarding.namespace_.is_some = regarding->namespace_ != NULL;
-    if (regarding->namespace_ != NULL) {
-        handler_plugin_string_set(&event.regarding.namespace_.val, regarding->namespace_);
+    const char *namespace_ = wink_namespace(regarding);
+    handler_plugin_string_set(&event.regarding.api_version, wink_api_version(regarding));
+    handler_plugin_string_set(&event.regarding.kind, wink_kind(regarding));
+    event.regarding.namespace_.is_some = namespace_ != NULL;
+    if (namespace_ != NULL) {
+        handler_plugin_string_set(&event.regarding.namespace_.val, namespace_);
     }
-    handler_plugin_string_set(&event.regarding.name, regarding->name);
-    handler_plugin_string_set(&event.regarding.uid, regarding->uid);
+    handler_plugin_string_set(&event.regarding.name, wink_name(regarding));
+    handler_plugin_string_set(&event.regarding.uid, wink_uid(regarding));
     event.event_type = warning ? WINK_PLUGIN_CLUSTER_EVENT_TYPE_WARNING : WINK_PLUGIN_CLUSTER_EVENT_TYPE_NORMAL;
     handler_plugin_string_set(&event.reason, reason);
     handler_plugin_string_set(&event.action, action);

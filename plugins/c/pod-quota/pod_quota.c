@@ -56,7 +56,7 @@ static void set_over(const char *ns, bool value) {
 }
 
 static bool running(const wink_object *pod) {
-    const char *phase = wink_json_string(pod->json, "status.phase");
+    const char *phase = wink_json_string(wink_json_of(pod), "status.phase");
     return phase == NULL || (strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0);
 }
 
@@ -100,15 +100,15 @@ static wink_result check(const char *ns, const char *changed) {
 }
 
 static wink_result on_add(const wink_object *obj, bool initial_list) {
-    return check(obj->namespace_, obj->key);
+    return check(wink_namespace(obj), wink_key(obj));
 }
 
 static wink_result on_update(const wink_object *old, const wink_object *new_) {
-    return check(new_->namespace_, new_->key);
+    return check(wink_namespace(new_), wink_key(new_));
 }
 
 static wink_result on_delete(const wink_object *obj, bool final_state_unknown) {
-    return check(obj->namespace_, obj->key);
+    return check(wink_namespace(obj), wink_key(obj));
 }
 
 WINK_EXPORT_HANDLER(.init = init, .on_add = on_add, .on_update = on_update, .on_delete = on_delete);

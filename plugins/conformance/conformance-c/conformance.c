@@ -68,16 +68,16 @@ static wink_result lookup_get(const char *key) {
         wink_info("lookup get key=%s found=false", key);
         return wink_ok();
     }
-    const char *greeting = wink_json_string(cm->json, "data.greeting");
+    const char *greeting = wink_json_string(wink_json_of(cm), "data.greeting");
     if (greeting == NULL) {
         return failed(wink_sprintf("%s has no data.greeting", key));
     }
-    wink_info("lookup get key=%s found=true rv=%s greeting=%s", key, cm->resource_version, greeting);
+    wink_info("lookup get key=%s found=true rv=%s greeting=%s", key, wink_resource_version(cm), greeting);
     return wink_ok();
 }
 
 static wink_result lookup(const wink_object *obj) {
-    const char *ns = obj->namespace_ != NULL ? obj->namespace_ : "";
+    const char *ns = wink_namespace(obj) != NULL ? wink_namespace(obj) : "";
     wink_result r = lookup_get(lookup_key);
     if (r.kind != WINK_RESULT_OK) return r;
     r = lookup_get(wink_sprintf("%s/absent", ns));
@@ -88,12 +88,12 @@ static wink_result lookup(const wink_object *obj) {
         return failed(wink_sprintf("by-index: %s", wink_cache_error()));
     }
     size_t size = 1;
-    for (size_t i = 0; i < pods.len; i++) size += strlen(pods.items[i].key) + 1;
+    for (size_t i = 0; i < pods.len; i++) size += strlen(wink_key(&pods.items[i])) + 1;
     char *keys = wink_alloc(size);
     keys[0] = '\0';
     for (size_t i = 0; i < pods.len; i++) {
         if (i > 0) strcat(keys, ",");
-        strcat(keys, pods.items[i].key);
+        strcat(keys, wink_key(&pods.items[i]));
     }
     wink_info("lookup index=namespace value=%s keys=%s", ns, keys);
 
@@ -126,28 +126,28 @@ static const char *config_map(const char *ns, const char *name, const char *step
 
 /* Step 4 of the spec: the requests to the cluster. */
 static wink_result write_objects(const wink_object *obj) {
-    const char *ns = obj->namespace_ != NULL ? obj->namespace_ : "";
-    const char *made_name = wink_sprintf("%s-made", obj->name);
+    const char *ns = wink_namespace(obj) != NULL ? wink_namespace(obj) : "";
+    const char *made_name = wink_sprintf("%s-made", wink_name(obj));
     const char *made = wink_sprintf("%s/%s", ns, made_name);
     const wink_object *created, *patched, *live, *updated;
     wink_request_status status = wink_cluster_create(config_map(ns, made_name, "created", NULL), &created);
     if (status != WINK_REQUEST_OK) return write_failed("create", status);
-    wink_info("write create key=%s step=%s", made, wink_json_string(created->json, "data.step"));
+    wink_info("write create key=%s step=%s", made, wink_json_string(wink_json_of(created), "data.step"));
     status = wink_cluster_patch("v1", "ConfigMap", ns, made_name, WINK_PATCH_MERGE, "{\"data\":{\"step\":\"patched\"}}",
                                 &patched);
     if (status != WINK_REQUEST_OK) return write_failed("patch", status);
-    wink_info("write patch key=%s step=%s", made, wink_json_string(patched->json, "data.step"));
-    status = wink_cluster_update(config_map(ns, made_name, "stale", created->resource_version), NULL);
+    wink_info("write patch key=%s step=%s", made, wink_json_string(wink_json_of(patched), "data.step"));
+    status = wink_cluster_update(config_map(ns, made_name, "stale", wink_resource_version(created)), NULL);
     if (status != WINK_REQUEST_CONFLICT) return write_failed("a stale update", status);
     wink_info("write conflict key=%s", made);
     status = wink_cluster_get("v1", "ConfigMap", ns, made_name, &live);
     if (status != WINK_REQUEST_OK) return write_failed("get", status);
-    status = wink_cluster_update(config_map(ns, made_name, "updated", live->resource_version), &updated);
+    status = wink_cluster_update(config_map(ns, made_name, "updated", wink_resource_version(live)), &updated);
     if (status != WINK_REQUEST_OK) return write_failed("update", status);
-    wink_info("write update key=%s step=%s", made, wink_json_string(updated->json, "data.step"));
+    wink_info("write update key=%s step=%s", made, wink_json_string(wink_json_of(updated), "data.step"));
     const char *secret = wink_sprintf("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s-secret\","
                                       "\"namespace\":\"%s\"}}",
-                                      obj->name, ns);
+                                      wink_name(obj), ns);
     status = wink_cluster_create(secret, NULL);
     if (status != WINK_REQUEST_NOT_PERMITTED) return write_failed("creating a Secret", status);
     wink_info("write denied resource=v1/Secret error=%s", wink_request_status_name(status));
@@ -168,14 +168,14 @@ static bool labelled_true(const wink_object *obj, const char *label) {
 /* Steps 1-3 of the spec, after the event's line. */
 static wink_result react(const wink_object *obj, bool may_look_up) {
     const char *retry = wink_label(obj, "conformance/retry");
-    if (retry != NULL && strcmp(retry, "once") == 0 && !was_retried(obj->key)) {
-        remember_retry(obj->key);
-        wink_info("retry key=%s", obj->key);
+    if (retry != NULL && strcmp(retry, "once") == 0 && !was_retried(wink_key(obj))) {
+        remember_retry(wink_key(obj));
+        wink_info("retry key=%s", wink_key(obj));
         return wink_retry("asked to retry");
     }
     const char *fatal = wink_label(obj, "conformance/fatal");
     if (fatal != NULL && strcmp(fatal, "true") == 0) {
-        wink_info("fatal key=%s", obj->key);
+        wink_info("fatal key=%s", wink_key(obj));
         return wink_fatal("asked to fail");
     }
     const char *look = wink_label(obj, "conformance/lookup");
@@ -186,24 +186,24 @@ static wink_result react(const wink_object *obj, bool may_look_up) {
 }
 
 static wink_result on_add(const wink_object *obj, bool initial_list) {
-    wink_info("add key=%s rv=%s initial=%s", obj->key, obj->resource_version, bool_str(initial_list));
+    wink_info("add key=%s rv=%s initial=%s", wink_key(obj), wink_resource_version(obj), bool_str(initial_list));
     wink_result r = react(obj, true);
     if (r.kind != WINK_RESULT_OK || !labelled_true(obj, "conformance/write")) return r;
     return write_objects(obj);
 }
 
 static wink_result on_update(const wink_object *old, const wink_object *new_) {
-    wink_info("update key=%s old_rv=%s new_rv=%s", new_->key, old->resource_version, new_->resource_version);
+    wink_info("update key=%s old_rv=%s new_rv=%s", wink_key(new_), wink_resource_version(old), wink_resource_version(new_));
     wink_result r = react(new_, true);
     if (r.kind == WINK_RESULT_OK && labelled_true(new_, "conformance/write") &&
-        strcmp(old->resource_version, new_->resource_version) == 0) {
-        wink_info("requeue key=%s", new_->key);
+        strcmp(wink_resource_version(old), wink_resource_version(new_)) == 0) {
+        wink_info("requeue key=%s", wink_key(new_));
     }
     return r;
 }
 
 static wink_result on_delete(const wink_object *obj, bool final_state_unknown) {
-    wink_info("delete key=%s rv=%s unknown=%s", obj->key, obj->resource_version, bool_str(final_state_unknown));
+    wink_info("delete key=%s rv=%s unknown=%s", wink_key(obj), wink_resource_version(obj), bool_str(final_state_unknown));
     return react(obj, false);
 }
 

@@ -35,14 +35,13 @@ use crate::package;
 use crate::report::{BuiltPlugin, Report, seconds};
 
 /// The WIT package a language's SDK implements: `wink:plugin@0.3.0` (objects lent as
-/// `event-object` handles) for Go and Python; `wink:plugin@0.2.0` (objects copied as records)
-/// for C, and for JavaScript, whose componentize-qjs (0.4.5, the newest) leaves a lent
-/// handle undropped at the end of a call, which the host refuses as a trap. The host serves
-/// both.
+/// `event-object` handles) for Go, Python and C; `wink:plugin@0.2.0` (objects copied as
+/// records) for JavaScript, whose componentize-qjs (0.4.5, the newest) leaves a lent handle
+/// undropped at the end of a call, which the host refuses as a trap. The host serves both.
 pub fn sdk_contract(repo: &Path, language: Language) -> PathBuf {
     let version = match language {
-        Language::Go | Language::Python => "v0.3.0",
-        Language::JavaScript | Language::C => "v0.2.0",
+        Language::Go | Language::Python | Language::C => "v0.3.0",
+        Language::JavaScript => "v0.2.0",
     };
     repo.join("wit").join(version)
 }
@@ -266,7 +265,11 @@ fn build_one(context: &Context<'_>, toolchain: &Toolchain, plugin: &GuestPlugin,
     let work = work_root(context, language).join(&plugin.out_path);
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
 
-    let mut inputs = tools::InputHash::new(&toolchain.fingerprint());
+    // The contract the SDK is built against is an input too (the whole of `wit/` is hashed
+    // below, but not which folder of it the build reads).
+    let contract = sdk_contract(context.repo, language);
+    let contract = contract.file_name().unwrap_or_default().to_string_lossy();
+    let mut inputs = tools::InputHash::new(&format!("{} contract {contract}", toolchain.fingerprint()));
     inputs.add_tree("wit", &context.repo.join("wit"))?;
     inputs.add_tree("sdk", &context.repo.join("guest-sdk").join(language.name()))?;
     inputs.add_tree("plugin", &plugin.dir)?;
