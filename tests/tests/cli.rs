@@ -225,3 +225,63 @@ fn check_warns_about_a_kind_kubernetes_does_not_build_in() {
         "{stderr}"
     );
 }
+
+/// The rules a new author wrote for a PodDisruptionBudget controller, each of which RBAC
+/// accepts and never matches: refused by `check`, naming the entry and what to write.
+#[test]
+fn check_refuses_permission_rules_that_can_never_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("{apiGroups: [policy], resources: [poddisruptionbudgets], verbs: [list]}", "permissions[0].verbs", "cache"),
+        ("{apiGroups: [policy/v1], resources: [poddisruptionbudgets], verbs: [get]}", "apiGroups[0]", "`policy`"),
+        (
+            "{apiGroups: [policy], resources: [PodDisruptionBudget], verbs: [get]}",
+            "resources[0]",
+            "poddisruptionbudgets",
+        ),
+        ("{apiGroups: [''], resources: [pods], verbs: [Get]}", "verbs[0]", "write `get`"),
+    ];
+    for (i, (rule, field, suggestion)) in cases.into_iter().enumerate() {
+        let manifest = format!("resources:\n  - apiVersion: v1\n    kind: Pod\npermissions:\n  - {rule}\n");
+        let plugin = install_plugin("event-recorder", dir.path(), &format!("rules-{i}"), Some(&manifest));
+        assert_rejected(&check(&plugin, dir.path()), &["plugin.yaml", field, suggestion]);
+    }
+}
+
+/// Rules valid but partly unusable are warnings: verbs a plugin never sends, and Events it
+/// may create but not record again (which patches).
+#[test]
+fn check_warns_about_permissions_a_plugin_cannot_use_or_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = "resources:\n  - apiVersion: v1\n    kind: Pod\npermissions:\n  \
+        - {apiGroups: [''], resources: [pods], verbs: [get, list, watch]}\n  \
+        - {apiGroups: [events.k8s.io], resources: [events], verbs: [create]}\n";
+    let plugin = install_plugin("event-recorder", dir.path(), "partly", Some(manifest));
+    let out = check(&plugin, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "warnings only:\n{stderr}");
+    assert!(stderr.contains("warning:") && stderr.contains("permissions[0]: verbs `list`, `watch`"), "{stderr}");
+    assert!(stderr.contains("permissions[1]: allows creating Events but no rule allows `patch`"), "{stderr}");
+}
+
+/// `wink check` on a plugin's source folder (as a new author tries first): it says the
+/// plugin must be built, and how.
+#[test]
+fn check_on_a_source_folder_says_to_build_it_first() {
+    let cache = tempfile::tempdir().unwrap();
+    let source = wink_tests::repo_root().join("plugins").join("label-auditor");
+    assert_rejected(&check(&source, cache.path()), &["holds the source of a plugin (Cargo.toml)", "build it first"]);
+}
+
+/// `wink run` outside a checkout of wink: the default source folder is missing, and the
+/// error says what to pass.
+#[test]
+fn run_outside_the_checkout_says_which_source_to_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let out = wink().current_dir(dir.path()).args(["run", "--plugins", "plugins"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("--source dir:examples/cluster: there is no such folder"), "{stderr}");
+    assert!(stderr.contains("Pass --source dir:FOLDER") && stderr.contains("--source kube"), "{stderr}");
+}

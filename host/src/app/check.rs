@@ -17,7 +17,8 @@ pub struct CheckReport {
     /// Human-readable lines describing the plugin.
     pub lines: Vec<String>,
     /// What may not work although `run` would start the plugin: a watched or granted kind
-    /// that is not a built-in Kubernetes kind ([`crate::kube::versions`]).
+    /// that is not a built-in Kubernetes kind ([`crate::kube::versions`]), permission rules
+    /// partly unusable ([`Manifest::warnings`]).
     pub warnings: Vec<String>,
 }
 
@@ -40,11 +41,12 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
     lines.extend(grants(m));
     let kinds = m.resources.iter().map(|r| ("resources", &r.api_version, &r.kind));
     let kinds = kinds.chain(m.cache.iter().map(|g| ("cache", &g.api_version, &g.kind)));
-    let warnings = kinds
+    let mut warnings: Vec<String> = kinds
         .filter_map(|(at, api_version, kind)| {
             versions::unknown_kind(api_version, kind).map(|why| format!("{}: {at}: {why}", m.path().display()))
         })
         .collect();
+    warnings.extend(m.warnings().into_iter().map(|why| format!("{}: {why}", m.path().display())));
     // As `run` starts it: an instance, then `init` with the config.
     let plugin_error =
         |outcome| AppError::Init { path: m.path().to_owned(), plugin: plugin.name().to_owned(), outcome };

@@ -12,7 +12,8 @@
 //! - [`names`]: the short names and categories of the built-in resources;
 //! - [`printers`]: the columns and cells of server-side printing (`Table` answers);
 //! - [`scale`]: the kinds with a `scale` subresource and the Scale they are seen as;
-//! - [`rbac`]: RBAC's rules and the attributes of a request they are matched against;
+//! - [`rbac`]: RBAC's rules and the attributes of a request they are matched against, and
+//!   [`rbac_check`]: the entries of a rule that can never match;
 //! - [`yaml11`]: YAML documents read into JSON as kubectl reads them, and [`nesting`]: how
 //!   deeply a document nests, measured before it is parsed.
 
@@ -23,6 +24,7 @@ pub mod names;
 pub mod nesting;
 pub mod printers;
 pub mod rbac;
+pub mod rbac_check;
 pub mod scale;
 pub mod scope;
 pub mod selector;

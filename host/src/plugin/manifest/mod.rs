@@ -465,6 +465,12 @@ impl Manifest {
         self.config.as_ref().map_or_else(|| "null".to_owned(), serde_json::Value::to_string)
     }
 
+    /// What may not work although the manifest is valid: permission rules partly unusable
+    /// ([`permissions::check_permissions`]).
+    pub fn warnings(&self) -> Vec<String> {
+        permissions::check_permissions(&self.permissions).unwrap_or_default()
+    }
+
     fn invalid(&self, field: impl Into<String>, message: impl Into<String>) -> ManifestError {
         ManifestError::Invalid { path: self.path.clone(), field: field.into(), message: message.into() }
     }
@@ -488,6 +494,7 @@ impl Manifest {
         if let Err((field, message)) = self.requests.validate() {
             return Err(self.invalid(format!("requests.{field}"), message));
         }
+        permissions::check_permissions(&self.permissions).map_err(|(field, message)| self.invalid(field, message))?;
         let mut seen = BTreeSet::new();
         for (i, r) in self.resources.iter().enumerate() {
             self.validate_resource(&format!("resources[{i}]"), &r.api_version, &r.kind, r.namespaces.as_deref())?;

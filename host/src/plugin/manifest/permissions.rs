@@ -29,6 +29,48 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use crate::kube::rbac::{Attributes, PolicyRule, allowed};
+use crate::kube::rbac_check::check_rule;
+
+/// The verbs a plugin's requests are checked as: it gets, creates, updates, patches and
+/// deletes one object at a time, and never lists or watches the API (it reads lists from
+/// the cache).
+pub const PLUGIN_VERBS: &[&str] = &["get", "create", "update", "patch", "delete"];
+
+/// Checks a manifest's `permissions` before its plugin runs: the first rule with an entry
+/// that can never match is an error `(field, message)` (`permissions[1].verbs[0]`, with
+/// what to write instead); otherwise the warnings, for rules that are valid but partly
+/// unusable and for Events that could be created but not recorded again.
+pub fn check_permissions(rules: &[PolicyRule]) -> Result<Vec<String>, (String, String)> {
+    let mut warnings = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let found =
+            check_rule(rule, Some(PLUGIN_VERBS)).map_err(|(field, why)| (format!("permissions[{i}].{field}"), why))?;
+        warnings.extend(found.into_iter().map(|why| format!("permissions[{i}]: {why}")));
+    }
+    warnings.extend(event_recording(rules));
+    Ok(warnings)
+}
+
+/// Recording an Event creates it the first time and patches its count after, as client-go's
+/// recorder does: a grant of `create` on Events without `patch` works once per Event only.
+fn event_recording(rules: &[PolicyRule]) -> Option<String> {
+    rules.iter().enumerate().find_map(|(i, rule)| {
+        let namespace = rule.namespaces.as_ref().and_then(|list| list.first()).map_or("default", String::as_str);
+        let events = |verb| Attributes {
+            group: "events.k8s.io",
+            resource: "events",
+            verb,
+            namespace: Some(namespace),
+            name: "e",
+        };
+        (rule.allows(&events("create")) && !allowed(rules, &events("patch"))).then(|| {
+            format!(
+                "permissions[{i}]: allows creating Events but no rule allows `patch` on them, which recording an \
+                 Event needs too (a repeated Event patches the first one's count)"
+            )
+        })
+    })
+}
 
 /// A plugin's request budget.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
@@ -253,10 +295,17 @@ impl Policy {
         let text =
             std::fs::read_to_string(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
         let de = serde_norway::Deserializer::from_str(&text);
-        serde_path_to_error::deserialize(de).map_err(|e| PolicyError::Invalid {
-            path: path.to_owned(),
-            message: format!("{}: {}", e.path(), e.inner()),
-        })
+        let invalid = |message| PolicyError::Invalid { path: path.to_owned(), message };
+        let policy: Self =
+            serde_path_to_error::deserialize(de).map_err(|e| invalid(format!("{}: {}", e.path(), e.inner())))?;
+        let entries = std::iter::once(("default".to_owned(), &policy.default))
+            .chain(policy.plugins.iter().map(|(name, entry)| (format!("plugins.{name}"), entry)));
+        for (at, entry) in entries {
+            for (i, rule) in entry.rules.iter().enumerate() {
+                check_rule(rule, None).map_err(|(field, why)| invalid(format!("{at}.rules[{i}].{field}: {why}")))?;
+            }
+        }
+        Ok(policy)
     }
 
     /// The cap of a plugin.
