@@ -306,6 +306,24 @@ impl BoundsArgs {
     }
 }
 
+/// A `--source dir:PATH` whose folder is missing, said in terms of the flag: its default,
+/// `dir:examples/cluster`, is the demo's folder in a checkout of wink, relative to the
+/// current folder, which a `wink` run anywhere else does not have.
+fn source_folder_exists(source: &SourceSpec) -> anyhow::Result<()> {
+    match source {
+        SourceSpec::Dir(path) if !path.is_dir() => {
+            let here = std::env::current_dir().map(|d| format!(" in {}", d.display())).unwrap_or_default();
+            anyhow::bail!(
+                "--source dir:{}: there is no such folder{here}; the default, dir:examples/cluster, is the demo's \
+                 folder in a checkout of wink. Pass --source dir:FOLDER (a folder of YAML or JSON manifests) or \
+                 --source kube (the cluster of your kubeconfig)",
+                path.display()
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
 fn cache_dir(cache_dir: Option<PathBuf>, no_cache: bool) -> Option<PathBuf> {
     if no_cache { None } else { cache_dir.or_else(app::default_cache_dir) }
 }
@@ -351,6 +369,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => {
             let options = args.options()?;
+            source_folder_exists(&options.source)?;
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));
             let summaries = runtime.block_on(app::run(options, shutdown))?;
@@ -380,6 +399,7 @@ fn wink_main(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Crd => print!("{}", wink::crd::crd_yaml()),
         Command::Record { source, namespace, resources, duration, max_events, out } => {
+            source_folder_exists(&source)?;
             let options = RecordOptions { source, namespace, resources, out: out.clone(), duration, max_events };
             let shutdown = CancellationToken::new();
             runtime.spawn(wait_for_signal(shutdown.clone()));

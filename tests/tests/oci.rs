@@ -65,6 +65,23 @@ fn push_then_pull_round_trips_a_plugin() {
 
 /// A registry behind basic auth: refused without credentials, with a clear error; accepted
 /// with the credentials `docker login` would have written to `$DOCKER_CONFIG/config.json`.
+/// A registry without TLS, pushed to without `--insecure-registry`: the error says which flag
+/// speaks plain HTTP to it, rather than only TLS's `InvalidContentType`.
+#[test]
+fn a_plain_http_registry_without_the_flag_gets_a_hint() {
+    let registry = Registry::start().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let src = install_plugin("event-recorder", work.path(), "shipped", None);
+    let reference = format!("{}/team/shipped:v1", registry.host);
+    let mut push = Command::new(wink_binary());
+    push.env("DOCKER_CONFIG", work.path().join("no-docker-config")).arg("push").arg(&src).arg(&reference);
+    push.arg("--oci-cache-dir").arg(work.path().join("cache"));
+    let out = run(&mut push);
+    assert!(!out.status.success(), "TLS to a plain-HTTP registry cannot succeed");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&format!("pass --insecure-registry {}", registry.host)), "{stderr}");
+}
+
 #[test]
 fn credentials_come_from_the_docker_config() {
     let registry = Registry::start_with_auth("tenant", "s3cret").unwrap();

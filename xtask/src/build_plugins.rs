@@ -138,6 +138,10 @@ fn build_rust(
     report: &mut Report,
 ) -> Result<()> {
     toolchain::ensure_wasm_target()?;
+    eprintln!(
+        "xtask: building the Rust plugins in {} (cargo, release, {WASM_TARGET}: a few minutes the first time)",
+        plugins_dir.display()
+    );
     let mut artifacts = cargo_build(&plugins_dir.join("Cargo.toml"), build_dir)?;
     artifacts.sort_by(|a, b| a.manifest_path.cmp(&b.manifest_path));
     ensure!(!artifacts.is_empty(), "building {} produced no cdylib", plugins_dir.display());

@@ -62,6 +62,7 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
             test.env(crate::python_client::MISSING_ENV, format!("{e:#}"));
         }
     }
+    eprintln!("xtask: running `cargo test --workspace` (compiles the host and its tests first)");
     let status = test.status().context("running `cargo test`")?;
     let built = build.into_result().and(missing.into_iter().next().map_or(Ok(()), Err));
     if !status.success() {

@@ -53,10 +53,13 @@ pub enum OciError {
         source: docker_credential::CredentialRetrievalError,
     },
     /// The registry refused or failed a request.
-    #[error("registry request for {reference} failed")]
+    #[error("registry request for {reference} failed{hint}")]
     Registry {
         /// The reference.
         reference: String,
+        /// What to do about it, when the error says (e.g. ` (… pass --insecure-registry …)`),
+        /// else empty.
+        hint: String,
         /// The client's error.
         #[source]
         source: oci_client::errors::OciDistributionError,
@@ -109,6 +112,22 @@ impl std::fmt::Debug for OciClient {
     }
 }
 
+/// A hint when `error` is TLS meeting a server that answered in plain HTTP (rustls reads the
+/// HTTP answer as a record of type `InvalidContentType`): the flag that speaks HTTP to it.
+fn plain_http_hint(error: &(dyn std::error::Error + 'static), registry: &str) -> String {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.to_string().contains("InvalidContentType") {
+            return format!(
+                " (the registry answered in plain HTTP, not TLS: for a registry without TLS, pass \
+                 --insecure-registry {registry})"
+            );
+        }
+        cause = e.source();
+    }
+    String::new()
+}
+
 /// Parses `reference` (`registry/repository:tag` or `…@sha256:…`).
 pub fn parse_reference(reference: &str) -> Result<Reference, OciError> {
     reference.parse().map_err(|source| OciError::Reference { reference: reference.to_owned(), source })
@@ -134,8 +153,9 @@ impl OciClient {
     }
 
     fn registry_error(reference: &Reference) -> impl FnOnce(oci_client::errors::OciDistributionError) -> OciError {
+        let registry = reference.resolve_registry().to_owned();
         let reference = reference.whole();
-        move |source| OciError::Registry { reference, source }
+        move |source| OciError::Registry { reference, hint: plain_http_hint(&source, &registry), source }
     }
 
     fn invalid(reference: &Reference, cause: impl Into<Cause>) -> OciError {

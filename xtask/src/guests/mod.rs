@@ -228,6 +228,7 @@ pub fn build(context: &Context<'_>, plugins: &[GuestPlugin], report: &mut Report
             continue;
         }
         let started = Instant::now();
+        eprintln!("xtask: the {language} plugins: {}", group.len());
         let toolchain = match Toolchain::install(language, context) {
             Ok(toolchain) => toolchain,
             Err(e) => {
@@ -280,6 +281,7 @@ fn build_one(context: &Context<'_>, toolchain: &Toolchain, plugin: &GuestPlugin,
     let started = Instant::now();
     let fresh = fs::read_to_string(&stamp).is_ok_and(|s| s == inputs) && cached.is_file();
     if !fresh {
+        eprintln!("xtask: building {name} ({language}) from {}", plugin.dir.display());
         let _ = fs::remove_file(&stamp);
         let built = toolchain.build(context.repo, &plugin.dir, &work)?;
         if built != cached {

@@ -60,6 +60,21 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    /// The component file is missing from a plugin's source folder: it is built elsewhere.
+    #[error(
+        "{} holds the source of a plugin ({marker}) but not its component {}: build it first \
+         (in a checkout of wink, `cargo xtask build-plugins --only {}` writes the built plugin under \
+         .wink/plugins/) and give the built folder",
+        dir.display(), component.display(), dir.display()
+    )]
+    NotBuilt {
+        /// The plugin's folder.
+        dir: PathBuf,
+        /// The component file the manifest names.
+        component: PathBuf,
+        /// The source file found (`Cargo.toml`, `go.mod`, `app.py`…).
+        marker: String,
+    },
     /// The component file is larger than the host loads.
     #[error("{} is {}, larger than the largest component this host loads ({}; see --max-component-size)", path.display(), format_bytes(*size), format_bytes(*max))]
     ComponentTooLarge {
@@ -275,8 +290,30 @@ fn known_component(path: &Path, engine: &PluginEngine, max: u64) -> Option<(Comp
 /// Reads a component file of at most `max` bytes, refusing a larger one from its metadata
 /// before reading it (and, should it grow meanwhile, after `max + 1` bytes). Also says which
 /// file at which version the bytes came from, where that can be trusted ([`FileIdentity`]).
+/// The file that marks `dir` as a plugin's source: a Rust crate, Go module, or Python,
+/// JavaScript or C sources.
+fn source_marker(dir: &Path) -> Option<String> {
+    let named = ["Cargo.toml", "go.mod", "package.json"].into_iter().find(|f| dir.join(f).is_file());
+    named.map(str::to_owned).or_else(|| {
+        let entries = std::fs::read_dir(dir).ok()?;
+        entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|name| [".py", ".js", ".c"].iter().any(|ext| name.ends_with(ext)))
+    })
+}
+
 fn read_component(path: &Path, max: u64) -> Result<(Vec<u8>, Option<FileIdentity>), LoadError> {
-    let read_error = |source| LoadError::ReadComponent { path: path.to_owned(), source };
+    let read_error = |source: std::io::Error| {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        match source_marker(dir) {
+            Some(marker) if source.kind() == std::io::ErrorKind::NotFound => {
+                let component = PathBuf::from(path.file_name().unwrap_or_default());
+                LoadError::NotBuilt { dir: dir.to_owned(), component, marker }
+            }
+            _ => LoadError::ReadComponent { path: path.to_owned(), source },
+        }
+    };
     let too_large = |size| LoadError::ComponentTooLarge { path: path.to_owned(), size, max };
     let file = std::fs::File::open(path).map_err(read_error)?;
     let before = file.metadata().map_err(read_error)?;

@@ -153,6 +153,19 @@ fn a_missing_component_file() {
     assert!(err.to_string().contains("demo.wasm"));
 }
 
+/// `wink check plugins/label-auditor`: a source folder, not a built plugin; the error says
+/// to build it first, and how.
+#[test]
+fn a_source_folder_is_said_to_need_building() {
+    let dir = TempDir::new("source");
+    std::fs::write(dir.0.join(MANIFEST_FILE), MANIFEST).unwrap();
+    std::fs::write(dir.0.join("Cargo.toml"), "[package]\nname = \"demo\"\n").unwrap();
+    let err = load_plugin(&dir.0, &engine(None)).unwrap_err();
+    assert!(matches!(&err, LoadError::NotBuilt { marker, .. } if marker == "Cargo.toml"), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("build it first") && message.contains("cargo xtask build-plugins --only"), "{message}");
+}
+
 /// A plugin folder whose manifest caps memory at `memory`.
 fn plugin_dir_with_memory(bytes: &[u8], memory: &str) -> TempDir {
     let dir = plugin_dir(bytes);
