@@ -3,6 +3,7 @@
 //! - [`informer`]: client-go's SharedIndexInformer in Rust (reflector, DeltaFIFO, indexer,
 //!   processor), usable on its own with native handlers.
 //! - [`source`]: where objects come from (an API server, a directory, memory).
+//! - [`workqueue`]: client-go's work queue of keys, for reconcilers.
 //! - [`plugin`]: handler plugins — manifests, the wasmtime sandbox, the registry that
 //!   deploys them onto shared informers.
 //! - [`app`]: the `wink` command's subcommands, as library functions.
@@ -22,3 +23,4 @@ pub mod replay;
 pub mod serve;
 pub mod shard;
 pub mod source;
+pub mod workqueue;

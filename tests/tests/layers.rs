@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[&[&str]] = &[
     // Vocabulary: error plumbing, and Kubernetes' kinds, scopes, selectors, RBAC, YAML.
     &["errors", "kube"],
-    // client-go's informer.
-    &["informer"],
+    // client-go's informer and work queue.
+    &["informer", "workqueue"],
     // Requests to a cluster; watching a folder; the metrics and health endpoint.
     &["cluster", "fswatch", "serve"],
     // The embedded cluster; handler plugins.
