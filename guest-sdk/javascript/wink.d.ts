@@ -1,6 +1,7 @@
 // Types of wink-guest (wink.js), for editors and TypeScript users.
 
 export const WIT_VERSION: string;
+export const SDK_VERSION: string;
 
 /** A transient failure: the host calls again later, with backoff, with the newest state. */
 export class Retry extends Error {}

@@ -26,6 +26,9 @@ import rawLog from "wink:plugin/log@0.2.0";
 /** The version of the WIT package (`wink:plugin`) this SDK implements. */
 export const WIT_VERSION = "0.2.0";
 
+/** The version of this SDK (semver; see CHANGELOG.md). */
+export const SDK_VERSION = "0.2.0";
+
 // ---- errors --------------------------------------------------------------------------
 
 /** A transient failure: the host calls again later, with backoff, with the newest state. */
@@ -275,9 +278,13 @@ export const cluster = {
     const raw = requested(() => rawCluster.delete({ apiVersion, kind }, namespace ?? undefined, name, opts));
     return raw == null ? null : object(raw);
   },
-  /** Records an Event about `regarding` (a KubeObject); `type` is "Normal" or "Warning".
-   * Identical Events are aggregated by the host. */
+  /** Records an Event about `regarding` (a KubeObject); `type` is "Normal" or "Warning" (any
+   * other throws a TypeError). Identical Events are aggregated by the host. The manifest
+   * must allow `create` and `patch` on `events` in group `events.k8s.io`. */
   recordEvent(regarding, type, reason, action, note) {
+    if (type !== "Normal" && type !== "Warning") {
+      throw new TypeError(`an Event's type is "Normal" or "Warning", not ${JSON.stringify(type)}`);
+    }
     const event = {
       regarding: {
         apiVersion: regarding.apiVersion,
@@ -323,9 +330,10 @@ function call(event, fn) {
     if (e instanceof Retry) throw { tag: "retry", val: e.message };
     if (e instanceof Fatal) throw { tag: "fatal", val: e.message };
     if (e instanceof RequestError) throw { tag: e.transient ? "retry" : "fatal", val: `${e.reason}: ${e.message}` };
-    // A bug in the plugin: say where, then drop the event.
+    // A bug, or a failure not foreseen: say where, then retry (as controller-runtime and
+    // kopf do), so that a new version's bug leaves its events waiting rather than dropped.
     log.error(`${event} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
-    throw { tag: "fatal", val: describe(e) };
+    throw { tag: "retry", val: describe(e) };
   }
 }
 
@@ -337,8 +345,8 @@ function call(event, fn) {
  * - `init(config)`: the manifest's `config`, parsed (null when absent); throw to refuse it.
  * - `onAdd(obj, initialList)`, `onUpdate(old, obj)`, `onDelete(obj, finalStateUnknown)`:
  *   `obj` is a KubeObject; throw `Retry` or `Fatal` to fail the event (a RequestError that
- *   escapes is a retry when transient, else fatal); return `requeueAfter(ms)` to be called
- *   again later.
+ *   escapes is a retry when transient, else fatal; anything else thrown is logged and
+ *   retried); return `requeueAfter(ms)` to be called again later.
  */
 export function definePlugin(plugin) {
   let current = null;

@@ -22,13 +22,18 @@ environment. ``print`` goes to the host's log.
   a handler's objects are lent and read on demand, valid during the call only.
 - :mod:`wink.log`: ``log.info(...)`` and friends; :mod:`wink.cache`: scoped cache reads;
   :mod:`wink.cluster`: live reads, writes and Events, within the manifest's permissions.
-- :class:`Retry`, :class:`Fatal`: raise them to have the host retry the event or drop it.
+- :func:`on_add`, :func:`on_update`, :func:`on_delete`, :func:`on_init`: handlers as
+  decorated functions instead of a class (:mod:`wink.decorators`), exported by
+  ``wink.export()``.
+- :class:`Retry`, :class:`Fatal`: raise them to have the host retry the event or drop it;
+  any other exception is logged with its traceback and retried.
 """
 
 from . import cache, cluster, log
 from .cluster import RequestError
 from .errors import CacheError, Fatal, Retry
 from .objects import ExpiredObject, Object, OwnerReference
+from .decorators import on_add, on_delete, on_init, on_update
 from .plugin import Plugin, Requeue, export, requeue_after
 
 __all__ = [
@@ -45,6 +50,10 @@ __all__ = [
     "cluster",
     "export",
     "log",
+    "on_add",
+    "on_delete",
+    "on_init",
+    "on_update",
     "requeue_after",
 ]
 
@@ -52,4 +61,4 @@ __all__ = [
 WIT_VERSION = "0.3.0"
 
 #: The version of this SDK (semver; see CHANGELOG.md).
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -172,8 +172,13 @@ def delete(
 
 
 def record_event(regarding: Object, type: str, reason: str, action: str, note: str) -> None:
-    """Records an Event about ``regarding``; ``type`` is ``"Normal"`` or ``"Warning"``.
-    Identical Events about one object are aggregated by the host."""
+    """Records an Event about ``regarding``; ``type`` is ``"Normal"`` or ``"Warning"`` (any
+    other raises ``ValueError``). Identical Events about one object are aggregated by the
+    host. The manifest must allow ``create`` and ``patch`` on ``events`` in group
+    ``events.k8s.io``: a repeated Event patches the first one's count."""
+    event_types = {"Normal": _raw.EventType.NORMAL, "Warning": _raw.EventType.WARNING}
+    if type not in event_types:
+        raise ValueError(f"an Event's type is \"Normal\" or \"Warning\", not {type!r}")
     ref = _types.ObjectReference(regarding.api_version, regarding.kind, regarding.namespace, regarding.name, regarding.uid)
-    event_type = _raw.EventType.WARNING if type == "Warning" else _raw.EventType.NORMAL
+    event_type = event_types[type]
     _call(lambda: _raw.record_event(_raw.Event(ref, event_type, reason, action, note)))

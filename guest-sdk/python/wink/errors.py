@@ -3,14 +3,17 @@
 
 class Retry(Exception):
     """A transient failure: the host calls again later, with backoff, with the newest state
-    of the same object. ``raise wink.Retry("the database is down")``."""
+    of the same object. ``raise wink.Retry("the database is down")``.
+
+    Any other exception escaping a handler is treated the same way, after its traceback is
+    logged at error level (as controller-runtime and kopf retry a failed handler): a bug
+    that a new version brings shows in the log and its events wait, rather than being
+    dropped."""
 
 
 class Fatal(Exception):
-    """A permanent failure for this event: the host records it and moves on.
-
-    Any other exception escaping a handler is treated the same way, after its traceback is
-    logged at error level."""
+    """A permanent failure for this event, which retrying cannot mend: the host records it
+    and moves on (the handler is called again when the object changes)."""
 
 
 class CacheError(Exception):

@@ -86,9 +86,9 @@ def _call(event: str, handler: Callable[[], Optional[Requeue]], *lent: Object) -
     except RequestError as e:
         error = _types.HandlerError_Retry if e.transient else _types.HandlerError_Fatal
         raise Err(error(f"{e.reason}: {e}")) from None
-    except Exception as e:  # a bug in the plugin: say where, then drop the event
+    except Exception as e:  # a bug, or a failure not foreseen: say where, then retry
         log.error(f"{event} raised {type(e).__name__}: {e}\nTraceback (most recent call last):\n{_where(e)}")
-        raise Err(_types.HandlerError_Fatal(f"{type(e).__name__}: {e}")) from None
+        raise Err(_types.HandlerError_Retry(f"{type(e).__name__}: {e}")) from None
     finally:
         for obj in lent:
             obj._expire()
@@ -125,13 +125,20 @@ class _Handler(exports.Handler):
         return _call("on-delete", lambda: _plugin.on_delete(lent, final_state_unknown), lent)
 
 
-def export(plugin_class: Type[Plugin]) -> Type[exports.Handler]:
-    """Exports ``plugin_class`` as the component's handler. Assign the result to ``Handler``
-    in ``app.py`` (componentize-py looks for that name)::
+def export(plugin_class: Optional[Type[Plugin]] = None) -> Type[exports.Handler]:
+    """Exports ``plugin_class`` as the component's handler, or without it the functions
+    decorated with ``@wink.on_add`` and the others (:mod:`wink.decorators`). Assign the
+    result to ``Handler`` in ``app.py`` (componentize-py looks for that name)::
 
         Handler = wink.export(MyPlugin)
     """
     global _plugin_class
+    if plugin_class is None:
+        from . import decorators
+
+        if not decorators.registered():
+            raise TypeError("wink.export() without a class exports the decorated functions, and there are none")
+        plugin_class = decorators.Decorated
     if not (isinstance(plugin_class, type) and issubclass(plugin_class, Plugin)):
         raise TypeError("wink.export takes a subclass of wink.Plugin")
     _plugin_class = plugin_class

@@ -120,7 +120,7 @@ mod tests {
     /// The SDK's objects (lent objects read once, on demand, and never after their call),
     /// run by the machine's Python: `guest-sdk/python/tests/`.
     #[test]
-    fn sdk_objects_pass_their_native_test() {
+    fn sdk_passes_its_native_tests() {
         let python = find_python().expect("a python3 for the SDK's native tests");
         let tests = crate::repo_root().join("guest-sdk/python/tests");
         let output = Command::new(&python)
