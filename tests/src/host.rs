@@ -120,6 +120,15 @@ impl TestHost {
         self.registry.metrics().plugin(plugin)
     }
 
+    /// The plugins' metrics in the Prometheus text format, as `/metrics` serves them.
+    pub fn prometheus_text(&self) -> String {
+        let mut registry = prometheus_client::registry::Registry::default();
+        self.registry.metrics().register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encoding the metrics");
+        text
+    }
+
     /// The resourceVersion of a Pod in the host's cache (what the plugins were last told).
     pub fn pod_rv(&self, key: &str) -> Option<String> {
         let informer = self.factory.existing(&ResourceKey::new("v1", "Pod"))?;

@@ -47,6 +47,8 @@ const PLUGIN_FLOORS: &[&[&str]] = &[
     &["runtime"],
     // A plugin as an informer event handler.
     &["delivery"],
+    // A reconciler: events mapped to keys, its work queue and workers.
+    &["reconcile"],
     // The registry of deployed plugins.
     &["deploy"],
 ];

@@ -103,3 +103,15 @@ async fn run_records_what_its_plugins_informers_deliver() {
     }
     assert!(resources.iter().all(|r| r != "v1/Pod"), "only what the plugins watch");
 }
+
+/// A reconciler has no event handlers to feed: replay says so instead of failing every call.
+#[test]
+fn replaying_to_a_reconciler_is_refused_with_the_reason() {
+    let work = tempfile::tempdir().unwrap();
+    let recording = work.path().join("rec.jsonl");
+    let header = r#"{"type":"header","format":"wink-recording","version":1,"started":"2026-12-01T00:00:00Z","source":"dir:x","resources":["v1/ConfigMap"]}"#;
+    write_atomic(&recording, &format!("{header}\n"));
+    let out = wink(&["replay"], &[&plugin("probes/reconcile-probe"), &recording]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("is a reconciler"), "{}", text(&out.stderr));
+}

@@ -8,8 +8,11 @@ use anyhow::{Context, Result, bail};
 use wit_component::{ComponentEncoder, DecodedWasm};
 use wit_parser::{Resolve, WorldId};
 
-/// The world every wink plugin implements.
+/// The world every wink plugin implements, at every version.
 const WORLD: &str = "handler-plugin";
+
+/// The world reconcilers implement, from 0.4.0.
+pub const RECONCILER_WORLD: &str = "reconciler-plugin";
 
 /// The only interfaces a wink plugin may import: the `wink:plugin` package's, and the WASI
 /// clocks (any 0.2.x).
@@ -43,13 +46,17 @@ impl Surface {
 
     /// The surface the `handler-plugin` world of the WIT package in `wit_dir` prescribes.
     pub fn of_contract(wit_dir: &Path) -> Result<Self> {
+        Self::of_contract_world(wit_dir, WORLD)?
+            .with_context(|| format!("finding world `{WORLD}` in {}", wit_dir.display()))
+    }
+
+    /// The surface the world `world` of the WIT package in `wit_dir` prescribes, if it has
+    /// that world.
+    pub fn of_contract_world(wit_dir: &Path, world: &str) -> Result<Option<Self>> {
         let mut resolve = Resolve::new();
         let (package, _) =
             resolve.push_dir(wit_dir).with_context(|| format!("parsing the WIT package in {}", wit_dir.display()))?;
-        let world = resolve
-            .select_world(&[package], Some(WORLD))
-            .with_context(|| format!("finding world `{WORLD}` in {}", wit_dir.display()))?;
-        Ok(Self::of_world(&resolve, world))
+        Ok(resolve.select_world(&[package], Some(world)).ok().map(|world| Self::of_world(&resolve, world)))
     }
 
     fn of_world(resolve: &Resolve, world: WorldId) -> Self {
@@ -125,15 +132,25 @@ impl Surface {
 /// `wink:plugin` package, in its own folder `wit/v<version>/`; the newest is the current one.
 #[derive(Debug, Clone)]
 pub struct Contract {
-    /// The surface of each version's world, newest first.
+    /// The surface of each version's handler world, newest first.
     versions: Vec<Surface>,
+    /// The surface of each version's reconciler world, where it has one, newest first.
+    reconcilers: Vec<Surface>,
 }
 
 impl Contract {
     /// Reads the package in each of `wit_dir`'s version folders ([`version_dirs`]).
     pub fn load(wit_dir: &Path) -> Result<Self> {
-        let versions = version_dirs(wit_dir)?.iter().map(|dir| Surface::of_contract(dir)).collect::<Result<_>>()?;
-        Ok(Self { versions })
+        let dirs = version_dirs(wit_dir)?;
+        let versions = dirs.iter().map(|dir| Surface::of_contract(dir)).collect::<Result<_>>()?;
+        let reconcilers = dirs
+            .iter()
+            .map(|dir| Surface::of_contract_world(dir, RECONCILER_WORLD))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(Self { versions, reconcilers })
     }
 
     /// The surface of the current version.
@@ -141,11 +158,12 @@ impl Contract {
         &self.versions[0]
     }
 
-    /// Fails unless the component implements one of the versions (the error is the one
-    /// against the current version).
+    /// Fails unless the component implements one of the versions' handler or reconciler
+    /// worlds (the error is the one against the current version's handler world).
     pub fn check(&self, surface: &Surface) -> Result<()> {
         let current = surface.check_implements(self.current());
-        if current.is_ok() || self.versions[1..].iter().any(|v| surface.check_implements(v).is_ok()) {
+        let others = self.versions[1..].iter().chain(&self.reconcilers);
+        if current.is_ok() || others.into_iter().any(|v| surface.check_implements(v).is_ok()) {
             return Ok(());
         }
         current
@@ -250,10 +268,13 @@ mod tests {
     #[test]
     fn every_version_of_the_contract_is_known() {
         let contracts = Contract::load(&crate::repo_root().join("wit")).unwrap();
-        assert!(contracts.current().exports.contains(&"wink:plugin/handler@0.3.0".to_owned()));
-        assert!(contracts.current().imports.contains(&"wink:plugin/cluster@0.3.0".to_owned()));
+        assert!(contracts.current().exports.contains(&"wink:plugin/handler@0.4.0".to_owned()));
+        assert!(contracts.current().imports.contains(&"wink:plugin/cluster@0.4.0".to_owned()));
+        let reconciler = &contracts.reconcilers[0];
+        assert_eq!(reconciler.exports, ["wink:plugin/reconciler@0.4.0"]);
+        assert!(reconciler.imports.contains(&"wink:plugin/queue@0.4.0".to_owned()));
         let exports: Vec<&String> = contracts.versions.iter().flat_map(|v| &v.exports).collect();
-        for version in ["0.3.0", "0.2.0", "0.1.0"] {
+        for version in ["0.4.0", "0.3.0", "0.2.0", "0.1.0"] {
             assert!(exports.contains(&&format!("wink:plugin/handler@{version}")), "{version}: {exports:?}");
         }
         assert!(contracts.current().imports.contains(&"wasi:clocks/wall-clock@0.2.0".to_owned()));

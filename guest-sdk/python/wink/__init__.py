@@ -25,6 +25,8 @@ environment. ``print`` goes to the host's log.
 - :func:`on_add`, :func:`on_update`, :func:`on_delete`, :func:`on_init`: handlers as
   decorated functions instead of a class (:mod:`wink.decorators`), exported by
   ``wink.export()``.
+- :class:`Reconciler`, :class:`Key`, :func:`enqueue`: a reconciler, as controller-runtime's
+  (:mod:`wink.reconciler`), exported as ``Reconciler = wink.export(MyReconciler)``.
 - :class:`Retry`, :class:`Fatal`: raise them to have the host retry the event or drop it;
   any other exception is logged with its traceback and retried.
 """
@@ -35,19 +37,23 @@ from .errors import CacheError, Fatal, Retry
 from .objects import ExpiredObject, Object, OwnerReference
 from .decorators import on_add, on_delete, on_init, on_update
 from .plugin import Plugin, Requeue, export, requeue_after
+from .reconciler import Key, Reconciler, enqueue
 
 __all__ = [
     "CacheError",
     "ExpiredObject",
     "Fatal",
+    "Key",
     "Object",
     "OwnerReference",
     "Plugin",
+    "Reconciler",
     "RequestError",
     "Requeue",
     "Retry",
     "cache",
     "cluster",
+    "enqueue",
     "export",
     "log",
     "on_add",
@@ -58,7 +64,7 @@ __all__ = [
 ]
 
 #: The version of the WIT package (``wink:plugin``) this SDK implements.
-WIT_VERSION = "0.3.0"
+WIT_VERSION = "0.4.0"
 
 #: The version of this SDK (semver; see CHANGELOG.md).
 __version__ = "0.3.0"

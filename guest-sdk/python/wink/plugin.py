@@ -77,6 +77,11 @@ def _call(event: str, handler: Callable[[], Optional[Requeue]], *lent: Object) -
     raised ``handler-error``. The ``lent`` objects expire when it returns."""
     if _plugin is None:
         raise Err(_types.HandlerError_Fatal(f"wink: {event} called before a successful init"))
+    return _outcome(event, handler, *lent)
+
+
+def _outcome(event: str, handler: Callable[[], Optional[Requeue]], *lent: Object) -> Any:
+    """What :func:`_call` returns or raises once the plugin is known to be started."""
     try:
         result = handler()
     except Retry as e:
@@ -97,7 +102,12 @@ def _call(event: str, handler: Callable[[], Optional[Requeue]], *lent: Object) -
     return _types.Action_AwaitChange()
 
 
-class _Handler(exports.Handler):
+# The component implements one world: the handler's (``exports.Handler``) or, for a
+# reconciler, ``exports.Reconciler`` (see :mod:`wink.reconciler`).
+_HandlerBase: Any = getattr(exports, "Handler", object)
+
+
+class _Handler(_HandlerBase):
     """What componentize-py calls: the generated ``handler`` interface."""
 
     def init(self, config: str) -> None:
@@ -125,14 +135,21 @@ class _Handler(exports.Handler):
         return _call("on-delete", lambda: _plugin.on_delete(lent, final_state_unknown), lent)
 
 
-def export(plugin_class: Optional[Type[Plugin]] = None) -> Type[exports.Handler]:
+def export(plugin_class: Optional[type] = None) -> type:
     """Exports ``plugin_class`` as the component's handler, or without it the functions
     decorated with ``@wink.on_add`` and the others (:mod:`wink.decorators`). Assign the
     result to ``Handler`` in ``app.py`` (componentize-py looks for that name)::
 
         Handler = wink.export(MyPlugin)
+
+    A subclass of :class:`wink.Reconciler` is exported as the component's reconciler:
+    assign the result to ``Reconciler`` (``Reconciler = wink.export(MyReconciler)``).
     """
     global _plugin_class
+    from . import reconciler
+
+    if isinstance(plugin_class, type) and issubclass(plugin_class, reconciler.Reconciler):
+        return reconciler.export(plugin_class)
     if plugin_class is None:
         from . import decorators
 
@@ -140,6 +157,6 @@ def export(plugin_class: Optional[Type[Plugin]] = None) -> Type[exports.Handler]
             raise TypeError("wink.export() without a class exports the decorated functions, and there are none")
         plugin_class = decorators.Decorated
     if not (isinstance(plugin_class, type) and issubclass(plugin_class, Plugin)):
-        raise TypeError("wink.export takes a subclass of wink.Plugin")
+        raise TypeError("wink.export takes a subclass of wink.Plugin or of wink.Reconciler")
     _plugin_class = plugin_class
     return _Handler

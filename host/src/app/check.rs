@@ -68,13 +68,14 @@ fn describe(plugin: &LoadedPlugin, budget: &MemoryBudget) -> Vec<String> {
     let mut lines = vec![
         format!("plugin {} is valid", plugin.name()),
         format!(
-            "  component: {} ({}, implements wink:plugin/handler-plugin@{})",
+            "  component: {} ({}, implements wink:plugin/{}@{})",
             plugin.component_path.display(),
             match plugin.cache {
                 CacheOutcome::Hit => "compiled earlier, from the cache",
                 CacheOutcome::Miss => "compiled now, cached",
                 CacheOutcome::Disabled => "compiled now",
             },
+            plugin.pre.world().as_str(),
             plugin.pre.version().as_str()
         ),
         format!("  limits: memory {} bytes, {:?} per call", m.limits.memory.bytes(), m.limits.call_timeout),
@@ -124,6 +125,24 @@ fn grants(m: &Manifest) -> Vec<String> {
     }
     for g in &m.cache {
         lines.push(format!("  may read {}/{} from the cache", g.api_version, g.kind));
+    }
+    if let Some(r) = &m.reconcile {
+        let kind = |api_version: &str, kind: &str| format!("{api_version}/{kind}");
+        lines.push(format!(
+            "  reconciles {} keys ({} worker(s)); owns {}; maps {}",
+            kind(&r.primary.api_version, &r.primary.kind),
+            r.workers,
+            if r.owns.is_empty() {
+                "nothing".to_owned()
+            } else {
+                r.owns.iter().map(|o| kind(&o.api_version, &o.kind)).collect::<Vec<_>>().join(", ")
+            },
+            if r.watches.is_empty() {
+                "nothing else".to_owned()
+            } else {
+                r.watches.iter().map(|w| kind(&w.api_version, &w.kind)).collect::<Vec<_>>().join(", ")
+            }
+        ));
     }
     lines
 }

@@ -21,7 +21,10 @@
 //!   deployed, replaced and removed.
 //! - `delivery`: the event handler that calls a plugin, and its metrics — where a plugin is
 //!   called.
-//! - `imports`: the host side of what plugins import (`log`, `cache`, `cluster`, the clocks).
+//! - `imports`: the host side of what plugins import (`log`, `cache`, `cluster`, `queue`,
+//!   the clocks).
+//! - `reconcile`: reconcilers (the 0.4.0 `reconciler-plugin` world): events mapped to the
+//!   keys of primary objects, a work queue, and the workers that call `reconcile(key)`.
 //!
 //! The public API is what this module re-exports: the registry, manifests and the loader,
 //! the engine, the event handler that runs a plugin, and their metrics and errors.
@@ -32,12 +35,13 @@ pub(crate) mod deploy;
 pub(crate) mod imports;
 pub(crate) mod manifest;
 pub(crate) mod metrics;
+pub(crate) mod reconcile;
 pub(crate) mod runtime;
 #[cfg(test)]
 pub(crate) mod test_guests;
 pub(crate) mod threads;
 
-pub use contract::bindings::WitVersion;
+pub use contract::bindings::{WitVersion, World};
 pub use contract::guest_text::{GuestText, MAX_GUEST_TEXT};
 pub use contract::outcome::{CallOutcome, TrapKind};
 pub use delivery::runner::PluginHandler;
@@ -50,8 +54,8 @@ pub use manifest::permissions::{
     Attributes, Permissions, Policy, PolicyEntry, PolicyError, PolicyRule, Refusal, RequestLimits, ServiceAccountRef,
 };
 pub use manifest::{
-    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, OnError, ShardBy, WatchedResource, format_bytes,
-    parse_byte_size,
+    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, MapTo, OnError, Reconcile, ShardBy, WatchedResource,
+    format_bytes, parse_byte_size,
 };
 pub use metrics::{MetricsRegistry, PluginMetrics};
 pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};

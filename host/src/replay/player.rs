@@ -136,6 +136,9 @@ pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError
     let manifest = load_plugin_manifest(&options.plugin).map_err(LoadError::from)?;
     let plugin = load_manifest(manifest, &engine, &options.load)?;
     let name = plugin.name().to_owned();
+    if plugin.manifest.reconcile.is_some() {
+        return Err(ReplayError::Reconciler(name));
+    }
 
     let cluster = Arc::new(MemoryCluster::new(MemorySourceOptions::default()));
     serve_kinds(&cluster, &recording);

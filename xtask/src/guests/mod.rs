@@ -40,10 +40,21 @@ use crate::report::{BuiltPlugin, Report, seconds};
 /// undropped at the end of a call, which the host refuses as a trap. The host serves both.
 pub fn sdk_contract(repo: &Path, language: Language) -> PathBuf {
     let version = match language {
-        Language::Go | Language::Python | Language::C => "v0.3.0",
+        Language::Python => "v0.4.0",
+        Language::Go | Language::C => "v0.3.0",
         Language::JavaScript => "v0.2.0",
     };
     repo.join("wit").join(version)
+}
+
+/// The world the plugin in `plugin_dir` implements: `reconciler-plugin` when its manifest
+/// has a `reconcile` section, else `handler-plugin`.
+pub fn world_of(plugin_dir: &Path) -> Result<&'static str> {
+    let manifest = plugin_dir.join("plugin.yaml");
+    let text = fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
+    let value: serde_norway::Value =
+        serde_norway::from_str(&text).with_context(|| format!("parsing {}", manifest.display()))?;
+    Ok(if value.get("reconcile").is_some() { crate::component::RECONCILER_WORLD } else { "handler-plugin" })
 }
 
 /// Where a build reads and writes.

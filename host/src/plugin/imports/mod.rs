@@ -1,5 +1,6 @@
 //! The host side of the interfaces a plugin imports: `log`, `cache`, `cluster`, the
-//! `event-object` handles a 0.3.0 handler reads, and the WASI clocks.
+//! `event-object` handles a 0.3.0 handler reads, a reconciler's `queue` (0.4.0), and the
+//! WASI clocks.
 //!
 //! Each capability is one module that owns its state and its linking: a small state type
 //! ([`LogSink`], [`CacheAccess`], [`ClusterAccess`], [`LentObjects`]), a trait by which a
@@ -18,6 +19,7 @@ pub mod cluster;
 pub mod cluster_link;
 pub mod event_object;
 pub mod log;
+pub mod queue;
 pub mod refusals;
 pub mod wasi;
 
@@ -27,12 +29,14 @@ pub use cluster::{ClusterAccess, ClusterContext, ClusterLink};
 pub use cluster_link::HasCluster;
 pub use event_object::{HasLent, LentObjects};
 pub use log::{HasLog, LogSink};
+pub use queue::{HasQueue, QueueAccess};
 
 /// Links every host import of the contract (all versions) into `linker`.
-pub fn link<T: HasLog + HasCache + HasCluster + HasLent>(
+pub fn link<T: HasLog + HasCache + HasCluster + HasLent + HasQueue>(
     linker: &mut wasmtime::component::Linker<T>,
 ) -> wasmtime::Result<()> {
     event_object::link(linker)?;
+    queue::link(linker)?;
     log::link(linker)?;
     cache::link(linker)?;
     cluster_link::link(linker)?;

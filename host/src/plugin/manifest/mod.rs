@@ -106,8 +106,14 @@ pub struct Manifest {
     /// The component file, relative to the manifest's folder.
     pub component: PathBuf,
     /// The resources the plugin watches (at least one). The plugin may also read them from the
-    /// cache, in the same namespaces.
+    /// cache, in the same namespaces. A reconciler leaves it out: its `reconcile` section
+    /// names them.
+    #[serde(default)]
     pub resources: Vec<WatchedResource>,
+    /// A reconciler's primary, owned and watched resources and work queue (the plugin
+    /// implements the `reconciler-plugin` world).
+    #[serde(default)]
+    pub reconcile: Option<Reconcile>,
     /// Sandbox limits; each has a default.
     #[serde(default)]
     pub limits: Limits,
@@ -446,6 +452,14 @@ impl Manifest {
         };
         manifest.path = path.to_owned();
         manifest.base_dir = path.parent().map(Path::to_owned).unwrap_or_default();
+        if let Some(reconcile) = &manifest.reconcile {
+            if !manifest.resources.is_empty() {
+                let why = "a reconciler watches what `reconcile` names (for, owns, watches): remove `resources`";
+                return Err(manifest.invalid("resources", why));
+            }
+            reconcile.validate().map_err(|(field, message)| manifest.invalid(field, message))?;
+            manifest.resources = reconcile.resources();
+        }
         manifest.validate()?;
         Ok(manifest)
     }
@@ -578,6 +592,9 @@ fn check_dns_label(s: &str) -> Result<(), &'static str> {
 }
 
 pub mod permissions;
+pub mod reconcile;
+
+pub use reconcile::{MapTo, Reconcile, Role};
 pub(crate) mod schema;
 
 #[cfg(test)]

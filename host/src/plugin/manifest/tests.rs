@@ -253,3 +253,43 @@ fn request_limits_out_of_their_bounds_are_refused_naming_the_field() {
     }
     parse(&minimal("requests: {qps: 50, burst: 100, timeout: 30s, perCall: 50}\n")).expect("within bounds");
 }
+
+const RECONCILER: &str = r#"
+name: service-for-deployment
+component: s.wasm
+reconcile:
+  for: {apiVersion: apps/v1, kind: Deployment, namespaces: [shop]}
+  owns: [{apiVersion: v1, kind: Service}]
+  watches:
+    - {apiVersion: v1, kind: ConfigMap, mapTo: {annotation: example.com/deployment}}
+  workers: 2
+"#;
+
+#[test]
+fn a_reconciler_watches_its_primary_owned_and_watched_resources_in_that_order() {
+    let m = parse(RECONCILER).unwrap();
+    let watched: Vec<String> = m.resources.iter().map(|r| format!("{}/{}", r.api_version, r.kind)).collect();
+    assert_eq!(watched, ["apps/v1/Deployment", "v1/Service", "v1/ConfigMap"]);
+    assert_eq!(m.resources[0].namespaces.as_deref(), Some(&["shop".to_owned()][..]));
+    let reconcile = m.reconcile.as_ref().unwrap();
+    assert_eq!(reconcile.roles()[1], Role::Owned { api_version: "apps/v1".into(), kind: "Deployment".into() });
+    assert_eq!(reconcile.roles()[2], Role::Mapped(MapTo::Annotation("example.com/deployment".into())));
+    assert_eq!(reconcile.rate_limits.limits(), crate::workqueue::RateLimits::default(), "controller-runtime's");
+    assert_eq!(
+        crate::plugin::runtime::budget::reservation_of(&m),
+        2 * m.limits.memory.bytes(),
+        "an instance per worker"
+    );
+}
+
+#[test]
+fn a_reconciler_is_refused_with_resources_too_many_workers_or_an_empty_mapping() {
+    let with = |extra: &str| parse(&format!("{RECONCILER}{extra}")).unwrap_err().to_string();
+    assert!(with("resources: [{apiVersion: v1, kind: Pod}]\n").contains("remove `resources`"));
+    let workers = parse(&RECONCILER.replace("workers: 2", "workers: 0")).unwrap_err().to_string();
+    assert!(workers.contains("reconcile.workers"), "{workers}");
+    let unmapped = parse(&RECONCILER.replace("{annotation: example.com/deployment}", "{label: \"\"}")).unwrap_err();
+    assert!(unmapped.to_string().contains("reconcile.watches[0].mapTo"), "{unmapped}");
+    let no_map = parse(&RECONCILER.replace(", mapTo: {annotation: example.com/deployment}", "")).unwrap_err();
+    assert!(no_map.to_string().contains("mapTo"), "{no_map}");
+}

@@ -2,7 +2,8 @@
 //! skipped and coalesced events, call latency, delivery lag (from an event's arrival in the
 //! plugin's queue to its handler's return), and requests to the cluster by verb and outcome,
 //! with their durations by verb, resource and outcome (client-go's
-//! `rest_client_request_duration_seconds`, per plugin).
+//! `rest_client_request_duration_seconds`, per plugin); and the reconcilers' work queues, as
+//! controller-runtime's `workqueue_*` metrics ([`workqueue`]).
 //!
 //! All plugins share one set of metric families labelled `plugin="<name>"` (so that the
 //! Prometheus text output has each family once); a [`PluginMetrics`] is one plugin's handles
@@ -11,6 +12,7 @@
 //! [`PluginMetrics::summary`] is a one-line digest for logs.
 
 pub mod latency;
+pub mod workqueue;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -109,6 +111,7 @@ pub struct MetricsRegistry {
     requests: Family<RequestLabel, Counter>,
     request_durations: RequestDurations,
     timed: Arc<parking_lot::Mutex<HashMap<String, Arc<Timed>>>>,
+    work_queues: workqueue::WorkQueueMetrics,
 }
 
 /// Total nanoseconds of one plugin's calls (counted in `calls`), for the summary's mean: the
@@ -139,11 +142,13 @@ impl MetricsRegistry {
             requests: Family::default(),
             request_durations: RequestDurations::new(),
             timed: Arc::default(),
+            work_queues: workqueue::WorkQueueMetrics::default(),
         }
     }
 
     /// Adds the families to a Prometheus registry, as `wink_plugin_*`.
     pub fn register(&self, registry: &mut Registry) {
+        self.work_queues.register(registry);
         let r = registry.sub_registry_with_prefix("wink_plugin");
         r.register("calls", "Calls into plugins (init and handlers)", self.calls.clone());
         r.register(
@@ -211,8 +216,14 @@ impl MetricsRegistry {
         }
     }
 
+    /// The reconcilers' work queues and their `workqueue_*` metrics.
+    pub fn work_queues(&self) -> &workqueue::WorkQueueMetrics {
+        &self.work_queues
+    }
+
     /// Forgets a plugin's series (when it is unloaded).
     pub fn remove(&self, name: &str) {
+        self.work_queues.remove(name);
         let label = PluginLabel { plugin: name.to_owned() };
         for family in [&self.calls, &self.restarts, &self.dropped, &self.skipped, &self.coalesced] {
             family.remove(&label);

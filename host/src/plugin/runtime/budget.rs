@@ -28,9 +28,14 @@ use parking_lot::Mutex;
 
 use crate::plugin::manifest::{Manifest, format_bytes};
 
-/// Instances a plugin runs at once. The runner keeps one instance per plugin (calls into a
-/// plugin are serial); a plugin that ran several would reserve its limit once for each.
+/// Instances a handler plugin runs at once. The runner keeps one instance per plugin (calls
+/// into a plugin are serial); a reconciler runs one per worker ([`instances_of`]).
 pub const INSTANCES_PER_PLUGIN: u64 = 1;
+
+/// The instances a plugin runs at once: one, or a reconciler's `workers`.
+pub fn instances_of(manifest: &Manifest) -> u64 {
+    manifest.reconcile.as_ref().map_or(INSTANCES_PER_PLUGIN, |r| u64::from(r.workers))
+}
 
 /// The budget when the machine's memory cannot be read: 2 GiB.
 pub const FALLBACK_BUDGET: u64 = 2 << 30;
@@ -38,7 +43,7 @@ pub const FALLBACK_BUDGET: u64 = 2 << 30;
 /// The memory a plugin reserves from the budget: its `limits.memory` for each of its
 /// instances.
 pub fn reservation_of(manifest: &Manifest) -> u64 {
-    manifest.limits.memory.bytes().saturating_mul(INSTANCES_PER_PLUGIN)
+    manifest.limits.memory.bytes().saturating_mul(instances_of(manifest))
 }
 
 /// A plugin's reservation does not fit in what is left of the budget.
@@ -181,7 +186,7 @@ impl MemoryBudget {
         BudgetExceeded {
             plugin: manifest.name.to_string(),
             limit: manifest.limits.memory.bytes(),
-            instances: INSTANCES_PER_PLUGIN,
+            instances: instances_of(manifest),
             requested,
             available,
             total: self.0.total,

@@ -26,18 +26,21 @@ use quanta::Instant;
 use wasmtime::Store;
 use wasmtime::component::{Instance, InstancePre, Linker, Resource, TypedFunc};
 
-use crate::informer::{Action, Notification, Object};
-use crate::plugin::contract::bindings::{GuestAction, GuestHandlerError, ObjectRef, WitVersion, object_ref};
+use crate::informer::{Action, HandlerError, Notification, Object};
+use crate::plugin::contract::bindings::{
+    GuestAction, GuestHandlerError, ObjectRef, WitObjectKey, WitVersion, World, object_ref,
+};
 use crate::plugin::contract::guest_text::GuestText;
 use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
 use crate::plugin::imports::event_object::EventObject;
 use crate::plugin::imports::{
     CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, HasCache, HasCluster, HasLent, HasLog,
-    LentObjects, LogSink,
+    HasQueue, LentObjects, LogSink, QueueAccess,
 };
 use crate::plugin::runtime::deadline::CallDeadline;
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::limits::PluginLimiter;
+use crate::workqueue::WorkQueue;
 
 /// The data of a plugin's store: the state behind its imports, and its limiter.
 #[derive(Debug)]
@@ -54,6 +57,8 @@ pub struct HostState {
     pub deadline: CallDeadline,
     /// The objects lent to the call in progress (0.3.0 handlers).
     pub lent: LentObjects,
+    /// The `queue` import (a reconciler's work queue).
+    pub queue: QueueAccess,
 }
 
 /// A pre-linked component, and the contract version it implements.
@@ -61,14 +66,20 @@ pub struct HostState {
 pub struct PluginPre {
     pre: InstancePre<HostState>,
     version: WitVersion,
+    world: World,
     refused: Arc<[String]>,
 }
 
 impl PluginPre {
-    /// Wraps a pre-linked component implementing `version`, whose `refused` WASI imports
-    /// trap when called.
-    pub fn new(pre: InstancePre<HostState>, version: WitVersion, refused: Vec<String>) -> Self {
-        Self { pre, version, refused: refused.into() }
+    /// Wraps a pre-linked component implementing `world` of `version`, whose `refused` WASI
+    /// imports trap when called.
+    pub fn new(pre: InstancePre<HostState>, version: WitVersion, world: World, refused: Vec<String>) -> Self {
+        Self { pre, version, world, refused: refused.into() }
+    }
+
+    /// The world the component implements.
+    pub fn world(&self) -> World {
+        self.world
     }
 
     /// The WASI interfaces the component imports that the host refuses (calls trap).
@@ -118,6 +129,16 @@ impl HasCluster for HostState {
     }
 }
 
+impl HasQueue for HostState {
+    fn queue(&mut self) -> &mut QueueAccess {
+        &mut self.queue
+    }
+
+    fn queue_owner(&self) -> &str {
+        self.log.plugin()
+    }
+}
+
 impl HasLent for HostState {
     fn lent(&self) -> &LentObjects {
         &self.lent
@@ -135,6 +156,8 @@ pub struct Sandbox {
     memory_limit: u64,
     call_timeout: Duration,
     config_json: Arc<str>,
+    /// A reconciler's work queue, for its `queue` import.
+    queue: Option<WorkQueue<String>>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -182,7 +205,20 @@ impl Sandbox {
             memory_limit: settings.memory_limit,
             call_timeout: settings.call_timeout,
             config_json: settings.config_json,
+            queue: None,
         }
+    }
+
+    /// Gives the plugin's instances `queue` behind their `queue` import (a reconciler's).
+    #[must_use]
+    pub fn with_queue(mut self, queue: WorkQueue<String>) -> Self {
+        self.queue = Some(queue);
+        self
+    }
+
+    /// The world the plugin implements.
+    pub fn world(&self) -> World {
+        self.pre.world
     }
 
     /// The engine its instances run on.
@@ -217,6 +253,7 @@ impl Sandbox {
             limiter: PluginLimiter::new(self.memory_limit),
             deadline: CallDeadline::new(self.engine.clone(), self.call_timeout),
             lent: LentObjects::default(),
+            queue: QueueAccess::new(self.queue.clone()),
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
@@ -224,7 +261,7 @@ impl Sandbox {
         store.set_epoch_deadline(1);
         let instantiation = |e: wasmtime::Error| CallOutcome::Trap(TrapKind::of_instantiation(&e));
         let instance = self.pre.pre.instantiate(&mut store).map_err(instantiation)?;
-        let handlers = Handlers::new(&mut store, &instance, self.pre.version).map_err(instantiation)?;
+        let handlers = Handlers::new(&mut store, &instance, self.pre.version, self.pre.world).map_err(instantiation)?;
         let engine = self.engine.clone();
         let mut instance = PluginInstance { store, handlers, poisoned: false, calls: 0, engine };
         let init: TypedFunc<(&str,), InitResult> = instance.handlers.init;
@@ -264,12 +301,16 @@ impl<R, A> Copy for EventFuncs<R, A> {}
 type Lent = Resource<EventObject>;
 
 /// The handler exports: 0.1.0 handlers return nothing, 0.2.0 handlers an `action`, 0.3.0
-/// handlers take handles.
+/// (and 0.4.0) handlers take handles; a reconciler (0.4.0) has `reconcile` instead.
 enum Events {
     V0_1(EventFuncs<()>),
     V0_2(EventFuncs<GuestAction>),
     V0_3(EventFuncs<GuestAction, Lent>),
+    Reconcile(ReconcileFunc),
 }
+
+/// A reconciler's `reconcile(key)`.
+type ReconcileFunc = TypedFunc<(WitObjectKey,), (Result<GuestAction, GuestHandlerError>,)>;
 
 struct Handlers {
     init: TypedFunc<(&'static str,), InitResult>,
@@ -277,8 +318,15 @@ struct Handlers {
 }
 
 impl Handlers {
-    fn new(store: &mut Store<HostState>, instance: &Instance, version: WitVersion) -> wasmtime::Result<Self> {
-        let export = version.handler_export();
+    fn new(
+        store: &mut Store<HostState>,
+        instance: &Instance,
+        version: WitVersion,
+        world: World,
+    ) -> wasmtime::Result<Self> {
+        let export = version
+            .export(world)
+            .ok_or_else(|| wasmtime::format_err!("wink:plugin@{} has no {} world", version.as_str(), world.as_str()))?;
         let iface = instance
             .get_export_index(&mut *store, None, export)
             .ok_or_else(|| wasmtime::format_err!("no `{export}` export"))?;
@@ -287,8 +335,13 @@ impl Handlers {
                 .get_export_index(&mut *store, Some(&iface), name)
                 .ok_or_else(|| wasmtime::format_err!("no `{name}` in `{export}`"))
         };
-        let (add, update, delete) = (index(store, "on-add")?, index(store, "on-update")?, index(store, "on-delete")?);
         let init = index(store, "init")?;
+        if world == World::Reconciler {
+            let reconcile = index(store, "reconcile")?;
+            let events = Events::Reconcile(instance.get_typed_func(&mut *store, reconcile)?);
+            return Ok(Self { init: instance.get_typed_func(&mut *store, init)?, events });
+        }
+        let (add, update, delete) = (index(store, "on-add")?, index(store, "on-update")?, index(store, "on-delete")?);
         fn funcs<R, A>(
             store: &mut Store<HostState>,
             instance: &Instance,
@@ -311,7 +364,7 @@ impl Handlers {
         let events = match version {
             WitVersion::V0_1 => Events::V0_1(funcs(store, instance, (add, update, delete))?),
             WitVersion::V0_2 => Events::V0_2(funcs(store, instance, (add, update, delete))?),
-            WitVersion::V0_3 => Events::V0_3(funcs(store, instance, (add, update, delete))?),
+            WitVersion::V0_3 | WitVersion::V0_4 => Events::V0_3(funcs(store, instance, (add, update, delete))?),
         };
         Ok(Self { init: instance.get_typed_func(&mut *store, init)?, events })
     }
@@ -379,6 +432,7 @@ impl PluginInstance {
         let state = self.store.data_mut();
         state.log.begin_call();
         state.cluster.begin_call();
+        state.queue.begin_call();
         state.deadline.begin(throttled, started);
         let result = f(&mut self.store);
         let state = self.store.data_mut();
@@ -444,7 +498,20 @@ impl PluginInstance {
             Events::V0_1(funcs) => self.event(funcs, call, started),
             Events::V0_2(funcs) => self.event(funcs, call, started),
             Events::V0_3(funcs) => self.lent_event(funcs, call, started),
+            Events::Reconcile(_) => CallOutcome::HandlerError(HandlerError::Fatal(
+                "a reconciler is called with keys, not events (a host bug delivered it an event)".into(),
+            )),
         }
+    }
+
+    /// Calls a reconciler's `reconcile(key)`, `key` a cache key (`namespace/name` or
+    /// `name`).
+    pub fn reconcile(&mut self, key: &str) -> CallOutcome {
+        let Events::Reconcile(func) = self.handlers.events else {
+            return CallOutcome::HandlerError(HandlerError::Fatal("the plugin is not a reconciler".into()));
+        };
+        let key = WitObjectKey::of_cache_key(key);
+        outcome(self.call(true, Instant::now(), |s| func.call(s, (key,)).map(|(r,)| r)))
     }
 
     /// Calls `on-add`.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use wasmtime::component::Component;
 
-use crate::plugin::contract::bindings::{WitVersion, check_exports};
+use crate::plugin::contract::bindings::{WitVersion, World, check_exports};
 use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, wasi};
 use crate::plugin::manifest::{MANIFEST_FILE, Manifest, ManifestError, format_bytes};
 use crate::plugin::runtime::engine::{CacheOutcome, Compiled, EngineError, PluginEngine};
@@ -74,6 +74,19 @@ pub enum LoadError {
         component: PathBuf,
         /// The source file found (`Cargo.toml`, `go.mod`, `app.py`…).
         marker: String,
+    },
+    /// The manifest and the component disagree on what the plugin is: a `reconcile` section
+    /// for a handler, or a reconciler without one.
+    #[error("{}: {}", path.display(), if *reconciler_manifest {
+        "the manifest has a `reconcile` section but the component is a handler (it exports wink:plugin/handler): build it as a reconciler, or remove `reconcile` and list `resources`"
+    } else {
+        "the component is a reconciler (it exports wink:plugin/reconciler@0.4.0) but the manifest has no `reconcile` section naming its primary resource (`reconcile: {for: {apiVersion: …, kind: …}}`)"
+    })]
+    WorldMismatch {
+        /// The manifest.
+        path: PathBuf,
+        /// Whether the manifest is a reconciler's.
+        reconciler_manifest: bool,
     },
     /// The component file is larger than the host loads.
     #[error("{} is {}, larger than the largest component this host loads ({}; see --max-component-size)", path.display(), format_bytes(*size), format_bytes(*max))]
@@ -141,8 +154,9 @@ pub enum LoadError {
         /// The unknown imports.
         imports: Vec<String>,
     },
-    /// The component does not export the handler interface: it implements another world.
-    #[error("{} exports no wink handler (`wink:plugin/handler@0.2.0` or `@0.1.0`): it does not implement the wink:plugin/handler-plugin world (it exports: {})", path.display(), if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") })]
+    /// The component exports neither the handler nor the reconciler interface: it
+    /// implements another world.
+    #[error("{} exports no wink handler or reconciler (`wink:plugin/handler@0.1.0` to `@0.4.0`, `wink:plugin/reconciler@0.4.0`): it does not implement the wink:plugin/handler-plugin world, nor the reconciler-plugin world (it exports: {})", path.display(), if exports.is_empty() { "nothing".to_owned() } else { exports.join(", ") })]
     MissingExport {
         /// The component file.
         path: PathBuf,
@@ -268,6 +282,10 @@ pub fn load_manifest(
         }
     };
     let initial_memory = compiled.initial_memory;
+    let reconciler_manifest = manifest.reconcile.is_some();
+    if reconciler_manifest != (pre.world() == World::Reconciler) {
+        return Err(LoadError::WorldMismatch { path: manifest.path().to_owned(), reconciler_manifest });
+    }
     Ok(LoadedPlugin {
         manifest: Arc::new(manifest),
         component_path,
@@ -375,7 +393,7 @@ fn link(component: &Component, engine: &PluginEngine, path: &Path) -> Result<Plu
     let path_buf = || path.to_owned();
     let component_type = component.component_type();
     let exports: Vec<String> = component_type.exports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
-    let Some(version) = WitVersion::of_exports(exports.iter().map(String::as_str)) else {
+    let Some((version, world)) = WitVersion::of_exports(exports.iter().map(String::as_str)) else {
         return Err(LoadError::MissingExport { path: path_buf(), exports });
     };
     let imports: Vec<String> = component_type.imports(engine.wasmtime()).map(|(name, _)| name.to_owned()).collect();
@@ -389,7 +407,7 @@ fn link(component: &Component, engine: &PluginEngine, path: &Path) -> Result<Plu
     let refused = wasi::link(&mut linker, component).map_err(link_error)?;
     linker
         .instantiate_pre(component)
-        .and_then(|pre| check_exports(&pre, version).map(|()| PluginPre::new(pre, version, refused)))
+        .and_then(|pre| check_exports(&pre, version, world).map(|()| PluginPre::new(pre, version, world, refused)))
         .map_err(link_error)
 }
 

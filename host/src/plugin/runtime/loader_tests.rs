@@ -84,7 +84,7 @@ fn a_component_of_another_world() {
         matches!(err, LoadError::MissingExport { ref exports, .. } if exports == &["acme:x/run".to_owned()]),
         "{err:?}"
     );
-    assert!(text.contains("exports no wink handler (`wink:plugin/handler@0.2.0` or `@0.1.0`)"), "{text}");
+    assert!(text.contains("exports no wink handler or reconciler (`wink:plugin/handler@0.1.0` to `@0.4.0`"), "{text}");
     let (err, _) = load_error(&wat::parse_str("(component)").unwrap());
     assert!(matches!(err, LoadError::MissingExport { .. }), "{err:?}");
 }

@@ -14,6 +14,7 @@ use super::{Shared, Slot};
 use crate::informer::{Action, EntryResults, HandlerError, Notification};
 use crate::plugin::contract::outcome::CallOutcome;
 use crate::plugin::delivery::placement::Took;
+use crate::plugin::runtime::instance::PluginInstance;
 use crate::plugin::threads::cpu;
 use crate::plugin::threads::pool;
 
@@ -59,30 +60,58 @@ pub(super) fn call_guest(
     shared: &Shared,
     slot: &mut Slot,
     notification: Option<&Notification>,
-    mut started: Instant,
+    started: Instant,
 ) -> (CallOutcome, Instant) {
-    if slot.instance.is_none() {
-        let outcome = shared.sandbox.instantiate();
-        let ended = Instant::now();
-        shared.metrics.call(ended.saturating_duration_since(started));
-        started = ended;
-        match outcome {
-            Ok(instance) => {
-                if slot.started_once {
-                    shared.metrics.restart();
-                }
-                slot.started_once = true;
-                slot.instance = Some(instance);
-            }
-            Err(outcome) => return (outcome, ended),
+    match notification {
+        Some(notification) => {
+            call_with(shared, slot, started, |instance, started| instance.deliver_from(notification, started))
         }
+        None => match start_instance(shared, slot, started) {
+            Ok(started) => (CallOutcome::Ok, started),
+            Err(failed) => failed,
+        },
     }
-    let Some(notification) = notification else { return (CallOutcome::Ok, started) };
+}
+
+/// [`call_guest`] with the call to make: starts an instance if needed, then `call`s it (not
+/// when the start failed).
+pub(super) fn call_with(
+    shared: &Shared,
+    slot: &mut Slot,
+    started: Instant,
+    call: impl FnOnce(&mut PluginInstance, Instant) -> CallOutcome,
+) -> (CallOutcome, Instant) {
+    let started = match start_instance(shared, slot, started) {
+        Ok(started) => started,
+        Err(failed) => return failed,
+    };
     let instance = slot.instance.as_mut().expect("instance started above");
-    let outcome = instance.deliver_from(notification, started);
+    let outcome = call(instance, started);
     let ended = Instant::now();
     shared.metrics.call(ended.saturating_duration_since(started));
     (outcome, ended)
+}
+
+/// Starts the slot's instance (instantiate and `init`, counted as a call) unless it has one:
+/// the clock reading the next call starts from, or the failed start's outcome and end.
+fn start_instance(shared: &Shared, slot: &mut Slot, started: Instant) -> Result<Instant, (CallOutcome, Instant)> {
+    if slot.instance.is_some() {
+        return Ok(started);
+    }
+    let outcome = shared.sandbox.instantiate();
+    let ended = Instant::now();
+    shared.metrics.call(ended.saturating_duration_since(started));
+    match outcome {
+        Ok(instance) => {
+            if slot.started_once {
+                shared.metrics.restart();
+            }
+            slot.started_once = true;
+            slot.instance = Some(instance);
+            Ok(ended)
+        }
+        Err(outcome) => Err((outcome, ended)),
+    }
 }
 
 /// Runs on a guest thread or the delivering one: delivers a batch from `started`, entry by

@@ -61,7 +61,7 @@ use crate::plugin::runtime::loader::LoadedPlugin;
 pub use crate::plugin::threads::pool::GuestPool;
 use crate::plugin::threads::pool::here::HAND_OVER_AFTER;
 use crate::plugin::threads::pool::{GuestPoolError, HandOver};
-use batch::{Ran, call_guest, run_batch, timed};
+use batch::{Ran, call_guest, call_with, run_batch, timed};
 use policy::apply_policy;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
@@ -171,6 +171,21 @@ impl PluginHandler {
         pool: GuestPool,
     ) -> Self {
         let sandbox = Arc::new(plugin.sandbox(engine, resolver, cluster));
+        Self::new(sandbox, plugin.manifest.failure_policy.clone(), BackoffConfig::PLUGIN_RESTART, metrics, pool)
+    }
+
+    /// A handler for a loaded reconciler, whose instances add keys to `queue` (their
+    /// `queue` import); otherwise as [`for_plugin`](Self::for_plugin).
+    pub fn for_reconciler(
+        plugin: &LoadedPlugin,
+        engine: &PluginEngine,
+        resolver: Arc<dyn CacheResolver>,
+        cluster: Option<Arc<ClusterLink>>,
+        metrics: PluginMetrics,
+        pool: GuestPool,
+        queue: crate::workqueue::WorkQueue<String>,
+    ) -> Self {
+        let sandbox = Arc::new(plugin.sandbox(engine, resolver, cluster).with_queue(queue));
         Self::new(sandbox, plugin.manifest.failure_policy.clone(), BackoffConfig::PLUGIN_RESTART, metrics, pool)
     }
 
@@ -286,6 +301,32 @@ impl PluginHandler {
         results.pop().and_then(|mut entry| entry.pop()).unwrap_or_else(|| {
             Err(HandlerError::Retry(format!("plugin {}: the event was not delivered", self.shared.name)))
         })
+    }
+
+    /// Reconciles `key` (a reconciler's cache key) on a guest thread, applying the failure
+    /// policy as an event's delivery does: what its work queue does next (a trap is a retry
+    /// with `onError: retry`; a quarantined plugin's keys are dropped, counted).
+    pub async fn reconcile(&self, key: String) -> HandlerResult {
+        self.wait_for_start().await;
+        let span = tracing::debug_span!("plugin_reconcile", plugin = %self.shared.name, key = %key);
+        let done = match self.take_slot().await {
+            Err(skipped) => Err(skipped),
+            Ok(slot) => {
+                let job = move |shared: &Shared, slot: &mut Slot, started| {
+                    let (outcome, ended) = call_with(shared, slot, started, |instance, _| instance.reconcile(&key));
+                    (apply_policy(shared, slot, &outcome), Ran::one(started, ended))
+                };
+                self.on_guest_thread(span, slot, job).await
+            }
+        };
+        match done {
+            Ok(result) => result,
+            Err(Skipped::Quarantined) => {
+                self.shared.metrics.dropped_event();
+                Ok(Action::AwaitChange)
+            }
+            Err(Skipped::Failed(e)) => Err(HandlerError::Retry(e.retry_reason())),
+        }
     }
 
     /// Delivers a listener's batch in one guest-thread job (see the module docs).

@@ -24,12 +24,15 @@ use crate::plugin::imports::CacheResolver;
 use crate::plugin::metrics::PluginMetrics;
 use crate::plugin::runtime::budget::MemoryReservation;
 use crate::plugin::runtime::loader::{LoadError, LoadedPlugin, load_manifest, load_plugin_manifest};
+use crate::workqueue::WorkQueue;
 
 /// A loaded plugin, not yet listening: started, or being started (see
 /// [`PluginRegistry::starting`]).
 pub(super) struct Started {
     pub(super) loaded: LoadedPlugin,
     pub(super) handler: Arc<PluginHandler>,
+    /// A reconciler's work queue and its other workers' handlers (`handler` is the first's).
+    pub(super) reconciler: Option<(WorkQueue<String>, Vec<Arc<PluginHandler>>)>,
     pub(super) grants: Vec<InformerLease>,
     pub(super) memory: MemoryReservation,
 }
@@ -162,9 +165,31 @@ impl PluginRegistry {
             })?);
         }
         let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
-        let handler = PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
-            .with_start_gate(self.caches_synced(&loaded));
-        Ok(Started { loaded, handler: Arc::new(handler), grants, memory })
+        let Some(reconcile) = &loaded.manifest.reconcile else {
+            let handler =
+                PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
+                    .with_start_gate(self.caches_synced(&loaded));
+            return Ok(Started { loaded, handler: Arc::new(handler), reconciler: None, grants, memory });
+        };
+        // A reconciler: one queue, and a handler (an instance) per worker.
+        let observer = self.metrics.work_queues().observer(&name);
+        let queue = WorkQueue::new(reconcile.rate_limits.limits(), Some(observer));
+        let mut handlers = (0..reconcile.workers).map(|_| {
+            let (resolver, cluster, metrics) = (resolver.clone(), cluster.clone(), metrics.clone());
+            let handler = PluginHandler::for_reconciler(
+                &loaded,
+                &self.engine,
+                resolver,
+                cluster,
+                metrics,
+                self.pool.clone(),
+                queue.clone(),
+            );
+            Arc::new(handler.with_start_gate(self.caches_synced(&loaded)))
+        });
+        let handler = handlers.next().expect("a reconciler has at least one worker");
+        let others = handlers.collect();
+        Ok(Started { loaded, handler, reconciler: Some((queue, others)), grants, memory })
     }
 
     /// Starts a loaded plugin's instance (`init`, on a guest thread) unless plugins start on

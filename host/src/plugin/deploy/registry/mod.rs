@@ -47,8 +47,8 @@ use std::time::Duration;
 use super::fingerprint::FileDigests;
 use super::start::PluginStart;
 use crate::informer::{
-    InformerError, InformerFactory, InformerLease, ListenerOptions, Object, Registration, ResourceKey, SourceError,
-    Store,
+    EventHandler, InformerError, InformerFactory, InformerLease, ListenerOptions, Object, Registration, ResourceKey,
+    SourceError, Store,
 };
 use crate::plugin::PluginEngine;
 use crate::plugin::contract::outcome::CallOutcome;
@@ -57,8 +57,10 @@ use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
 use crate::plugin::imports::{CacheResolver, ClusterContext};
 use crate::plugin::manifest::WatchedResource;
 use crate::plugin::metrics::MetricsRegistry;
+use crate::plugin::reconcile::{Controller, KeyMapper};
 use crate::plugin::runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
 use crate::plugin::runtime::loader::{LoadError, LoadLimits};
+use crate::workqueue::WorkQueue;
 
 mod folder_sync;
 mod load;
@@ -205,6 +207,8 @@ struct Deployed {
     digest: String,
     /// A shardable plugin's slice: the assignment it was deployed with.
     shard: Option<Slice>,
+    /// A reconciler's workers (stopped when it is dropped).
+    controller: Option<Controller>,
     /// Held while the plugin is deployed.
     _memory: MemoryReservation,
 }
@@ -356,16 +360,34 @@ impl PluginRegistry {
         })
     }
 
+    /// What listens on each of the manifest's resources: the plugin's handler, or for a
+    /// reconciler the [`KeyMapper`] of the resource's role, adding keys to its queue.
+    fn listeners(
+        manifest: &crate::plugin::Manifest,
+        handler: &Arc<PluginHandler>,
+        queue: Option<&WorkQueue<String>>,
+    ) -> Vec<Arc<dyn EventHandler>> {
+        match (&manifest.reconcile, queue) {
+            (Some(reconcile), Some(queue)) => reconcile
+                .roles()
+                .into_iter()
+                .map(|role| Arc::new(KeyMapper::new(role, queue.clone())) as Arc<dyn EventHandler>)
+                .collect(),
+            _ => manifest.resources.iter().map(|_| handler.clone() as Arc<dyn EventHandler>).collect(),
+        }
+    }
+
     /// Registers `handler` as a new listener on the leased informer: once the informer runs,
     /// it receives the cached objects matching `spec` as initial-list adds, then live events.
     fn listen(
         name: &str,
         spec: &WatchedResource,
         lease: InformerLease,
-        handler: &Arc<PluginHandler>,
+        handler: &Arc<dyn EventHandler>,
+        metrics: &crate::plugin::PluginMetrics,
         shard: Option<&Slice>,
     ) -> Result<Listening, RegistryError> {
-        let options = listener_options(name, spec, handler.metrics().clone(), shard);
+        let options = listener_options(name, spec, metrics.clone(), shard);
         let registration =
             lease.informer().add_event_handler_with_options(handler.clone(), options).map_err(|source| {
                 RegistryError::Register {
@@ -383,12 +405,13 @@ impl PluginRegistry {
         name: &str,
         specs: &[WatchedResource],
         leases: Vec<InformerLease>,
-        handler: &Arc<PluginHandler>,
+        handlers: &[Arc<dyn EventHandler>],
+        metrics: &crate::plugin::PluginMetrics,
         shard: Option<&Slice>,
     ) -> Result<Vec<Listening>, RegistryError> {
         let mut listening = Vec::new();
-        for (spec, lease) in specs.iter().zip(leases) {
-            match Self::listen(name, spec, lease, handler, shard) {
+        for ((spec, lease), handler) in specs.iter().zip(leases).zip(handlers) {
+            match Self::listen(name, spec, lease, handler, metrics, shard) {
                 Ok(l) => listening.push(l),
                 Err(err) => {
                     listening.into_iter().for_each(Listening::stop);
@@ -444,7 +467,7 @@ impl PluginRegistry {
     /// from the same folder, if any.
     async fn finish_deploy(&self, dir: &Path, arriving: Arriving) -> Result<String, RegistryError> {
         let Arriving { fingerprint, shard, starting } = arriving;
-        let Started { loaded, handler, grants, memory } = starting.started().await?;
+        let Started { loaded, handler, reconciler, grants, memory } = starting.started().await?;
         let name = loaded.name().to_owned();
         let mut plugins = self.plugins.lock().await;
         if let Some(existing) = plugins.get(&name)
@@ -468,6 +491,9 @@ impl PluginRegistry {
                 // versions; the new listeners then replay the cache. The old leases are
                 // released only after the new ones hold the informers.
                 old.listening.iter().for_each(Listening::unregister);
+                if let Some(controller) = &old.controller {
+                    controller.stop();
+                }
                 // The old version's call in progress, if any, ends before the new version
                 // starts (bounded, so that a stalled call does not hold up the registry).
                 if !old.handler.wait_idle(REPLACE_WAIT).await {
@@ -479,7 +505,8 @@ impl PluginRegistry {
                 resources = ?specs.iter().map(|s| format!("{}/{}", s.api_version, s.kind)).collect::<Vec<_>>(),
                 "plugin deployed"),
         }
-        let listening = match Self::listen_all(&name, &specs, leases, &handler, shard.as_ref()) {
+        let listeners = Self::listeners(&loaded.manifest, &handler, reconciler.as_ref().map(|(queue, _)| queue));
+        let listening = match Self::listen_all(&name, &specs, leases, &listeners, handler.metrics(), shard.as_ref()) {
             Ok(listening) => listening,
             Err(err) => {
                 // Only a stopped informer refuses a handler: the host is shutting down.
@@ -488,9 +515,13 @@ impl PluginRegistry {
                 return Err(err);
             }
         };
+        let controller = reconciler.map(|(queue, others)| {
+            self.metrics.work_queues().track(&name, queue.clone());
+            Controller::start(&name, queue, std::iter::once(handler.clone()).chain(others).collect())
+        });
         plugins.insert(
             name.clone(),
-            Deployed { dir, fingerprint, handler, listening, grants, digest, shard, _memory: memory },
+            Deployed { dir, fingerprint, handler, listening, grants, digest, shard, controller, _memory: memory },
         );
         // An old version's listeners, grants and memory reservation are released here.
         drop(old);

@@ -1,0 +1,150 @@
+//! [`KeyMapper`]: the listener a reconciler has on each informer it watches, turning every
+//! event into the keys of the primary objects it concerns — controller-runtime's
+//! `EnqueueRequestForObject`, `EnqueueRequestForOwner` (`OnlyControllerOwner`) and a
+//! label or annotation mapping.
+//!
+//! It never calls the guest: mapping is host work, done on the delivering thread, and an
+//! event costs a hash-set insert into the plugin's work queue.
+
+use async_trait::async_trait;
+
+use crate::informer::{Action, EventHandler, HandlerResult, Object, object_key};
+use crate::kube::Scope;
+use crate::plugin::manifest::{MapTo, Role};
+use crate::workqueue::WorkQueue;
+
+/// Maps one informer's events to primary keys in a reconciler's work queue.
+pub struct KeyMapper {
+    role: Role,
+    /// For an owned resource: whether the primary's objects live in namespaces.
+    primary_namespaced: bool,
+    queue: WorkQueue<String>,
+}
+
+impl KeyMapper {
+    /// A mapper enqueuing into `queue` as `role` says.
+    pub fn new(role: Role, queue: WorkQueue<String>) -> Self {
+        let primary_namespaced = match &role {
+            // Custom kinds are taken as namespaced, as most are; a built-in kind's scope is known.
+            Role::Owned { api_version, kind } => {
+                crate::kube::scope::built_in(api_version, kind).is_none_or(|scope| scope == Scope::Namespaced)
+            }
+            Role::Primary | Role::Mapped(_) => true,
+        };
+        Self { role, primary_namespaced, queue }
+    }
+
+    /// The primary keys `obj` concerns.
+    pub fn keys(&self, obj: &Object) -> Vec<String> {
+        match &self.role {
+            Role::Primary => vec![obj.key().to_owned()],
+            Role::Owned { api_version, kind } => {
+                let group = crate::kube::scope::group_of(api_version);
+                let controller = obj.owner_references().iter().find(|owner| {
+                    owner.controller == Some(true)
+                        && owner.kind == kind
+                        && crate::kube::scope::group_of(owner.api_version) == group
+                });
+                let namespace = obj.namespace().filter(|_| self.primary_namespaced);
+                controller.map(|owner| object_key(namespace, owner.name)).into_iter().collect()
+            }
+            Role::Mapped(map_to) => {
+                let meta = obj.meta();
+                let value = match map_to {
+                    MapTo::Label(key) => obj.labels().get(key),
+                    MapTo::Annotation(key) => meta.annotations.get(key),
+                };
+                match value.map(str::trim).filter(|v| !v.is_empty()) {
+                    Some(named) if named.contains('/') => vec![named.to_owned()],
+                    Some(name) => vec![object_key(obj.namespace(), name)],
+                    None => Vec::new(),
+                }
+            }
+        }
+    }
+
+    fn enqueue(&self, obj: &Object) {
+        for key in self.keys(obj) {
+            self.queue.add(key);
+        }
+    }
+}
+
+#[async_trait]
+impl EventHandler for KeyMapper {
+    async fn on_add(&self, obj: &Object, _is_initial_list: bool) -> HandlerResult {
+        self.enqueue(obj);
+        Ok(Action::AwaitChange)
+    }
+
+    /// Both states: an owner or a mapping that changed concerns the old primary too.
+    async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
+        if !old.ptr_eq(new) {
+            self.enqueue(old);
+        }
+        self.enqueue(new);
+        Ok(Action::AwaitChange)
+    }
+
+    async fn on_delete(&self, obj: &Object, _final_state_unknown: bool) -> HandlerResult {
+        self.enqueue(obj);
+        Ok(Action::AwaitChange)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workqueue::RateLimits;
+
+    fn object(json: serde_json::Value) -> Object {
+        Object::from_string(json.to_string()).unwrap()
+    }
+
+    fn keys(role: Role, obj: serde_json::Value) -> Vec<String> {
+        KeyMapper::new(role, WorkQueue::new(RateLimits::default(), None)).keys(&object(obj))
+    }
+
+    #[test]
+    fn an_owned_object_maps_to_its_controller_owner_of_the_primary_kind_only() {
+        let owned = Role::Owned { api_version: "apps/v1".into(), kind: "Deployment".into() };
+        let service = |owners: serde_json::Value| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"namespace": "shop", "name": "web", "ownerReferences": owners}})
+        };
+        let controller = serde_json::json!([
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "1", "controller": false},
+            {"apiVersion": "apps/v1beta2", "kind": "Deployment", "name": "web", "uid": "2", "controller": true}
+        ]);
+        assert_eq!(keys(owned.clone(), service(controller)), ["shop/web"], "any version of the primary's group");
+        let not_controller =
+            serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "2"}]);
+        assert!(keys(owned.clone(), service(not_controller)).is_empty(), "an owner that is not the controller");
+        let other_kind =
+            serde_json::json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "3", "controller": true}]);
+        assert!(keys(owned, service(other_kind)).is_empty());
+        let by_namespace = Role::Owned { api_version: "v1".into(), kind: "Namespace".into() };
+        let quota = serde_json::json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"namespace": "team-a",
+            "name": "q", "ownerReferences": [{"apiVersion": "v1", "kind": "Namespace", "name": "team-a", "uid": "4", "controller": true}]}});
+        assert_eq!(keys(by_namespace, quota), ["team-a"], "a cluster-scoped primary's key has no namespace");
+    }
+
+    #[test]
+    fn a_watched_object_maps_to_the_primary_its_label_or_annotation_names() {
+        let config_map = |annotations: serde_json::Value| {
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"namespace": "shop", "name": "settings", "annotations": annotations, "labels": {"app": "web"}}})
+        };
+        let by_annotation = Role::Mapped(MapTo::Annotation("example.com/deployment".into()));
+        assert_eq!(
+            keys(by_annotation.clone(), config_map(serde_json::json!({"example.com/deployment": "web"}))),
+            ["shop/web"]
+        );
+        assert_eq!(
+            keys(by_annotation.clone(), config_map(serde_json::json!({"example.com/deployment": "ops/api"}))),
+            ["ops/api"]
+        );
+        assert!(keys(by_annotation, config_map(serde_json::json!({}))).is_empty());
+        assert_eq!(keys(Role::Mapped(MapTo::Label("app".into())), config_map(serde_json::json!({}))), ["shop/web"]);
+    }
+}

@@ -1,0 +1,156 @@
+//! Reconcilers (`wink:plugin@0.4.0`'s `reconciler-plugin` world) over a cluster folder.
+//!
+//! Specifies that:
+//! - `service-for-deployment` (a Python reconciler that owns Services) gives an annotated
+//!   Deployment a Service it controls; deleting the Service (an event on an owned object)
+//!   reconciles its owner, which recreates it; a change of the Deployment's ports updates
+//!   it; a Deployment without the annotation gets none, and losing the annotation deletes it;
+//! - a reconciler may enqueue another primary's key, which is then reconciled;
+//! - a failing key is retried (with backoff) until it succeeds, while the other keys are
+//!   reconciled meanwhile;
+//! - the work queue is reported as controller-runtime's `workqueue_*` metrics.
+//!
+//! The work queue's own rules (never one key twice at once, once more after a change during
+//! a reconcile, exponential backoff, the bucket) are specified in `host/src/workqueue`.
+//!
+//! Run with `cargo xtask test`, or `cargo test -p wink-tests --test reconcilers`.
+
+use serde_json::Value;
+use wink::cluster::{DeleteOptions, Request, Verb};
+use wink_tests::cluster::Cluster;
+use wink_tests::host::TestHost;
+use wink_tests::install_plugin;
+use wink_tests::logs::logs;
+use wink_tests::wait::wait_for;
+
+fn deployment(name: &str, expose: bool, ports: &str) -> String {
+    let annotations = if expose { "{wink.dev/expose: \"true\"}" } else { "{}" };
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: shop\n  annotations: {annotations}\n\
+         spec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    \
+         spec: {{containers: [{{name: {name}, image: {name}:1, ports: {ports}}}]}}\n"
+    )
+}
+
+/// The ports of the Service `shop/<name>`, as `(name, port)`, if it exists.
+fn service_ports(host: &TestHost, name: &str) -> Option<Vec<(String, i64)>> {
+    let service = host.object("v1", "Service", &format!("shop/{name}"))?;
+    let ports = service.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
+    Some(ports.iter().map(|p| (p["name"].as_str().unwrap_or("").to_owned(), p["port"].as_i64().unwrap_or(0))).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_for_deployment_keeps_an_owned_service_for_each_annotated_deployment() {
+    let cluster = Cluster::new();
+    cluster.write("web.yaml", &deployment("web", true, "[{containerPort: 8080}]"));
+    cluster.write("api.yaml", &deployment("api", false, "[{containerPort: 9000}]"));
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("service-for-deployment", plugins.path(), "service-for-deployment", None);
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    let plugin_logs = || logs().dump("service-for-deployment");
+
+    wait_for("the Service of web", || service_ports(&host, "web").is_some(), plugin_logs).await;
+    assert_eq!(service_ports(&host, "web").unwrap(), [("port-8080".to_owned(), 8080)]);
+    let service = host.object("v1", "Service", "shop/web").unwrap();
+    let web_uid = host.object("apps/v1", "Deployment", "shop/web").unwrap()["metadata"]["uid"].clone();
+    let owner = &service["metadata"]["ownerReferences"][0];
+    assert_eq!((owner["kind"].as_str(), owner["controller"].as_bool()), (Some("Deployment"), Some(true)));
+    assert_eq!(owner["uid"], web_uid, "the Service is controlled by its Deployment");
+    assert_eq!(service.pointer("/spec/selector/app").and_then(Value::as_str), Some("web"));
+
+    // Deleted by someone: the event on the owned Service reconciles its Deployment.
+    let first_uid = service["metadata"]["uid"].clone();
+    let delete = Request::new(Verb::Delete(DeleteOptions::default()), "v1", "Service", Some("shop".into()), "web");
+    host.client().execute_now(delete).expect("deleting the Service");
+    wait_for(
+        "the Service recreated",
+        || host.object("v1", "Service", "shop/web").is_some_and(|s| s["metadata"]["uid"] != first_uid),
+        plugin_logs,
+    )
+    .await;
+
+    // The ports change: the Service follows.
+    cluster
+        .write("web.yaml", &deployment("web", true, "[{containerPort: 8080}, {containerPort: 9090, name: metrics}]"));
+    let want = vec![("port-8080".to_owned(), 8080), ("metrics".to_owned(), 9090)];
+    wait_for("the Service's ports updated", || service_ports(&host, "web") == Some(want.clone()), plugin_logs).await;
+
+    // Not annotated: no Service; the annotation removed: the Service goes.
+    assert_eq!(service_ports(&host, "api"), None, "{}", plugin_logs());
+    cluster.write("web.yaml", &deployment("web", false, "[{containerPort: 8080}]"));
+    wait_for("the Service deleted", || service_ports(&host, "web").is_none(), plugin_logs).await;
+
+    let reasons: Vec<String> = host
+        .objects("events.k8s.io/v1", "Event")
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        reasons.contains(&"ServiceCreated".to_owned()) && reasons.contains(&"ServiceUpdated".to_owned()),
+        "{reasons:?}"
+    );
+    assert_eq!(host.metrics("service-for-deployment").traps(), 0, "{}", plugin_logs());
+    host.stop().await;
+}
+
+fn config_map(name: &str, data: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: probe}}\ndata: {data}\n")
+}
+
+/// The probe's log lines that start with `prefix`.
+fn lines(plugin: &str, prefix: &str) -> Vec<String> {
+    logs().guest_lines(plugin).into_iter().filter(|l| l.starts_with(prefix)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_enqueued_by_the_plugin_and_failures_retried_while_others_proceed() {
+    let cluster = Cluster::new();
+    // `a` enqueues a key no event would: a primary that does not exist (yet).
+    cluster.write("a.yaml", &config_map("a", "{enqueue: elsewhere}"));
+    cluster.write("b.yaml", &config_map("b", "{}"));
+    cluster.write("c.yaml", &config_map("c", "{fail: \"3\"}"));
+    let plugins = tempfile::tempdir().unwrap();
+    let name = "probe-queue";
+    install_plugin("probes/reconcile-probe", plugins.path(), name, None);
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+
+    wait_for(
+        "c to recover after three failures",
+        || !lines(name, "recovered key=probe/c").is_empty(),
+        || logs().dump(name),
+    )
+    .await;
+    let failures = lines(name, "fail key=probe/c");
+    assert_eq!(failures, ["fail key=probe/c attempt=1", "fail key=probe/c attempt=2", "fail key=probe/c attempt=3"]);
+    assert_eq!(lines(name, "enqueued other="), ["enqueued other=probe/elsewhere"]);
+    wait_for(
+        "the enqueued key reconciled",
+        || !lines(name, "gone key=probe/elsewhere").is_empty(),
+        || logs().dump(name),
+    )
+    .await;
+    // The other keys did not wait for c's backoff: both were reconciled before c recovered.
+    let all = logs().guest_lines(name);
+    let recovered = all.iter().position(|l| l == "recovered key=probe/c").unwrap();
+    for key in ["probe/a", "probe/b"] {
+        let first = all.iter().position(|l| *l == format!("reconcile key={key}")).unwrap();
+        assert!(first < recovered, "{key} waited for c: {all:?}");
+    }
+
+    // A deleted primary is reconciled once more, and finds it gone.
+    cluster.remove("a.yaml");
+    wait_for("a reconciled after its deletion", || !lines(name, "gone key=probe/a").is_empty(), || logs().dump(name))
+        .await;
+
+    let metrics = host.prometheus_text();
+    let series = |family: &str| {
+        let label = format!("{family}{{name=\"{name}\",controller=\"{name}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(&label)).and_then(|v| v.parse::<f64>().ok())
+    };
+    assert!(series("workqueue_adds_total").is_some_and(|adds| adds >= 5.0), "{metrics}");
+    assert_eq!(series("workqueue_retries_total"), Some(3.0), "{metrics}");
+    assert_eq!(series("workqueue_depth"), Some(0.0), "{metrics}");
+    assert!(series("workqueue_longest_running_processor_seconds").is_some(), "{metrics}");
+    assert!(metrics.contains(&format!("workqueue_work_duration_seconds_count{{name=\"{name}\"")), "{metrics}");
+    host.stop().await;
+}
