@@ -6,6 +6,8 @@
 //!   reconciles its owner, which recreates it; a change of the Deployment's ports updates
 //!   it; a Deployment without the annotation gets none, and losing the annotation deletes it;
 //! - a reconciler may enqueue another primary's key, which is then reconciled;
+//! - a watched resource mapped by the plugin (`mapTo: {plugin: true}`) reconciles the keys
+//!   its `map-to-keys` returns;
 //! - a failing key is retried (with backoff) until it succeeds, while the other keys are
 //!   reconciled meanwhile;
 //! - the work queue is reported as controller-runtime's `workqueue_*` metrics.
@@ -136,6 +138,20 @@ async fn keys_are_enqueued_by_the_plugin_and_failures_retried_while_others_proce
         let first = all.iter().position(|l| *l == format!("reconcile key={key}")).unwrap();
         assert!(first < recovered, "{key} waited for c: {all:?}");
     }
+
+    // A Secret maps (by the plugin's own map-to-keys) to the ConfigMap it names.
+    let before = lines(name, "reconcile key=probe/b").len();
+    cluster.write(
+        "s.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: probe, annotations: {probe/for: b}}\n",
+    );
+    wait_for(
+        "b reconciled for the Secret",
+        || lines(name, "reconcile key=probe/b").len() > before,
+        || logs().dump(name),
+    )
+    .await;
+    assert_eq!(lines(name, "map secret=")[0], "map secret=probe/s to=probe/b");
 
     // A deleted primary is reconciled once more, and finds it gone.
     cluster.remove("a.yaml");

@@ -25,13 +25,15 @@ backoff, while other keys proceed; ``wink.Fatal`` drops it until its next change
 """
 
 import json
-from typing import Any, NamedTuple, Optional, Type
+from typing import Any, List, NamedTuple, Optional, Type
 
 from componentize_py_types import Err
 from wit_world import exports
 from wit_world.imports import types as _types
 
-from .plugin import Requeue, _outcome
+from . import log
+from .objects import Object
+from .plugin import Requeue, _outcome, _where
 
 try:  # only the reconciler world imports the queue
     from wit_world.imports import queue as _queue
@@ -64,6 +66,12 @@ class Reconciler:
     def reconcile(self, key: Key) -> Optional[Requeue]:
         """Brings the primary object ``key`` names to the state it asks for; it may have been
         deleted (``cache.get`` returns ``None``)."""
+
+    def map_to_keys(self, obj: Object) -> List[Key]:
+        """For a watched resource mapped by the plugin (``mapTo: {plugin: true}``): the keys of
+        the primaries an event on ``obj`` concerns. Keep it quick and free of requests: it
+        runs for every event of the resource. An exception is logged and maps to no key."""
+        return []
 
 
 def enqueue(key: Key, after: float = 0.0) -> None:
@@ -100,6 +108,19 @@ class _Reconciler(_ReconcilerBase):
             raise Err(_types.HandlerError_Fatal("wink: reconcile called before a successful init"))
         wanted = Key(key.namespace, key.name)
         return _outcome("reconcile", lambda: _reconciler.reconcile(wanted))
+
+    def map_to_keys(self, obj: Any) -> List[Any]:
+        if _reconciler is None:
+            return []
+        lent = Object.lent(obj)
+        try:
+            keys = _reconciler.map_to_keys(lent) or []
+            return [_types.ObjectKey(k.namespace, k.name) for k in keys]
+        except Exception as e:  # no error to return: log it, map to nothing
+            log.error(f"map_to_keys raised {type(e).__name__}: {e}\nTraceback (most recent call last):\n{_where(e)}")
+            return []
+        finally:
+            lent._expire()
 
 
 def export(reconciler_class: Type[Reconciler]) -> type:

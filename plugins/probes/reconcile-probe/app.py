@@ -7,7 +7,8 @@ the reconciler machinery (tests/tests/reconcilers.rs). Each call logs
 - ``fail: <n>``: the first ``n`` calls for the key log ``fail key=<key> attempt=<i>`` and
   raise ``wink.Retry``; the next logs ``recovered key=<key>``.
 
-A ConfigMap that is gone logs ``gone key=<key>``.
+A ConfigMap that is gone logs ``gone key=<key>``. A Secret maps (``map_to_keys``) to the
+ConfigMap its annotation ``probe/for`` names, logging ``map secret=<key> to=<key>``.
 """
 
 import wink
@@ -40,6 +41,14 @@ class Probe(wink.Reconciler):
             if attempt == int(data["fail"]) + 1:
                 log.info(f"recovered key={key.key}")
         return None
+
+
+    def map_to_keys(self, obj: wink.Object):
+        target = obj.annotation("probe/for")
+        if not target:
+            return []
+        log.info(f"map secret={obj.key} to={obj.namespace}/{target}")
+        return [wink.Key(obj.namespace, target)]
 
 
 Reconciler = wink.export(Probe)

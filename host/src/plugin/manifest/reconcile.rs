@@ -9,7 +9,8 @@
 //!   watches:                                           # an event enqueues the primary it names
 //!     - apiVersion: v1
 //!       kind: ConfigMap
-//!       mapTo: {annotation: example.com/deployment}     # or {label: …}: `name` or `namespace/name`
+//!       mapTo: {annotation: example.com/deployment}     # or {label: …}: `name` or `namespace/name`;
+//!                                                      # or {plugin: true}: the plugin's `map-to-keys`
 //!   workers: 1                                         # reconciles at once, on separate instances
 //!   rateLimits: {baseDelay: 5ms, maxDelay: 1000s, qps: 10, burst: 100}
 //! ```
@@ -85,14 +86,19 @@ pub struct MapToSpec {
     /// The annotation whose value names the primary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotation: Option<String>,
+    /// The plugin's `map-to-keys` export says which primaries an object concerns.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plugin: bool,
 }
 
 impl MapToSpec {
-    /// The mapping, when exactly one non-empty key is given.
+    /// The mapping, when exactly one is given (a non-empty label or annotation, or the
+    /// plugin).
     pub fn mapping(&self) -> Option<MapTo> {
-        match (&self.label, &self.annotation) {
-            (Some(label), None) if !label.is_empty() => Some(MapTo::Label(label.clone())),
-            (None, Some(annotation)) if !annotation.is_empty() => Some(MapTo::Annotation(annotation.clone())),
+        match (&self.label, &self.annotation, self.plugin) {
+            (Some(label), None, false) if !label.is_empty() => Some(MapTo::Label(label.clone())),
+            (None, Some(annotation), false) if !annotation.is_empty() => Some(MapTo::Annotation(annotation.clone())),
+            (None, None, true) => Some(MapTo::Plugin),
             _ => None,
         }
     }
@@ -121,6 +127,8 @@ pub enum MapTo {
     Label(String),
     /// This annotation's value.
     Annotation(String),
+    /// What the plugin's `map-to-keys` export returns.
+    Plugin,
 }
 
 /// The retry delays of a reconciler's keys (client-go's defaults, as controller-runtime's).
@@ -218,7 +226,7 @@ impl Reconcile {
             if watched.map_to.mapping().is_none() {
                 return Err((
                     format!("reconcile.watches[{i}].mapTo"),
-                    "must name one label or one annotation: {label: KEY} or {annotation: KEY}".into(),
+                    "must say one of {label: KEY}, {annotation: KEY} or {plugin: true}".into(),
                 ));
             }
         }

@@ -292,4 +292,9 @@ fn a_reconciler_is_refused_with_resources_too_many_workers_or_an_empty_mapping()
     assert!(unmapped.to_string().contains("reconcile.watches[0].mapTo"), "{unmapped}");
     let no_map = parse(&RECONCILER.replace(", mapTo: {annotation: example.com/deployment}", "")).unwrap_err();
     assert!(no_map.to_string().contains("mapTo"), "{no_map}");
+    let both =
+        parse(&RECONCILER.replace("{annotation: example.com/deployment}", "{label: a, plugin: true}")).unwrap_err();
+    assert!(both.to_string().contains("reconcile.watches[0].mapTo"), "{both}");
+    let by_plugin = parse(&RECONCILER.replace("{annotation: example.com/deployment}", "{plugin: true}")).unwrap();
+    assert_eq!(by_plugin.reconcile.unwrap().roles()[2], Role::Mapped(MapTo::Plugin));
 }

@@ -3,13 +3,18 @@
 //! `EnqueueRequestForObject`, `EnqueueRequestForOwner` (`OnlyControllerOwner`) and a
 //! label or annotation mapping.
 //!
-//! It never calls the guest: mapping is host work, done on the delivering thread, and an
-//! event costs a hash-set insert into the plugin's work queue.
+//! Mapping is host work, done on the delivering thread (an event costs a hash-set insert
+//! into the plugin's work queue), except for a watched resource mapped by the plugin
+//! (`mapTo: {plugin: true}`), whose events each call the plugin's `map-to-keys` export on a guest
+//! thread.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use crate::informer::{Action, EventHandler, HandlerResult, Object, object_key};
 use crate::kube::Scope;
+use crate::plugin::delivery::runner::PluginHandler;
 use crate::plugin::manifest::{MapTo, Role};
 use crate::workqueue::WorkQueue;
 
@@ -19,6 +24,8 @@ pub struct KeyMapper {
     /// For an owned resource: whether the primary's objects live in namespaces.
     primary_namespaced: bool,
     queue: WorkQueue<String>,
+    /// The plugin, for a resource it maps itself.
+    plugin: Option<Arc<PluginHandler>>,
 }
 
 impl KeyMapper {
@@ -31,10 +38,17 @@ impl KeyMapper {
             }
             Role::Primary | Role::Mapped(_) => true,
         };
-        Self { role, primary_namespaced, queue }
+        Self { role, primary_namespaced, queue, plugin: None }
     }
 
-    /// The primary keys `obj` concerns.
+    /// Asks `plugin`'s `map-to-keys` export for the keys of a resource mapped by the plugin.
+    #[must_use]
+    pub fn with_plugin(mut self, plugin: Arc<PluginHandler>) -> Self {
+        self.plugin = Some(plugin);
+        self
+    }
+
+    /// The primary keys `obj` concerns, by the host's own mappings (none for the plugin's).
     pub fn keys(&self, obj: &Object) -> Vec<String> {
         match &self.role {
             Role::Primary => vec![obj.key().to_owned()],
@@ -53,6 +67,7 @@ impl KeyMapper {
                 let value = match map_to {
                     MapTo::Label(key) => obj.labels().get(key),
                     MapTo::Annotation(key) => meta.annotations.get(key),
+                    MapTo::Plugin => None,
                 };
                 match value.map(str::trim).filter(|v| !v.is_empty()) {
                     Some(named) if named.contains('/') => vec![named.to_owned()],
@@ -63,8 +78,12 @@ impl KeyMapper {
         }
     }
 
-    fn enqueue(&self, obj: &Object) {
-        for key in self.keys(obj) {
+    async fn enqueue(&self, obj: &Object) {
+        let keys = match (&self.role, &self.plugin) {
+            (Role::Mapped(MapTo::Plugin), Some(plugin)) => plugin.map(obj.clone()).await,
+            _ => self.keys(obj),
+        };
+        for key in keys {
             self.queue.add(key);
         }
     }
@@ -73,21 +92,21 @@ impl KeyMapper {
 #[async_trait]
 impl EventHandler for KeyMapper {
     async fn on_add(&self, obj: &Object, _is_initial_list: bool) -> HandlerResult {
-        self.enqueue(obj);
+        self.enqueue(obj).await;
         Ok(Action::AwaitChange)
     }
 
     /// Both states: an owner or a mapping that changed concerns the old primary too.
     async fn on_update(&self, old: &Object, new: &Object) -> HandlerResult {
         if !old.ptr_eq(new) {
-            self.enqueue(old);
+            self.enqueue(old).await;
         }
-        self.enqueue(new);
+        self.enqueue(new).await;
         Ok(Action::AwaitChange)
     }
 
     async fn on_delete(&self, obj: &Object, _final_state_unknown: bool) -> HandlerResult {
-        self.enqueue(obj);
+        self.enqueue(obj).await;
         Ok(Action::AwaitChange)
     }
 }

@@ -306,11 +306,18 @@ enum Events {
     V0_1(EventFuncs<()>),
     V0_2(EventFuncs<GuestAction>),
     V0_3(EventFuncs<GuestAction, Lent>),
-    Reconcile(ReconcileFunc),
+    Reconcile(ReconcileFuncs),
 }
 
-/// A reconciler's `reconcile(key)`.
-type ReconcileFunc = TypedFunc<(WitObjectKey,), (Result<GuestAction, GuestHandlerError>,)>;
+/// A reconciler's exports: `reconcile(key)` and `map-to-keys(obj)`.
+#[derive(Clone, Copy)]
+struct ReconcileFuncs {
+    reconcile: TypedFunc<(WitObjectKey,), (Result<GuestAction, GuestHandlerError>,)>,
+    map: TypedFunc<(Lent,), (Vec<WitObjectKey>,)>,
+}
+
+/// The most keys one `map-to-keys` call is taken at (the rest are dropped with a warning).
+pub const MAX_MAPPED_KEYS: usize = 1000;
 
 struct Handlers {
     init: TypedFunc<(&'static str,), InitResult>,
@@ -337,9 +344,12 @@ impl Handlers {
         };
         let init = index(store, "init")?;
         if world == World::Reconciler {
-            let reconcile = index(store, "reconcile")?;
-            let events = Events::Reconcile(instance.get_typed_func(&mut *store, reconcile)?);
-            return Ok(Self { init: instance.get_typed_func(&mut *store, init)?, events });
+            let (reconcile, map) = (index(store, "reconcile")?, index(store, "map-to-keys")?);
+            let funcs = ReconcileFuncs {
+                reconcile: instance.get_typed_func(&mut *store, reconcile)?,
+                map: instance.get_typed_func(&mut *store, map)?,
+            };
+            return Ok(Self { init: instance.get_typed_func(&mut *store, init)?, events: Events::Reconcile(funcs) });
         }
         let (add, update, delete) = (index(store, "on-add")?, index(store, "on-update")?, index(store, "on-delete")?);
         fn funcs<R, A>(
@@ -511,7 +521,25 @@ impl PluginInstance {
             return CallOutcome::HandlerError(HandlerError::Fatal("the plugin is not a reconciler".into()));
         };
         let key = WitObjectKey::of_cache_key(key);
-        outcome(self.call(true, Instant::now(), |s| func.call(s, (key,)).map(|(r,)| r)))
+        outcome(self.call(true, Instant::now(), |s| func.reconcile.call(s, (key,)).map(|(r,)| r)))
+    }
+
+    /// Calls a reconciler's `map-to-keys(obj)`, lending `obj`: the cache keys of the primaries it
+    /// names (at most [`MAX_MAPPED_KEYS`]), or the outcome of a call that failed.
+    pub fn map(&mut self, obj: &Object) -> Result<Vec<String>, CallOutcome> {
+        let Events::Reconcile(func) = self.handlers.events else {
+            return Err(CallOutcome::HandlerError(HandlerError::Fatal("the plugin is not a reconciler".into())));
+        };
+        let keys = self.call(true, Instant::now(), |s| {
+            let lent = s.data_mut().lent.lend(0, obj);
+            let result = func.map.call(&mut *s, (lent,));
+            s.data_mut().lent.clear();
+            result.map(|(keys,)| keys)
+        })?;
+        if keys.len() > MAX_MAPPED_KEYS {
+            tracing::warn!(plugin = %self.store.data().log.plugin(), mapped = keys.len(), "map-to-keys returned more than {MAX_MAPPED_KEYS} keys; the rest are dropped");
+        }
+        Ok(keys.iter().take(MAX_MAPPED_KEYS).filter(|k| !k.name.is_empty()).map(WitObjectKey::cache_key).collect())
     }
 
     /// Calls `on-add`.

@@ -329,6 +329,40 @@ impl PluginHandler {
         }
     }
 
+    /// Asks a reconciler which primaries `obj` concerns (its `map-to-keys` export), on a guest
+    /// thread, applying the failure policy to a trap: the keys, or none when the call failed
+    /// (logged) or the plugin is quarantined.
+    pub async fn map(&self, obj: Object) -> Vec<String> {
+        self.wait_for_start().await;
+        let span = tracing::debug_span!("plugin_map", plugin = %self.shared.name, key = obj.key());
+        let done = match self.take_slot().await {
+            Err(skipped) => Err(skipped),
+            Ok(slot) => {
+                let job = move |shared: &Shared, slot: &mut Slot, started| {
+                    let mut keys = Vec::new();
+                    let (outcome, ended) = call_with(shared, slot, started, |instance, _| match instance.map(&obj) {
+                        Ok(mapped) => {
+                            keys = mapped;
+                            CallOutcome::Ok
+                        }
+                        Err(outcome) => outcome,
+                    });
+                    let failed = apply_policy(shared, slot, &outcome).err();
+                    ((keys, failed), Ran::one(started, ended))
+                };
+                self.on_guest_thread(span, slot, job).await
+            }
+        };
+        match done {
+            Ok((keys, None)) => keys,
+            Ok((_, Some(error))) => {
+                tracing::warn!(plugin = %self.shared.name, error = %error, "map-to-keys failed; the event maps to no key");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Delivers a listener's batch in one guest-thread job (see the module docs).
     pub async fn deliver_many(&self, batch: &[Vec<Notification>]) -> Vec<EntryResults> {
         self.wait_for_start().await;

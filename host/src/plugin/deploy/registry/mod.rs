@@ -371,7 +371,9 @@ impl PluginRegistry {
             (Some(reconcile), Some(queue)) => reconcile
                 .roles()
                 .into_iter()
-                .map(|role| Arc::new(KeyMapper::new(role, queue.clone())) as Arc<dyn EventHandler>)
+                .map(|role| {
+                    Arc::new(KeyMapper::new(role, queue.clone()).with_plugin(handler.clone())) as Arc<dyn EventHandler>
+                })
                 .collect(),
             _ => manifest.resources.iter().map(|_| handler.clone() as Arc<dyn EventHandler>).collect(),
         }
