@@ -6,15 +6,16 @@
 //!   and stops there: its own write, which it watches, makes no further write;
 //! - a plugin whose manifest grants no write is refused before any request, and the object
 //!   stays as it was;
-//! - namespace-defaults (a Python plugin) gives a team's Namespace its ResourceQuota and
-//!   RoleBinding, leaves other Namespaces alone, and records a Warning Event when a write
-//!   fails;
+//! - namespace-defaults (a Python reconciler) gives a team's Namespace its ResourceQuota and
+//!   RoleBinding, which it controls (a deleted quota comes back), leaves other Namespaces
+//!   alone, and records a Warning Event when a write fails;
 //! - the label auditor records a Warning Event on an object that lacks required labels, one
 //!   per object however often it is audited (the host aggregates repeats).
 //!
 //! Run with `cargo xtask test`, or `cargo test -p wink-tests --test controllers`.
 
 use serde_json::Value;
+use wink::cluster::{DeleteOptions, Request, Verb};
 use wink_tests::cluster::Cluster;
 use wink_tests::host::TestHost;
 use wink_tests::install_plugin;
@@ -154,6 +155,24 @@ async fn namespace_defaults_gives_a_team_namespace_its_quota_and_role_binding() 
     assert_eq!(binding["subjects"][0]["name"], "team-payments");
     assert_eq!(host.objects("v1", "ResourceQuota").len(), 1, "the Namespace without a team gets nothing");
     assert!(events(&host).is_empty());
+    assert_eq!(quota["metadata"]["ownerReferences"][0]["kind"], "Namespace", "the Namespace controls its defaults");
+
+    // A reconciler: the quota it owns deleted, its Namespace is reconciled and the quota is back.
+    let first = quota["metadata"]["uid"].clone();
+    let delete = Request::new(
+        Verb::Delete(DeleteOptions::default()),
+        "v1",
+        "ResourceQuota",
+        Some("payments".into()),
+        "team-defaults",
+    );
+    host.client().execute_now(delete).expect("deleting the quota");
+    wait_for(
+        "the quota recreated",
+        || host.object("v1", "ResourceQuota", "payments/team-defaults").is_some_and(|q| q["metadata"]["uid"] != first),
+        String::new,
+    )
+    .await;
     host.stop().await;
 }
 
@@ -163,7 +182,7 @@ async fn namespace_defaults_records_a_warning_event_when_a_write_fails() {
     cluster.write("namespaces.yaml", NAMESPACES);
     let plugins = tempfile::tempdir().unwrap();
     // Without the permission to write RoleBindings.
-    let tail = "resources:\n  - {apiVersion: v1, kind: Namespace}\npermissions:\n  - {apiGroups: [\"\"], resources: [resourcequotas], verbs: [get, create, update]}\n  - {apiGroups: [events.k8s.io], resources: [events], verbs: [create, patch]}\nconfig: {quota: {pods: \"5\"}}\n";
+    let tail = "reconcile:\n  for: {apiVersion: v1, kind: Namespace}\npermissions:\n  - {apiGroups: [\"\"], resources: [resourcequotas], verbs: [get, create, update]}\n  - {apiGroups: [events.k8s.io], resources: [events], verbs: [create, patch]}\nconfig: {quota: {pods: \"5\"}}\n";
     install_plugin("namespace-defaults", plugins.path(), "namespace-defaults", Some(tail));
     let host = TestHost::start(cluster.path(), plugins.path()).await;
     wait_for("a DefaultsFailed Event", || events(&host).iter().any(|e| e["reason"] == "DefaultsFailed"), String::new)

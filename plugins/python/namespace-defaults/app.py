@@ -5,9 +5,12 @@ A Namespace labelled ``<teamLabel>: <team>`` gets, from the config:
 - ResourceQuota ``team-defaults`` with ``spec.hard`` = ``quota``;
 - RoleBinding ``team-<team>`` granting ClusterRole ``role`` to the group ``team-<team>``.
 
-Each object is read live and written only when it differs (created when missing), so the
-plugin is idempotent. A failed write is recorded as a Warning Event on the Namespace and
-retried when transient. Build with ``cargo xtask build-plugins``.
+A reconciler (``reconcile:`` in plugin.yaml): the host calls :meth:`reconcile` with a
+Namespace's name whenever the Namespace, or a ResourceQuota or RoleBinding it controls,
+changes — so a deleted or edited default comes back. Each object is read live and written
+only when it differs (created when missing, with the Namespace as its controller owner), so
+the plugin is idempotent. A failed write is recorded as a Warning Event on the Namespace and
+retried with backoff when transient. Build with ``cargo xtask build-plugins``.
 
 Config::
 
@@ -17,12 +20,18 @@ Config::
 """
 
 import wink
-from wink import cluster, log
+from wink import cache, cluster, log
 
 
-def desired(namespace: str, team: str, quota: dict, role: str) -> list:
+def owner(ns: wink.Object) -> dict:
+    """The owner reference naming ``ns`` as the controller of its defaults."""
+    return {"apiVersion": "v1", "kind": "Namespace", "name": ns.name, "uid": ns.uid, "controller": True}
+
+
+def desired(ns: wink.Object, team: str, quota: dict, role: str) -> list:
     """The objects a team's Namespace must hold."""
-    return [
+    namespace = ns.name
+    objects = [
         {
             "apiVersion": "v1",
             "kind": "ResourceQuota",
@@ -37,6 +46,9 @@ def desired(namespace: str, team: str, quota: dict, role: str) -> list:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"team-{team}"}],
         },
     ]
+    for obj in objects:
+        obj["metadata"]["ownerReferences"] = [owner(ns)]
+    return objects
 
 
 def differs(live: dict, want: dict) -> bool:
@@ -45,7 +57,9 @@ def differs(live: dict, want: dict) -> bool:
         if field in want and live.get(field) != want[field]:
             return True
     labels = live.get("metadata", {}).get("labels") or {}
-    return any(labels.get(k) != v for k, v in want["metadata"]["labels"].items())
+    owners = live.get("metadata", {}).get("ownerReferences") or []
+    controlled = any(o.get("uid") == want["metadata"]["ownerReferences"][0]["uid"] for o in owners)
+    return not controlled or any(labels.get(k) != v for k, v in want["metadata"]["labels"].items())
 
 
 def ensure(want: dict) -> str:
@@ -66,11 +80,13 @@ def ensure(want: dict) -> str:
             merged[field] = want[field]
     merged["metadata"] = dict(live["metadata"])
     merged["metadata"]["labels"] = {**(live["metadata"].get("labels") or {}), **meta["labels"]}
+    owners = [o for o in live["metadata"].get("ownerReferences") or [] if not o.get("controller")]
+    merged["metadata"]["ownerReferences"] = owners + meta["ownerReferences"]
     cluster.update(merged)
     return "updated"
 
 
-class NamespaceDefaults(wink.Plugin):
+class NamespaceDefaults(wink.Reconciler):
     def init(self, config):
         if not isinstance(config, dict) or not isinstance(config.get("quota"), dict) or not config["quota"]:
             raise ValueError('config.quota is required, e.g. {"quota": {"pods": "50"}}')
@@ -78,11 +94,14 @@ class NamespaceDefaults(wink.Plugin):
         self.quota = {str(k): str(v) for k, v in config["quota"].items()}
         self.role = config.get("role", "edit")
 
-    def reconcile(self, ns: wink.Object):
+    def reconcile(self, key: wink.Key):
+        ns = cache.get("v1", "Namespace", key.key)
+        if ns is None:
+            return None  # deleted: what it held goes with it
         team = ns.label(self.team_label)
         if not team or ns.deletion_timestamp is not None:
             return None
-        for want in desired(ns.name, team, self.quota, self.role):
+        for want in desired(ns, team, self.quota, self.role):
             what = f"{want['kind']} {ns.name}/{want['metadata']['name']}"
             try:
                 done = ensure(want)
@@ -98,11 +117,5 @@ class NamespaceDefaults(wink.Plugin):
                 log.info(f"Namespace {ns.name} (team {team}): {what} {done}")
         return None
 
-    def on_add(self, obj, initial_list):
-        return self.reconcile(obj)
 
-    def on_update(self, old, new):
-        return self.reconcile(new)
-
-
-Handler = wink.export(NamespaceDefaults)
+Reconciler = wink.export(NamespaceDefaults)
