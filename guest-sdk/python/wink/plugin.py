@@ -107,20 +107,26 @@ def _outcome(event: str, handler: Callable[[], Optional[Requeue]], *lent: Object
 _HandlerBase: Any = getattr(exports, "Handler", object)
 
 
+def _start(cls: Optional[type], config: str) -> Any:
+    """A new instance of the exported ``cls``, its ``init`` called with the parsed
+    ``config``; any exception refuses the start with its message."""
+    assert cls is not None, "wink.export was not called"
+    try:
+        parsed = json.loads(config) if config.strip() else None
+        plugin = cls()
+        plugin.init(parsed)
+    except Exception as e:
+        raise Err(str(e) or type(e).__name__) from None
+    return plugin
+
+
 class _Handler(_HandlerBase):
     """What componentize-py calls: the generated ``handler`` interface."""
 
     def init(self, config: str) -> None:
         global _plugin
         _plugin = None
-        assert _plugin_class is not None, "wink.export was not called"
-        try:
-            parsed = json.loads(config) if config.strip() else None
-            plugin = _plugin_class()
-            plugin.init(parsed)
-        except Exception as e:
-            raise Err(str(e) or type(e).__name__) from None
-        _plugin = plugin
+        _plugin = _start(_plugin_class, config)
 
     def on_add(self, obj: _types.EventObject, initial_list: bool) -> Any:
         lent = Object.lent(obj)

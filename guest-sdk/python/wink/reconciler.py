@@ -24,7 +24,6 @@ backoff, while other keys proceed; ``wink.Fatal`` drops it until its next change
 :func:`wink.requeue_after` reconciles it again later. :func:`enqueue` adds any key.
 """
 
-import json
 from typing import Any, List, NamedTuple, Optional, Type
 
 from componentize_py_types import Err
@@ -33,7 +32,7 @@ from wit_world.imports import types as _types
 
 from . import log
 from .objects import Object
-from .plugin import Requeue, _outcome, _where
+from .plugin import Requeue, _outcome, _start, _where
 
 try:  # only the reconciler world imports the queue
     from wit_world.imports import queue as _queue
@@ -94,14 +93,7 @@ class _Reconciler(_ReconcilerBase):
     def init(self, config: str) -> None:
         global _reconciler
         _reconciler = None
-        assert _reconciler_class is not None, "wink.export was not called"
-        try:
-            parsed = json.loads(config) if config.strip() else None
-            reconciler = _reconciler_class()
-            reconciler.init(parsed)
-        except Exception as e:
-            raise Err(str(e) or type(e).__name__) from None
-        _reconciler = reconciler
+        _reconciler = _start(_reconciler_class, config)
 
     def reconcile(self, key: Any) -> Any:
         if _reconciler is None:

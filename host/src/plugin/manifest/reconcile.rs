@@ -58,7 +58,9 @@ fn default_workers() -> u32 {
     1
 }
 
-/// A watched resource and how its objects name a primary.
+/// A watched resource and how its objects name a primary. (Its fields repeat
+/// [`WatchedResource`]'s but for the resync: serde cannot flatten one struct into another and
+/// still refuse unknown fields.)
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WatchedKind {

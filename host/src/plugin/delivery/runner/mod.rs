@@ -170,23 +170,15 @@ impl PluginHandler {
         metrics: PluginMetrics,
         pool: GuestPool,
     ) -> Self {
-        let sandbox = Arc::new(plugin.sandbox(engine, resolver, cluster));
-        Self::new(sandbox, plugin.manifest.failure_policy.clone(), BackoffConfig::PLUGIN_RESTART, metrics, pool)
+        Self::for_sandbox(plugin, plugin.sandbox(engine, resolver, cluster), metrics, pool)
     }
 
-    /// A handler for a loaded reconciler, whose instances add keys to `queue` (their
-    /// `queue` import); otherwise as [`for_plugin`](Self::for_plugin).
-    pub fn for_reconciler(
-        plugin: &LoadedPlugin,
-        engine: &PluginEngine,
-        resolver: Arc<dyn CacheResolver>,
-        cluster: Option<Arc<ClusterLink>>,
-        metrics: PluginMetrics,
-        pool: GuestPool,
-        queue: crate::workqueue::WorkQueue<String>,
-    ) -> Self {
-        let sandbox = Arc::new(plugin.sandbox(engine, resolver, cluster).with_queue(queue));
-        Self::new(sandbox, plugin.manifest.failure_policy.clone(), BackoffConfig::PLUGIN_RESTART, metrics, pool)
+    /// A handler running `sandbox`, made from the loaded `plugin` (a reconciler's sandbox
+    /// holds its work queue), with the manifest's failure policy and the default restart
+    /// backoff.
+    pub fn for_sandbox(plugin: &LoadedPlugin, sandbox: Sandbox, metrics: PluginMetrics, pool: GuestPool) -> Self {
+        let policy = plugin.manifest.failure_policy.clone();
+        Self::new(Arc::new(sandbox), policy, BackoffConfig::PLUGIN_RESTART, metrics, pool)
     }
 
     /// Delivers nothing until `gate` says every cache the plugin reads has synced, as

@@ -175,16 +175,8 @@ impl PluginRegistry {
         let observer = self.metrics.work_queues().observer(&name);
         let queue = WorkQueue::new(reconcile.rate_limits.limits(), Some(observer));
         let mut handlers = (0..reconcile.workers).map(|_| {
-            let (resolver, cluster, metrics) = (resolver.clone(), cluster.clone(), metrics.clone());
-            let handler = PluginHandler::for_reconciler(
-                &loaded,
-                &self.engine,
-                resolver,
-                cluster,
-                metrics,
-                self.pool.clone(),
-                queue.clone(),
-            );
+            let sandbox = loaded.sandbox(&self.engine, resolver.clone(), cluster.clone()).with_queue(queue.clone());
+            let handler = PluginHandler::for_sandbox(&loaded, sandbox, metrics.clone(), self.pool.clone());
             Arc::new(handler.with_start_gate(self.caches_synced(&loaded)))
         });
         let handler = handlers.next().expect("a reconciler has at least one worker");
