@@ -324,6 +324,22 @@ mod tests {
         assert_eq!(manifest.permissions.len(), 1);
         assert_eq!(manifest.service_account.unwrap().to_string(), "team-a/reloader");
         assert_eq!(manifest.config, Some(json!({"threshold": 3})));
+        // A reconciler's spec: its `reconcile` section becomes the manifest's.
+        let reconciler: WinkPluginSpec = serde_json::from_value(json!({
+            "image": "registry.example/team/services:v1",
+            "reconcile": {
+                "for": {"apiVersion": "apps/v1", "kind": "Deployment"},
+                "owns": [{"apiVersion": "v1", "kind": "Service"}],
+                "watches": [{"apiVersion": "v1", "kind": "ConfigMap", "mapTo": {"annotation": "example.com/for"}}],
+                "rateLimits": {"maxDelay": "5m"}
+            }
+        }))
+        .unwrap();
+        let yaml = manifest_of(&reconciler, "team-a-services", "services.wasm").unwrap();
+        let manifest = Manifest::parse(&yaml, std::path::Path::new("plugin.yaml")).unwrap();
+        let reconcile = manifest.reconcile.as_ref().expect("a reconciler");
+        assert_eq!(reconcile.rate_limits.max_delay, Duration::from_secs(300));
+        assert_eq!(manifest.resources.len(), 3, "primary, owned, watched");
         // A spec with fields the manifest does not know is refused, as a plugin.yaml would be.
         let unknown = serde_json::from_value::<WinkPluginSpec>(json!({"image": "x", "resources": [], "surprise": 1}));
         assert!(unknown.is_err());

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::manifest::{CacheGrant, Limits, ShardBy};
-use crate::plugin::{FailurePolicy, PolicyRule, RequestLimits, ServiceAccountRef, WatchedResource};
+use crate::plugin::{FailurePolicy, PolicyRule, Reconcile, RequestLimits, ServiceAccountRef, WatchedResource};
 
 /// What a `WinkPlugin` asks for: a plugin's manifest, and the OCI artifact of its component.
 #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -31,8 +31,12 @@ pub struct WinkPluginSpec {
     /// `…@sha256:…`), as `wink push` publishes it. A tag is resolved again when the object
     /// changes and on wink's reference refresh interval.
     pub image: String,
-    /// The resources the plugin watches (at least one).
+    /// The resources the plugin watches (at least one); a reconciler leaves it out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<WatchedResource>,
+    /// A reconciler's primary, owned and watched resources and work queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<Reconcile>,
     /// Sandbox limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
