@@ -34,6 +34,7 @@ pub type Slot<H> = RefCell<Option<H>>;
 /// [`init`](Handler::init) is called with the manifest's config; a later `init` starts over
 /// with a fresh handler. An event that arrives before a successful `init` fails with
 /// [`HandlerError::Fatal`].
+#[cfg(not(feature = "reconciler"))]
 #[macro_export]
 macro_rules! export_handler {
     ($handler:ty) => {

@@ -1,7 +1,8 @@
 //! `wink-guest`: write [wink](https://github.com/wink-rs/wink) handler plugins in Rust.
 //!
 //! A wink plugin is a WebAssembly component that implements the `wink:plugin/handler-plugin`
-//! world (`wit/v0.3.0/`, version 0.3.0). This crate hides the component-model
+//! world (`wit/v0.4.0/`, version 0.4.0), or with the `reconciler` feature the
+//! `reconciler-plugin` world ([`Reconciler`](crate::Reconciler), `export_reconciler!`). This crate hides the component-model
 //! plumbing behind a [`Handler`] trait, a typed [`Object`], and safe wrappers over the host's
 //! [`log`](mod@log), [`cache`], [`cluster`] and [`time`] imports.
 //!
@@ -46,22 +47,30 @@
 //!
 //! Cargo features:
 //! - `k8s-openapi`: typed access to objects through the `k8s-openapi` crate
-//!   ([`Object::metadata`], [`Object::typed`], [`Resource::of`]).
+//!   ([`Object::metadata`], [`Object::typed`], [`Resource::of`]);
+//! - `reconciler`: a reconciler instead of a handler (the controller-runtime model: keys of a
+//!   primary resource, a work queue, owned and watched resources; `Reconciler`,
+//!   `export_reconciler!`, `queue::enqueue`).
 
 pub mod bindings;
 pub mod cache;
 pub mod cluster;
+#[cfg(not(feature = "reconciler"))]
 mod export;
 mod handler;
 mod lent;
 pub mod log;
 mod object;
+#[cfg(feature = "reconciler")]
+mod reconciler;
 pub mod time;
 
 pub use cache::{CacheError, Resource};
 pub use cluster::RequestError;
 pub use handler::{Action, Handler, HandlerError, parse_config};
 pub use object::{Object, OwnerReference, ParseError};
+#[cfg(feature = "reconciler")]
+pub use reconciler::{Key, Reconciler, queue};
 
 /// The `serde_json` crate this SDK parses objects with.
 pub use serde_json;
@@ -71,12 +80,15 @@ pub use serde_json;
 pub use k8s_openapi;
 
 /// The version of the WIT package (`wink:plugin`) this SDK implements.
-pub const WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.4.0";
 
 #[doc(hidden)]
 pub mod __private {
     //! Support for the macros of this crate; not a public API.
+    #[cfg(not(feature = "reconciler"))]
     pub use crate::export::{Slot, init, on_add, on_delete, on_update};
+    #[cfg(feature = "reconciler")]
+    pub use crate::reconciler::{Slot as ReconcilerSlot, init as reconciler_init, map_to_keys, reconcile};
     pub use std::cell::RefCell;
     pub use std::thread_local;
 }

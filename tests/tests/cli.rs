@@ -136,7 +136,7 @@ fn check_accepts_a_good_plugin_and_prints_what_it_watches() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("plugin checked is valid"), "{stdout}");
-    assert!(stdout.contains("implements wink:plugin/handler-plugin@0.3.0"), "{stdout}");
+    assert!(stdout.contains("implements wink:plugin/handler-plugin@0.4.0"), "{stdout}");
     assert!(stdout.contains("watches v1/Pod in shop, resync every 30s"), "{stdout}");
     assert!(stdout.contains("cluster: no permissions (every request is refused)"), "{stdout}");
     assert!(stdout.contains("init: accepted its config"), "{stdout}");

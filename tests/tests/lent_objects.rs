@@ -1,7 +1,7 @@
 //! A 0.3.0 handler reads its objects through lent `event-object` handles, part by part, and
 //! sees exactly the object the host holds.
 //!
-//! The `event-recorder` plugin (built with the Rust SDK, which implements 0.3.0) describes
+//! The `event-recorder` plugin (built with the Rust SDK, which implements 0.4.0, whose handler world is 0.3.0's) describes
 //! every added object in one line, reading each part through the SDK in an order that takes
 //! every path of a lent object: the scalar fields one host call each; labels and annotations
 //! looked up by key, one host call each for the first four, then the whole metadata; the

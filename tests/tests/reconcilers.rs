@@ -105,15 +105,25 @@ fn lines(plugin: &str, prefix: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn keys_are_enqueued_by_the_plugin_and_failures_retried_while_others_proceed() {
+async fn keys_are_enqueued_by_the_plugin_and_failures_retried_while_others_proceed_python() {
+    probe_scenario("probes/reconcile-probe", "probe-python").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_enqueued_by_the_plugin_and_failures_retried_while_others_proceed_rust() {
+    probe_scenario("probes/reconcile-probe-rust", "probe-rust").await;
+}
+
+/// The probe scenario, run by the probe built at `built` deployed as `name`: the same
+/// outcomes whatever language the reconciler is written in.
+async fn probe_scenario(built: &str, name: &str) {
     let cluster = Cluster::new();
     // `a` enqueues a key no event would: a primary that does not exist (yet).
     cluster.write("a.yaml", &config_map("a", "{enqueue: elsewhere}"));
     cluster.write("b.yaml", &config_map("b", "{}"));
     cluster.write("c.yaml", &config_map("c", "{fail: \"3\"}"));
     let plugins = tempfile::tempdir().unwrap();
-    let name = "probe-queue";
-    install_plugin("probes/reconcile-probe", plugins.path(), name, None);
+    install_plugin(built, plugins.path(), name, None);
     let host = TestHost::start(cluster.path(), plugins.path()).await;
 
     wait_for(

@@ -120,7 +120,7 @@ fn build_one_rust(
 ) -> Result<()> {
     toolchain::ensure_wasm_target()?;
     let manifest = plugin.dir.join("Cargo.toml");
-    let artifacts = cargo_build(&manifest, build_dir)?;
+    let artifacts = cargo_build(&manifest, build_dir, &[])?;
     // Only the selected crate's cdylib: a path dependency may be one too.
     let artifact =
         artifacts.iter().find(|a| a.manifest_path.canonicalize().is_ok_and(|p| p == manifest)).with_context(|| {
@@ -142,7 +142,16 @@ fn build_rust(
         "xtask: building the Rust plugins in {} (cargo, release, {WASM_TARGET}: a few minutes the first time)",
         plugins_dir.display()
     );
-    let mut artifacts = cargo_build(&plugins_dir.join("Cargo.toml"), build_dir)?;
+    // A reconciler builds the SDK with its `reconciler` feature (the other world): each is
+    // built on its own, so that cargo does not unify that feature into the handlers' build.
+    let manifest = plugins_dir.join("Cargo.toml");
+    let reconcilers = reconciler_packages(plugins_dir)?;
+    let mut workspace = vec!["--workspace".to_owned()];
+    workspace.extend(reconcilers.iter().flat_map(|p| ["--exclude".to_owned(), p.clone()]));
+    let mut artifacts = cargo_build(&manifest, build_dir, &workspace)?;
+    for package in &reconcilers {
+        artifacts.extend(cargo_build(&manifest, build_dir, &["-p".to_owned(), package.clone()])?);
+    }
     artifacts.sort_by(|a, b| a.manifest_path.cmp(&b.manifest_path));
     ensure!(!artifacts.is_empty(), "building {} produced no cdylib", plugins_dir.display());
     for artifact in &artifacts {
@@ -197,10 +206,34 @@ struct CargoTarget {
     kind: Vec<String>,
 }
 
-/// Builds the crate or workspace of `manifest` and returns the core module of each cdylib.
-fn cargo_build(manifest: &Path, target_dir: &Path) -> Result<Vec<Artifact>> {
+/// The packages of the plugins workspace in `plugins_dir` that are reconcilers: a member
+/// folder whose `plugin.yaml` has a `reconcile` section, named as its `Cargo.toml` says.
+fn reconciler_packages(plugins_dir: &Path) -> Result<Vec<String>> {
+    let mut packages = Vec::new();
+    for entry in walkdir::WalkDir::new(plugins_dir).into_iter().filter_map(Result::ok) {
+        let dir = entry.path();
+        if !(dir.join("Cargo.toml").is_file() && dir.join("plugin.yaml").is_file()) {
+            continue;
+        }
+        if crate::guests::world_of(dir)? != crate::component::RECONCILER_WORLD {
+            continue;
+        }
+        let cargo_toml = fs::read_to_string(dir.join("Cargo.toml"))?;
+        let name = cargo_toml
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name = \"").and_then(|rest| rest.strip_suffix('"')))
+            .with_context(|| format!("{} names no package", dir.join("Cargo.toml").display()))?;
+        packages.push(name.to_owned());
+    }
+    Ok(packages)
+}
+
+/// Builds the crate or workspace of `manifest` (with `extra` arguments: which packages) and
+/// returns the core module of each cdylib.
+fn cargo_build(manifest: &Path, target_dir: &Path, extra: &[String]) -> Result<Vec<Artifact>> {
     let mut child = Command::new("cargo")
         .args(["build", "--release", "--target", WASM_TARGET])
+        .args(extra)
         .arg("--manifest-path")
         .arg(manifest)
         .arg("--target-dir")
