@@ -1,6 +1,6 @@
 /*
  * wink.c — the glue between wink.h and the bindings wit-bindgen generates for
- * wit/v0.3.0/ (handler_plugin.h).
+ * wit/v0.4.0/ (handler_plugin.h).
  *
  * The generated exports hand us borrowed `event-object` handles; each export wraps them in
  * lent wink_objects, whose parts the accessors read from the host on first use into

@@ -12,7 +12,7 @@
  *
  *     WINK_EXPORT_HANDLER(.on_add = on_add);
  *
- * This header hides the bindings wit-bindgen generates for wit/v0.3.0/ (WINK_WIT_VERSION):
+ * This header hides the bindings wit-bindgen generates for wit/v0.4.0/ (WINK_WIT_VERSION):
  * objects are read with functions (`wink_name(obj)`, `wink_label(obj, "app")`,
  * `wink_json_of(obj)`) that return NUL-terminated strings and, for the objects a callback is
  * lent, ask the host for only that part, once; logging is printf-style, errors are `wink_retry` /
@@ -33,10 +33,10 @@
 #include <stdint.h>
 
 /* The version of the WIT package (`wink:plugin`) this SDK implements. */
-#define WINK_WIT_VERSION "0.3.0"
+#define WINK_WIT_VERSION "0.4.0"
 
 /* The version of this SDK (semver; see CHANGELOG.md). */
-#define WINK_SDK_VERSION "0.2.0"
+#define WINK_SDK_VERSION "0.3.0"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,7 +12,7 @@
 //
 // built with Go's own compiler for WASI preview 1 as a library
 // (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared), which `cargo xtask build-plugins`
-// does and then makes a component of the `wink:plugin@0.3.0` world.
+// does and then makes a component of the `wink:plugin@0.4.0` world.
 //
 // The sandbox: a plugin gets the clocks, randomness and the log; files, sockets, the
 // environment and exiting are refused (their calls fail with "not capable"). Standard output
@@ -22,4 +22,4 @@
 package wink
 
 // WITVersion is the version of the `wink:plugin` contract this SDK implements.
-const WITVersion = "0.3.0"
+const WITVersion = "0.4.0"

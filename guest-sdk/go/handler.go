@@ -171,7 +171,7 @@ func call(objects []*Object, handle func() (Action, error)) (action Action, err 
 
 func lent(handle uint32) *Object { return &Object{handle: handle, lent: true} }
 
-//go:wasmexport wink:plugin/handler@0.3.0#init
+//go:wasmexport wink:plugin/handler@0.4.0#init
 func exportInit(config unsafe.Pointer, configLen uint32) unsafe.Pointer {
 	text := unsafe.String((*byte)(config), configLen)
 	exportArea = area{}
@@ -203,19 +203,19 @@ func initWith(init Initializer, config []byte) (err error) {
 	return init.Init(config)
 }
 
-//go:wasmexport wink:plugin/handler@0.3.0#on-add
+//go:wasmexport wink:plugin/handler@0.4.0#on-add
 func exportOnAdd(obj uint32, initialList uint32) unsafe.Pointer {
 	o := lent(obj)
 	return returnOutcome(call([]*Object{o}, func() (Action, error) { return handler.OnAdd(o, initialList != 0) }))
 }
 
-//go:wasmexport wink:plugin/handler@0.3.0#on-update
+//go:wasmexport wink:plugin/handler@0.4.0#on-update
 func exportOnUpdate(old, new uint32) unsafe.Pointer {
 	o, n := lent(old), lent(new)
 	return returnOutcome(call([]*Object{o, n}, func() (Action, error) { return handler.OnUpdate(o, n) }))
 }
 
-//go:wasmexport wink:plugin/handler@0.3.0#on-delete
+//go:wasmexport wink:plugin/handler@0.4.0#on-delete
 func exportOnDelete(obj uint32, finalStateUnknown uint32) unsafe.Pointer {
 	o := lent(obj)
 	return returnOutcome(call([]*Object{o}, func() (Action, error) { return handler.OnDelete(o, finalStateUnknown != 0) }))

@@ -12,7 +12,7 @@
   (import "wasi:clocks/wall-clock@0.2.0" "now" (func $wall_now (param i32)))
   (import "wasi:clocks/monotonic-clock@0.2.0" "now" (func $monotonic_now (result i64)))
   (import "wasi:random/random@0.2.0" "get-random-u64" (func $random_u64 (result i64)))
-  (import "wink:plugin/log@0.3.0" "log" (func $log (param i32 i32 i32)))
+  (import "wink:plugin/log@0.4.0" "log" (func $log (param i32 i32 i32)))
 
   ;; errno values
   (global $EBADF i32 (i32.const 8))

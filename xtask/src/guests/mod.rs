@@ -34,14 +34,14 @@ use crate::component::Contract;
 use crate::package;
 use crate::report::{BuiltPlugin, Report, seconds};
 
-/// The WIT package a language's SDK implements: `wink:plugin@0.3.0` (objects lent as
-/// `event-object` handles) for Go, Python and C; `wink:plugin@0.2.0` (objects copied as
-/// records) for JavaScript, whose componentize-qjs (0.4.5, the newest) leaves a lent handle
-/// undropped at the end of a call, which the host refuses as a trap. The host serves both.
+/// The WIT package a language's SDK implements: `wink:plugin@0.4.0` (objects lent as
+/// `event-object` handles; the reconciler world beside the handler one) for Go, Python and C;
+/// `wink:plugin@0.2.0` (objects copied as records) for JavaScript, whose componentize-qjs
+/// (0.4.5, the newest) leaves a lent handle undropped at the end of a call, which the host
+/// refuses as a trap. The host serves both.
 pub fn sdk_contract(repo: &Path, language: Language) -> PathBuf {
     let version = match language {
-        Language::Python => "v0.4.0",
-        Language::Go | Language::C => "v0.3.0",
+        Language::Go | Language::Python | Language::C => "v0.4.0",
         Language::JavaScript => "v0.2.0",
     };
     repo.join("wit").join(version)

@@ -4,7 +4,7 @@
 //! into it. componentize-py is a self-contained binary wheel: it brings its own CPython
 //! compiled to WebAssembly, so the machine's Python only runs pip.
 //!
-//! Build: `componentize-py -d wit/v0.3.0 -w handler-plugin componentize app -p <plugin> -p
+//! Build: `componentize-py -d wit/v0.4.0 -w handler-plugin componentize app -p <plugin> -p
 //! guest-sdk/python`. The plugin's `app.py` is the entry module; the SDK (`wink`) and the
 //! bindings componentize-py generates (`wit_world`) are importable from it. The CPython
 //! runtime imports parts of WASI: the host gives it the clocks and randomness and refuses the
