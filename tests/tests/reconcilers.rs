@@ -43,13 +43,27 @@ fn service_ports(host: &TestHost, name: &str) -> Option<Vec<(String, i64)>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_for_deployment_keeps_an_owned_service_for_each_annotated_deployment() {
+    service_scenario("service-for-deployment", None).await;
+}
+
+/// The same with two workers: two instances reconcile at once, never the same key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_for_deployment_with_two_workers_does_the_same() {
+    let manifest = std::fs::read_to_string(wink_tests::plugin("service-for-deployment").join("plugin.yaml")).unwrap();
+    let tail = manifest.split_once("component: service-for-deployment.wasm").unwrap().1;
+    let tail = tail.split_once('\n').unwrap().1.replace("reconcile:\n", "reconcile:\n  workers: 2\n");
+    assert!(tail.contains("workers: 2"), "{tail}");
+    service_scenario("services-two-workers", Some(&tail)).await;
+}
+
+async fn service_scenario(name: &'static str, manifest_tail: Option<&str>) {
     let cluster = Cluster::new();
     cluster.write("web.yaml", &deployment("web", true, "[{containerPort: 8080}]"));
     cluster.write("api.yaml", &deployment("api", false, "[{containerPort: 9000}]"));
     let plugins = tempfile::tempdir().unwrap();
-    install_plugin("service-for-deployment", plugins.path(), "service-for-deployment", None);
+    install_plugin("service-for-deployment", plugins.path(), name, manifest_tail);
     let host = TestHost::start(cluster.path(), plugins.path()).await;
-    let plugin_logs = || logs().dump("service-for-deployment");
+    let plugin_logs = || logs().dump(name);
 
     wait_for("the Service of web", || service_ports(&host, "web").is_some(), plugin_logs).await;
     assert_eq!(service_ports(&host, "web").unwrap(), [("port-8080".to_owned(), 8080)]);
@@ -91,7 +105,7 @@ async fn service_for_deployment_keeps_an_owned_service_for_each_annotated_deploy
         reasons.contains(&"ServiceCreated".to_owned()) && reasons.contains(&"ServiceUpdated".to_owned()),
         "{reasons:?}"
     );
-    assert_eq!(host.metrics("service-for-deployment").traps(), 0, "{}", plugin_logs());
+    assert_eq!(host.metrics(name).traps(), 0, "{}", plugin_logs());
     host.stop().await;
 }
 
