@@ -46,6 +46,9 @@ impl Toolchain {
     /// Builds the plugin in `plugin_dir` into a component under `work`; returns its path.
     pub fn build(&self, repo: &Path, plugin_dir: &Path, work: &Path) -> Result<PathBuf> {
         let core = work.join("core.wasm");
+        // A reconciler's SDK exports the reconciler world (the `wink_reconciler` build tag).
+        let world = super::world_of(plugin_dir)?;
+        let tags = if world == crate::component::RECONCILER_WORLD { "-tags=wink_reconciler" } else { "-tags=" };
         tools::run(
             Command::new(&self.go)
                 .current_dir(plugin_dir)
@@ -54,12 +57,13 @@ impl Toolchain {
                 // The machine's Go builds, whatever `go.mod` names (it is never downloaded).
                 .env("GOTOOLCHAIN", "local")
                 .args(GO_FLAGS)
+                .arg(tags)
                 .arg("-o")
                 .arg(&core)
                 .arg("."),
         )?;
         let mut module = fs::read(&core).with_context(|| format!("reading {}", core.display()))?;
-        let (resolve, world) = contract_world(repo)?;
+        let (resolve, world) = contract_world(repo, world)?;
         wit_component::embed_component_metadata(&mut module, &resolve, world, StringEncoding::UTF8, false)?;
         let bytes = ComponentEncoder::default()
             .module(&module)?
@@ -73,20 +77,20 @@ impl Toolchain {
     }
 }
 
-/// The `handler-plugin` world of the SDK's contract.
-fn contract_world(repo: &Path) -> Result<(Resolve, wit_parser::WorldId)> {
+/// The world `world` (`handler-plugin`, `reconciler-plugin`) of the SDK's contract.
+fn contract_world(repo: &Path, world: &str) -> Result<(Resolve, wit_parser::WorldId)> {
     let wit = super::sdk_contract(repo, super::Language::Go);
     let mut resolve = Resolve::new();
     let (package, _) =
         resolve.push_dir(&wit).with_context(|| format!("parsing the WIT package in {}", wit.display()))?;
-    let world = resolve.select_world(&[package], Some("handler-plugin"))?;
+    let world = resolve.select_world(&[package], Some(world))?;
     Ok((resolve, world))
 }
 
 /// The adapter: `guest-sdk/go/wasip1/adapter.wat` with its world embedded.
 fn adapter(repo: &Path) -> Result<Vec<u8>> {
     let dir = repo.join("guest-sdk/go/wasip1");
-    let (mut resolve, _) = contract_world(repo)?;
+    let (mut resolve, _) = contract_world(repo, "handler-plugin")?;
     let text = |name: &str| {
         let path = dir.join(name);
         fs::read_to_string(&path).with_context(|| format!("reading {}", path.display())).map(|t| (path, t))
