@@ -12,6 +12,8 @@
 //! cache), so a rule of a plugin's whose verbs are all such is refused, and one that merely
 //! includes them is warned about.
 
+use std::sync::LazyLock;
+
 use super::rbac::PolicyRule;
 use super::scope::built_ins;
 use super::versions::embedded_versions;
@@ -159,10 +161,18 @@ fn check_verb(verb: &str) -> Result<(), String> {
     Err(format!("`{verb}` is not an RBAC verb; the verbs are {}, or `*`", quote_all(KNOWN_VERBS)))
 }
 
-/// A built-in kind's plural resource name, as the API server serves it.
+/// A kind's plural resource name, as the API server serves it.
 fn plural_of(group: &str, kind: &str) -> String {
     let gvk = kube::core::GroupVersionKind::gvk(group, "v1", kind);
     kube::core::ApiResource::from_gvk(&gvk).plural
+}
+
+/// Every built-in kind with its plural: `(group, kind, plural)`, made once (every manifest
+/// parse checks its rules against it, and plugins start by the thousand).
+fn built_in_plurals() -> &'static [(&'static str, &'static str, String)] {
+    static TABLE: LazyLock<Vec<(&'static str, &'static str, String)>> =
+        LazyLock::new(|| built_ins().map(|(group, kind, _)| (group, kind, plural_of(group, kind))).collect());
+    &TABLE
 }
 
 /// The built-in resource of one of `groups` that `word` names, by its plural or otherwise
@@ -172,11 +182,10 @@ fn built_in_named(word: &str, groups: &[String]) -> Option<(&'static str, String
     let lower = word.to_ascii_lowercase();
     let any_group = lower != word || groups.iter().any(|g| g == "*");
     let in_groups = move |group: &str| any_group || groups.iter().any(|g| g == group);
-    built_ins().filter(move |(group, _, _)| in_groups(group)).find_map(|(group, kind, _)| {
-        let plural = plural_of(group, kind);
+    built_in_plurals().iter().filter(move |(group, _, _)| in_groups(group)).find_map(|(group, kind, plural)| {
         let short = super::names::short_names(group, kind);
-        let named = kind.eq_ignore_ascii_case(word) || plural == lower || short.contains(&lower.as_str());
-        named.then_some((group, plural))
+        let named = kind.eq_ignore_ascii_case(word) || *plural == lower || short.contains(&lower.as_str());
+        named.then(|| (*group, plural.clone()))
     })
 }
 
@@ -230,7 +239,7 @@ fn misplaced_resources(rule: &PolicyRule) -> Vec<String> {
         return Vec::new();
     }
     let served_in = |group: &str, plural: &str| {
-        built_ins().any(|(g, kind, _)| g == group && plural_of(g, kind) == plural)
+        built_in_plurals().iter().any(|(g, _, p)| *g == group && p == plural)
             // events.k8s.io serves the core group's Events.
             || (group == "events.k8s.io" && plural == "events")
     };
@@ -240,7 +249,7 @@ fn misplaced_resources(rule: &PolicyRule) -> Vec<String> {
         if plural == "*" || rule.api_groups.iter().any(|g| served_in(g, plural)) {
             continue;
         }
-        if let Some((group, _, _)) = built_ins().find(|(g, kind, _)| plural_of(g, kind) == plural) {
+        if let Some((group, _, _)) = built_in_plurals().iter().find(|(_, _, p)| p == plural) {
             let group = if group.is_empty() { "the core group (\"\")".to_owned() } else { format!("`{group}`") };
             warnings.push(format!("`{plural}` is served by {group}, which the rule's apiGroups do not name"));
         }
