@@ -299,20 +299,10 @@ impl PluginHandler {
     /// policy as an event's delivery does: what its work queue does next (a trap is a retry
     /// with `onError: retry`; a quarantined plugin's keys are dropped, counted).
     pub async fn reconcile(&self, key: String) -> HandlerResult {
-        self.wait_for_start().await;
         let span = tracing::debug_span!("plugin_reconcile", plugin = %self.shared.name, key = %key);
-        let done = match self.take_slot().await {
-            Err(skipped) => Err(skipped),
-            Ok(slot) => {
-                let job = move |shared: &Shared, slot: &mut Slot, started| {
-                    let (outcome, ended) = call_with(shared, slot, started, |instance, _| instance.reconcile(&key));
-                    (apply_policy(shared, slot, &outcome), Ran::one(started, ended))
-                };
-                self.on_guest_thread(span, slot, job).await
-            }
-        };
+        let done = self.one_call(span, move |instance| (instance.reconcile(&key), ())).await;
         match done {
-            Ok(result) => result,
+            Ok(((), result)) => result,
             Err(Skipped::Quarantined) => {
                 self.shared.metrics.dropped_event();
                 Ok(Action::AwaitChange)
@@ -325,34 +315,45 @@ impl PluginHandler {
     /// thread, applying the failure policy to a trap: the keys, or none when the call failed
     /// (logged) or the plugin is quarantined.
     pub async fn map(&self, obj: Object) -> Vec<String> {
-        self.wait_for_start().await;
         let span = tracing::debug_span!("plugin_map", plugin = %self.shared.name, key = obj.key());
-        let done = match self.take_slot().await {
-            Err(skipped) => Err(skipped),
-            Ok(slot) => {
-                let job = move |shared: &Shared, slot: &mut Slot, started| {
-                    let mut keys = Vec::new();
-                    let (outcome, ended) = call_with(shared, slot, started, |instance, _| match instance.map(&obj) {
-                        Ok(mapped) => {
-                            keys = mapped;
-                            CallOutcome::Ok
-                        }
-                        Err(outcome) => outcome,
-                    });
-                    let failed = apply_policy(shared, slot, &outcome).err();
-                    ((keys, failed), Ran::one(started, ended))
-                };
-                self.on_guest_thread(span, slot, job).await
-            }
-        };
+        let done = self
+            .one_call(span, move |instance| match instance.map(&obj) {
+                Ok(keys) => (CallOutcome::Ok, keys),
+                Err(outcome) => (outcome, Vec::new()),
+            })
+            .await;
         match done {
-            Ok((keys, None)) => keys,
-            Ok((_, Some(error))) => {
+            Ok((keys, Ok(_))) => keys,
+            Ok((_, Err(error))) => {
                 tracing::warn!(plugin = %self.shared.name, error = %error, "map-to-keys failed; the event maps to no key");
                 Vec::new()
             }
             Err(_) => Vec::new(),
         }
+    }
+
+    /// Makes one call on a guest thread once the start gate is open (starting an instance if
+    /// needed) and applies the failure policy to its outcome: the value the call gave with
+    /// its outcome (`T::default()` when the instance did not start), and the policy's
+    /// verdict; or why there was no call.
+    async fn one_call<T: Default + Send + 'static>(
+        &self,
+        span: tracing::Span,
+        call: impl FnOnce(&mut PluginInstance) -> (CallOutcome, T) + Send + 'static,
+    ) -> Result<(T, HandlerResult), Skipped> {
+        self.wait_for_start().await;
+        let slot = self.take_slot().await?;
+        let job = move |shared: &Shared, slot: &mut Slot, started| {
+            let mut value = T::default();
+            let (outcome, ended) = call_with(shared, slot, started, |instance, _| {
+                let (outcome, made) = call(instance);
+                value = made;
+                outcome
+            });
+            let policy = apply_policy(shared, slot, &outcome);
+            ((value, policy), Ran::one(started, ended))
+        };
+        self.on_guest_thread(span, slot, job).await
     }
 
     /// Delivers a listener's batch in one guest-thread job (see the module docs).
