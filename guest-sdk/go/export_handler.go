@@ -10,40 +10,36 @@ import (
 	"unsafe"
 )
 
+// errNoHandler is the error of a call when no handler is registered.
+const errNoHandler = "no handler registered: call wink.Handle in the plugin's init function"
+
+// noHandler is the error of a call while no handler is registered.
+func noHandler() error {
+	if handler == nil {
+		return errors.New(errNoHandler)
+	}
+	return nil
+}
+
 //go:wasmexport wink:plugin/handler@0.4.0#init
 func exportInit(config unsafe.Pointer, configLen uint32) unsafe.Pointer {
-	text := unsafe.String((*byte)(config), configLen)
-	exportArea = area{}
-	var err error
-	if handler == nil {
-		err = errors.New("no handler registered: call wink.Handle in the plugin's init function")
-	} else if initializer, ok := handler.(Initializer); ok {
-		err = initWith(initializer, []byte(text))
-	}
-	unpin()
-	collectIfGrown()
-	if err != nil {
-		exportText = err.Error()
-		storeU8(exportArea.at(0), 1)
-		storeString(exportArea.at(4), exportText)
-	}
-	return exportArea.ptr()
+	return initExport(config, configLen, handler, errNoHandler) // a nil interface is a nil any
 }
 
 //go:wasmexport wink:plugin/handler@0.4.0#on-add
 func exportOnAdd(obj uint32, initialList uint32) unsafe.Pointer {
 	o := lent(obj)
-	return returnOutcome(call([]*Object{o}, func() (Action, error) { return handler.OnAdd(o, initialList != 0) }))
+	return returnOutcome(call("handler", []*Object{o}, noHandler(), func() (Action, error) { return handler.OnAdd(o, initialList != 0) }))
 }
 
 //go:wasmexport wink:plugin/handler@0.4.0#on-update
 func exportOnUpdate(old, new uint32) unsafe.Pointer {
 	o, n := lent(old), lent(new)
-	return returnOutcome(call([]*Object{o, n}, func() (Action, error) { return handler.OnUpdate(o, n) }))
+	return returnOutcome(call("handler", []*Object{o, n}, noHandler(), func() (Action, error) { return handler.OnUpdate(o, n) }))
 }
 
 //go:wasmexport wink:plugin/handler@0.4.0#on-delete
 func exportOnDelete(obj uint32, finalStateUnknown uint32) unsafe.Pointer {
 	o := lent(obj)
-	return returnOutcome(call([]*Object{o}, func() (Action, error) { return handler.OnDelete(o, finalStateUnknown != 0) }))
+	return returnOutcome(call("handler", []*Object{o}, noHandler(), func() (Action, error) { return handler.OnDelete(o, finalStateUnknown != 0) }))
 }

@@ -151,22 +151,45 @@ func returnOutcome(action Action, err error) unsafe.Pointer {
 	return exportArea.ptr()
 }
 
-// call runs one handler call: lent objects expire afterwards and a panic becomes an error.
-func call(objects []*Object, handle func() (Action, error)) (action Action, err error) {
+// call runs one call of a handler or reconciler (`what`): lent objects expire afterwards and
+// a panic becomes an error. missing, when not nil, says that nothing is registered: the call
+// fails for good without running.
+func call(what string, objects []*Object, missing error, handle func() (Action, error)) (action Action, err error) {
 	defer func() {
 		for _, o := range objects {
 			importObjectDrop(o.handle)
 			o.handle = expired
 		}
 		if r := recover(); r != nil {
-			slog.Error(fmt.Sprintf("handler panicked: %v\n%s", r, debug.Stack()))
-			action, err = Action{}, fmt.Errorf("handler panicked: %v", r)
+			slog.Error(fmt.Sprintf("%s panicked: %v\n%s", what, r, debug.Stack()))
+			action, err = Action{}, fmt.Errorf("%s panicked: %v", what, r)
 		}
 	}()
-	if handler == nil {
-		return Action{}, Fatal(errors.New("no handler registered: call wink.Handle in the plugin's init function"))
+	if missing != nil {
+		return Action{}, Fatal(missing)
 	}
 	return handle()
+}
+
+// initExport is an `init` export: the config handed to the registered plugin's Init, if it
+// has one (registered is nil when nothing is: the start is refused with missing).
+func initExport(config unsafe.Pointer, configLen uint32, registered any, missing string) unsafe.Pointer {
+	text := unsafe.String((*byte)(config), configLen)
+	exportArea = area{}
+	var err error
+	if registered == nil {
+		err = errors.New(missing)
+	} else if initializer, ok := registered.(Initializer); ok {
+		err = initWith(initializer, []byte(text))
+	}
+	unpin()
+	collectIfGrown()
+	if err != nil {
+		exportText = err.Error()
+		storeU8(exportArea.at(0), 1)
+		storeString(exportArea.at(4), exportText)
+	}
+	return exportArea.ptr()
 }
 
 func lent(handle uint32) *Object { return &Object{handle: handle, lent: true} }

@@ -68,24 +68,12 @@ func Enqueue(key Key, after time.Duration) {
 	importEnqueue(some, nsPtr, nsLen, namePtr, nameLen, uint64(ms))
 }
 
+// errNoReconciler is the error of a call when no reconciler is registered.
+const errNoReconciler = "no reconciler registered: call wink.Reconcile in the plugin's init function"
+
 //go:wasmexport wink:plugin/reconciler@0.4.0#init
 func exportReconcilerInit(config unsafe.Pointer, configLen uint32) unsafe.Pointer {
-	text := unsafe.String((*byte)(config), configLen)
-	exportArea = area{}
-	var err error
-	if reconciler == nil {
-		err = errors.New("no reconciler registered: call wink.Reconcile in the plugin's init function")
-	} else if initializer, ok := reconciler.(Initializer); ok {
-		err = initWith(initializer, []byte(text))
-	}
-	unpin()
-	collectIfGrown()
-	if err != nil {
-		exportText = err.Error()
-		storeU8(exportArea.at(0), 1)
-		storeString(exportArea.at(4), exportText)
-	}
-	return exportArea.ptr()
+	return initExport(config, configLen, reconciler, errNoReconciler) // a nil interface is a nil any
 }
 
 //go:wasmexport wink:plugin/reconciler@0.4.0#reconcile
@@ -99,17 +87,12 @@ func exportReconcile(nsSome uint32, nsPtr unsafe.Pointer, nsLen uint32, namePtr 
 }
 
 // reconcileKey runs one reconcile: a panic becomes an error (retried).
-func reconcileKey(key Key) (action Action, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			slog.Error(fmt.Sprintf("reconcile panicked: %v\n%s", r, debug.Stack()))
-			action, err = Action{}, fmt.Errorf("reconcile panicked: %v", r)
-		}
-	}()
+func reconcileKey(key Key) (Action, error) {
+	var missing error
 	if reconciler == nil {
-		return Action{}, Fatal(errors.New("no reconciler registered: call wink.Reconcile in the plugin's init function"))
+		missing = errors.New(errNoReconciler)
 	}
-	return reconciler.Reconcile(key)
+	return call("reconcile", nil, missing, func() (Action, error) { return reconciler.Reconcile(key) })
 }
 
 // mapped holds map-to-keys' result (its records and their strings) until the host has read it.
