@@ -84,7 +84,18 @@ async fn real_apiserver_and_the_embedded_cluster_answer_the_corpus_alike_or_say_
     let committed = std::fs::read_to_string(&target).unwrap_or_default();
     ensure!(
         committed == report,
-        "docs/api-agreement.md is out of date: regenerate it with WINK_WRITE_AGREEMENT=1 (see this test's docs)"
+        "docs/api-agreement.md is out of date: regenerate it with WINK_WRITE_AGREEMENT=1 (see this test's docs); \
+         lines that changed:\n{}",
+        changed_lines(&committed, &report)
     );
     Ok(())
+}
+
+/// The lines only `committed` has (`-`) and those only `report` has (`+`), so that a report
+/// that moved says where without a rerun.
+fn changed_lines(committed: &str, report: &str) -> String {
+    let (old, new): (Vec<&str>, Vec<&str>) = (committed.lines().collect(), report.lines().collect());
+    let gone = old.iter().filter(|l| !new.contains(l)).map(|l| format!("- {l}"));
+    let added = new.iter().filter(|l| !old.contains(l)).map(|l| format!("+ {l}"));
+    gone.chain(added).collect::<Vec<_>>().join("\n")
 }

@@ -136,7 +136,13 @@ pub struct Exchange {
 pub async fn exchange(real: &mut Server, embedded: &mut Server, steps: Vec<Step>) -> Result<Vec<Exchange>> {
     let mut out = Vec::with_capacity(steps.len());
     for step in steps {
+        let started = std::time::Instant::now();
         let (real_answer, _) = real.send(&step).await?;
+        if started.elapsed() > Duration::from_secs(5) {
+            // A step that waits on the real server (its default request timeout is 60 s) is
+            // what a busy machine changes; say which, for the report that then differs.
+            eprintln!("step {} took {:?} on the real server: {}", step.name, started.elapsed(), real_answer.code);
+        }
         let creates_definition =
             step.method == "POST" && step.body.as_ref().is_some_and(|b| b["kind"] == "CustomResourceDefinition");
         if creates_definition && real_answer.code == 201 {
