@@ -35,10 +35,14 @@
 //! built with `cargo xtask build-plugins --only PATH`, or with cargo and
 //! `wasm-tools component new`: see `docs/out-of-tree-plugins.md`.
 //!
-//! The handler's fields live as long as its WebAssembly instance. After a trap the host
-//! starts a new instance and calls `init` again; when the plugin is replaced (a new component
-//! or manifest deployed), the new version starts empty and receives every current object as
-//! `on_add(obj, initial_list = true)` before live events, so it can rebuild its state.
+//! The handler's fields live as long as its WebAssembly instance, and the host ends an
+//! instance after a trap, after a while without calls (five minutes by default), or when the
+//! instance pool needs its place for another plugin: the next call starts a new instance and
+//! calls `init` again, replaying no event — so fields are a cache, and what must survive is
+//! read again from [`cache`] or kept in the cluster (see `wit/README.md`, "An instance's
+//! life"). When the plugin is replaced (a new component or manifest deployed), the new version
+//! starts empty and receives every current object as `on_add(obj, initial_list = true)` before
+//! live events.
 //!
 //! The crate also compiles for the host's target, so a plugin's logic can be unit-tested
 //! natively: there [`log`](mod@log) writes to stderr, [`cache`] reads fail with

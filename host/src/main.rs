@@ -14,7 +14,7 @@ use wink::crd::ControllerOptions;
 use wink::logging::LogFormat;
 use wink::oci::{OciOptions, RefreshOptions};
 use wink::plugin::parse_byte_size;
-use wink::plugin::{LoadLimits, PluginStart};
+use wink::plugin::{LoadLimits, PluginStart, RecyclePolicy};
 use wink::replay::{RecordOptions, ReplayOptions};
 use wink::shard::LeaseOptions;
 
@@ -151,11 +151,17 @@ struct RunArgs {
     /// Load the plugins once instead of watching the folder for changes.
     #[arg(long)]
     no_watch: bool,
-    /// When plugins start (instantiate and `init`): `on-deploy` (a plugin that cannot start
-    /// is not deployed) or `on-first-event` (idle plugins hold no instance; `init`'s errors
-    /// surface with the first event, under the failure policy).
-    #[arg(long, value_name = "WHEN", default_value_t = PluginStart::OnDeploy)]
+    /// When plugins start (instantiate and `init`): `on-first-event` (plugins without work
+    /// hold no instance; `init`'s errors surface with the first event, under the failure
+    /// policy) or `on-deploy` (a plugin that cannot start is not deployed).
+    #[arg(long, value_name = "WHEN", default_value_t = PluginStart::OnFirstEvent)]
     start_plugins: PluginStart,
+    /// Drop a plugin's instance after this long without a call, e.g. `5m` (`0`: keep idle
+    /// instances); the next call starts a new one and runs `init` again. The least recently
+    /// used instance is also dropped when the instance pool is full and another plugin
+    /// needs a place.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    recycle_idle_after: std::time::Duration,
     /// Log every plugin's metrics this often, e.g. `30s` (`0`: only at shutdown).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     metrics_interval: std::time::Duration,
@@ -196,6 +202,9 @@ impl RunArgs {
             cache_dir: cache_dir(self.cache_dir, self.no_cache),
             watch_plugins: !self.no_watch,
             start_plugins: self.start_plugins,
+            recycle: RecyclePolicy {
+                idle_after: (!self.recycle_idle_after.is_zero()).then_some(self.recycle_idle_after),
+            },
             metrics_interval: Some(self.metrics_interval),
             bounds,
             policy: self.policy,
@@ -289,7 +298,8 @@ struct BoundsArgs {
     #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = parse_byte_size)]
     cache_max_size: u64,
     /// The most plugin instances alive at once: the size of the instance pool reserved at
-    /// start (each started plugin holds one).
+    /// start. When it is full, a plugin's start takes the least recently used idle
+    /// instance's place.
     #[arg(long, value_name = "N", default_value_t = wink::plugin::DEFAULT_MAX_INSTANCES,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_instances: u32,

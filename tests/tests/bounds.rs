@@ -155,20 +155,32 @@ async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_rele
     stop(child).await;
 }
 
+/// More plugins than the instance pool has places: each start takes the place of the least
+/// recently used instance, so every plugin gets every event (the pool bounds the instances
+/// alive at once, not the plugins deployed).
 #[tokio::test]
-async fn run_refuses_a_plugin_beyond_the_instance_pool_until_a_place_is_free() {
+async fn run_shares_a_full_instance_pool_least_recently_used_first() {
     let cluster = cluster_with_a_pod();
     let plugins = tempfile::tempdir().unwrap();
-    let first = install_plugin("event-recorder", plugins.path(), "a-first", None);
-    install_plugin("event-recorder", plugins.path(), "b-second", None);
+    let names = ["a-first", "b-second", "c-third"];
+    for name in names {
+        install_plugin("event-recorder", plugins.path(), name, None);
+    }
     let child = run(plugins.path(), cluster.path(), &["--no-cache", "--max-instances", "1"]);
     let stderr = child.stderr.clone();
-    refusal(&stderr, "b-second", &["cannot instantiate", "the instance pool is full", "limit of 1"]).await;
-    stderr.wait_for("a-first's initial add", initial_add("a-first")).await;
-
-    // Removing a-first drops its instance: b-second's retry finds the place free.
-    std::fs::remove_dir_all(&first).unwrap();
-    stderr.wait_for("b-second's initial add", initial_add("b-second")).await;
+    for name in names {
+        stderr.wait_for("every plugin's initial add", initial_add(name)).await;
+    }
+    write_atomic(
+        &cluster.path().join("web.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n  labels: {tier: front}\n",
+    );
+    for name in names {
+        let update = |l: &str| (l.contains(name) && field(l, "event") == Some("update")).then_some(());
+        stderr.wait_for("every plugin's update", update).await;
+    }
+    let refused = stderr.snapshot().into_iter().filter(|l| l.contains("instance pool is full")).count();
+    assert_eq!(refused, 0, "a place was always made: {:?}", stderr.snapshot());
     stop(child).await;
 }
 

@@ -22,7 +22,7 @@ use wink::embedded::EmbeddedClient;
 use wink::embedded::MemorySource;
 use wink::informer::{InformerFactory, ListerWatcher, Object, ResourceKey, SourceError};
 use wink::plugin::ClusterContext;
-use wink::plugin::{CallOutcome, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, RegistryError};
+use wink::plugin::{CallOutcome, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart, RegistryError};
 use wink_tests::compile_cache::cached_engine;
 use wink_tests::conformance::{ScenarioCluster, built_guest, guest_name, guest_sources, manifest_tail};
 use wink_tests::install_plugin;
@@ -121,7 +121,9 @@ impl Scenario {
         cluster.serve("v1", "Secret", "secrets", true, MemorySource::default());
         cluster.serve("events.k8s.io/v1", "Event", "events", true, events.clone());
         let client = ClusterContext::new(Arc::new(EmbeddedClient::new(Arc::new(cluster))), false);
+        // Started as they deploy: the suite checks that a refused `init` refuses the deploy.
         let registry = PluginRegistry::new(engine.clone(), factory.clone(), MetricsRegistry::new(), GuestPool::new(2))
+            .with_start(PluginStart::OnDeploy)
             .with_cluster(client);
         Self {
             language,

@@ -53,7 +53,9 @@ fn start(cluster: &Cluster, plugins: &Path, cache: &Path, format: Option<&str>) 
     let format = format.map(|f| ["--log-format", f]);
     Running::spawn(
         Command::new(wink_binary())
-            .args(["run", "--metrics-interval", "0", "--plugins"])
+            // Started as they deploy: a refused `init` is then a refused deploy, whose line
+            // is one of those checked.
+            .args(["run", "--metrics-interval", "0", "--start-plugins", "on-deploy", "--plugins"])
             .arg(plugins)
             .arg("--source")
             .arg(format!("dir:{}", cluster.path().display()))

@@ -32,6 +32,72 @@ fn sample(scrape: &prometheus_parse::Scrape, name: &str, label: (&str, &str)) ->
     })
 }
 
+/// `/metrics`, parsed.
+fn scrape(addr: &str) -> prometheus_parse::Scrape {
+    let (status, body) = get(addr, "/metrics");
+    assert_eq!(status, 200);
+    prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text")
+}
+
+/// The address of `child`'s endpoint, once `/readyz` answers 200.
+async fn ready_endpoint(child: &Running) -> String {
+    let addr = child
+        .stderr
+        .wait_for("the endpoint's address", |l| {
+            l.contains("serving /metrics").then(|| field(l, "addr").unwrap().to_owned())
+        })
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while get(&addr, "/readyz").0 != 200 {
+        assert!(Instant::now() < deadline, "never ready: {:?}", get(&addr, "/readyz"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    addr
+}
+
+/// A log line of `plugin`'s `event` (add, update, delete).
+fn event_of<'a>(plugin: &'a str, event: &'a str) -> impl Fn(&str) -> Option<()> + 'a {
+    move |l: &str| (l.contains(plugin) && field(l, "event") == Some(event)).then_some(())
+}
+
+/// `wink run --recycle-idle-after`: an instance idle for the period is dropped (counted in
+/// `wink_plugin_recycled_total`), and the plugin's next event starts a new one, whose `init`
+/// runs again — not a restart.
+#[tokio::test]
+async fn an_idle_plugin_is_recycled_and_its_next_event_starts_a_new_instance() {
+    let work = tempfile::tempdir().unwrap();
+    let cluster = work.path().join("cluster");
+    std::fs::create_dir(&cluster).unwrap();
+    let pod = |labels: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n  labels: {{{labels}}}\n")
+    };
+    write_atomic(&cluster.join("pod.yaml"), &pod(""));
+    let plugins = work.path().join("plugins");
+    install_plugin("event-recorder", &plugins, "sleeper", None);
+    let child = Running::spawn(
+        Command::new(wink_binary())
+            .args(["run", "--no-cache", "--listen", "127.0.0.1:0", "--recycle-idle-after", "1s", "--plugins"])
+            .arg(&plugins)
+            .arg("--source")
+            .arg(format!("dir:{}", cluster.display()))
+            .env("RUST_LOG", "info"),
+    );
+    let addr = ready_endpoint(&child).await;
+    child.stderr.wait_for("the initial add", event_of("sleeper", "add")).await;
+    let counter = |name: &str| sample(&scrape(&addr), name, ("plugin", "sleeper"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while counter("wink_plugin_recycled_total") != Some(1.0) {
+        assert!(Instant::now() < deadline, "never recycled: {:?}", counter("wink_plugin_recycled_total"));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(counter("wink_plugin_calls_total"), Some(2.0), "init and the initial add");
+
+    write_atomic(&cluster.join("pod.yaml"), &pod("tier: front"));
+    child.stderr.wait_for("the update, to a new instance", event_of("sleeper", "update")).await;
+    assert_eq!(counter("wink_plugin_calls_total"), Some(4.0), "init again, then the update");
+    assert_eq!(counter("wink_plugin_restarts_total"), Some(0.0), "recycling is not a restart");
+}
+
 #[tokio::test]
 async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
     let work = tempfile::tempdir().unwrap();
@@ -59,28 +125,11 @@ async fn metrics_and_health_are_served_and_parse_as_prometheus_text() {
             .env_remove("NO_COLOR"),
     );
     let stderr = child.stderr.clone();
-    let addr = stderr
-        .wait_for("the endpoint's address", |l| {
-            l.contains("serving /metrics").then(|| field(l, "addr").unwrap().to_owned())
-        })
-        .await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while get(&addr, "/readyz").0 != 200 {
-        assert!(Instant::now() < deadline, "never ready: {:?}", get(&addr, "/readyz"));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let addr = ready_endpoint(&child).await;
     assert_eq!(get(&addr, "/healthz").0, 200);
-    stderr
-        .wait_for("the plugin's initial add", |l| {
-            (l.contains("scraped") && field(l, "event") == Some("add")).then_some(())
-        })
-        .await;
+    stderr.wait_for("the plugin's initial add", event_of("scraped", "add")).await;
 
-    let scrape = || {
-        let (status, body) = get(&addr, "/metrics");
-        assert_eq!(status, 200);
-        prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text")
-    };
+    let scrape = || scrape(&addr);
     let patched = |scrape: &prometheus_parse::Scrape| {
         scrape.samples.iter().any(|s| {
             s.metric == "wink_plugin_requests_total"

@@ -253,7 +253,9 @@ async fn real_apiserver_wink_deploys_a_winkplugin_and_writes_its_status() -> Res
 
     let mut running = Running::spawn(
         wink()
-            .args(["run", "--winkplugins", "--no-cache", "--metrics-interval", "0", "--insecure-registry"])
+            // The status's counts are refreshed every `--plugin-ref-refresh`.
+            .args(["run", "--winkplugins", "--no-cache", "--metrics-interval", "0", "--plugin-ref-refresh", "2s"])
+            .arg("--insecure-registry")
             .arg(&registry.host)
             .arg("--oci-cache-dir")
             .arg(&cache)

@@ -77,6 +77,7 @@ impl Host {
             .with_memory_budget(budget)
             .with_load_limits(options.bounds.load)
             .with_start(options.start_plugins)
+            .with_recycling(options.recycle)
             .with_cluster(cluster.with_shutdown(cancel.clone()));
         let (registry, membership) = match (&options.shard, &opened.kube) {
             (Some(lease), Some(client)) => {

@@ -21,6 +21,7 @@ pub use host::Host;
 use crate::crd::ControllerOptions;
 use crate::fswatch::WatchError;
 use crate::oci::{OciClient, OciError, OciOptions, RefreshOptions};
+use crate::plugin::delivery::runner::RecyclePolicy;
 use crate::plugin::deploy::start::PluginStart;
 use crate::plugin::manifest::permissions::PolicyError;
 use crate::plugin::runtime::engine::DEFAULT_CACHE_MAX_SIZE;
@@ -117,8 +118,10 @@ pub struct RunOptions {
     pub cache_dir: Option<PathBuf>,
     /// Watch the plugins folder and deploy, replace and remove plugins as it changes.
     pub watch_plugins: bool,
-    /// When plugins start: as they deploy, or on their first event.
+    /// When plugins start: on their first event, or as they deploy.
     pub start_plugins: PluginStart,
+    /// When idle plugin instances are dropped (see [`RecyclePolicy`]).
+    pub recycle: RecyclePolicy,
     /// Log every plugin's metrics this often (`None`: only at shutdown).
     pub metrics_interval: Option<std::time::Duration>,
     /// Memory and disk bounds.

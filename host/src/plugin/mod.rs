@@ -44,7 +44,7 @@ pub(crate) mod threads;
 pub use contract::bindings::{WitVersion, World};
 pub use contract::guest_text::{GuestText, MAX_GUEST_TEXT};
 pub use contract::outcome::{CallOutcome, TrapKind};
-pub use delivery::runner::PluginHandler;
+pub use delivery::runner::{PluginHandler, RecyclePolicy, Recycler};
 pub use deploy::registry::{DEPLOY_RETRY, Ownership, PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use deploy::start::PluginStart;
 pub use imports::cache::NoCache;

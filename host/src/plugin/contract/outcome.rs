@@ -40,9 +40,13 @@ pub enum TrapKind {
     StackOverflow,
     /// Any other trap (`unreachable`, out-of-bounds access, a guest panic…), described.
     Other(String),
-    /// The host could not create an instance for a reason that is not the guest's doing
-    /// (e.g. the instance pool is exhausted). Not counted towards quarantine.
+    /// The host could not create an instance for a reason that is not the guest's doing.
+    /// Not counted towards quarantine.
     Instantiation(String),
+    /// Every place of the instance pool is taken by other plugins' instances. Not the guest's
+    /// doing either: the runner first recycles the least recently used idle instance and
+    /// tries once more (see `delivery::runner::recycle`).
+    PoolFull(String),
 }
 
 impl TrapKind {
@@ -54,7 +58,7 @@ impl TrapKind {
             TrapKind::OutOfMemory => "out_of_memory",
             TrapKind::StackOverflow => "stack_overflow",
             TrapKind::Other(_) => "other",
-            TrapKind::Instantiation(_) => "instantiation",
+            TrapKind::Instantiation(_) | TrapKind::PoolFull(_) => "instantiation",
         }
     }
 
@@ -71,7 +75,7 @@ impl TrapKind {
             if let Some(full) = error.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
                 // Every place of a kind is held by running plugins: the pool's size, not the
                 // plugin, is at fault.
-                return TrapKind::Instantiation(format!("the instance pool is full ({full})"));
+                return TrapKind::PoolFull(full.to_string());
             }
             TrapKind::Instantiation(describe(error))
         })
@@ -104,6 +108,7 @@ impl fmt::Display for TrapKind {
             TrapKind::StackOverflow => f.write_str("stack overflow"),
             TrapKind::Other(what) => write!(f, "trap: {what}"),
             TrapKind::Instantiation(what) => write!(f, "cannot instantiate: {what}"),
+            TrapKind::PoolFull(what) => write!(f, "cannot instantiate: the instance pool is full ({what})"),
         }
     }
 }

@@ -1,14 +1,20 @@
 //! When a deployed plugin's instance starts.
 //!
-//! By default a plugin starts as it deploys: the registry instantiates its component and
-//! calls `init` before registering its listeners, so a plugin that cannot start (a trap, a
-//! refused config) is reported and not deployed. A host running many mostly idle plugins
-//! — one per tenant, each watching its own namespace — can start each on its first event
-//! instead: until then the plugin holds no instance (no store, no linear memory), and
-//! deploying it skips instantiation. The cost is that `init`'s errors surface with the first
+//! By default a plugin starts on its first event: until then it holds no instance (no store,
+//! no linear memory), and deploying it skips instantiation, so a host of many mostly idle
+//! plugins — one per tenant, each watching its own namespace — pays for the plugins that
+//! have work, not for every one deployed. With the instances recycled when idle (see
+//! [`recycle`](crate::plugin::delivery::runner::recycle)), a plugin holds an instance while
+//! it has work and a while after. The cost is that `init`'s errors surface with the first
 //! event, under the failure policy (logged, the event retried with backoff, the plugin
 //! quarantined after repeated failures), not as a deploy error; `wink check` still runs
 //! `init` ahead of time.
+//!
+//! A host that wants every plugin checked as it deploys starts them so instead
+//! (`--start-plugins on-deploy`): the registry instantiates its component and calls `init`
+//! before registering its listeners, so a plugin that cannot start (a trap, a refused
+//! config) is reported and not deployed, and a new version that cannot start leaves the
+//! old one running.
 //!
 //! A plugin whose watched objects exist starts at once either way: its listener is sent
 //! them as initial-list adds.
@@ -20,9 +26,9 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PluginStart {
     /// Instantiate and `init` while deploying; a plugin that cannot start is not deployed.
-    #[default]
     OnDeploy,
     /// Instantiate and `init` before the plugin's first event.
+    #[default]
     OnFirstEvent,
 }
 

@@ -101,6 +101,7 @@ pub struct MetricsRegistry {
     handler_errors: Family<PluginKindLabel, Counter>,
     traps: Family<PluginKindLabel, Counter>,
     restarts: Family<PluginLabel, Counter>,
+    recycled: Family<PluginLabel, Counter>,
     quarantined: Family<PluginLabel, Gauge>,
     queue_depth: Family<PluginLabel, Gauge>,
     dropped: Family<PluginLabel, Counter>,
@@ -132,6 +133,7 @@ impl MetricsRegistry {
             handler_errors: Family::default(),
             traps: Family::default(),
             restarts: Family::default(),
+            recycled: Family::default(),
             quarantined: Family::default(),
             queue_depth: Family::default(),
             dropped: Family::default(),
@@ -158,6 +160,11 @@ impl MetricsRegistry {
         );
         r.register("traps", "Plugin traps, by kind", self.traps.clone());
         r.register("restarts", "Plugin instances re-created after a trap", self.restarts.clone());
+        r.register(
+            "recycled",
+            "Idle plugin instances dropped (after a period without calls, or to make room in the instance pool)",
+            self.recycled.clone(),
+        );
         r.register("quarantined", "1 when the plugin is quarantined", self.quarantined.clone());
         r.register(
             "queue_depth",
@@ -203,6 +210,7 @@ impl MetricsRegistry {
             fatal_errors: kind(&self.handler_errors, "fatal"),
             traps: TRAP_KINDS.map(|k| kind(&self.traps, k)),
             restarts: self.restarts.get_or_create_owned(&label),
+            recycled: self.recycled.get_or_create_owned(&label),
             quarantined: self.quarantined.get_or_create_owned(&label),
             queue_depth: self.queue_depth.get_or_create_owned(&label),
             dropped: self.dropped.get_or_create_owned(&label),
@@ -225,7 +233,7 @@ impl MetricsRegistry {
     pub fn remove(&self, name: &str) {
         self.work_queues.remove(name);
         let label = PluginLabel { plugin: name.to_owned() };
-        for family in [&self.calls, &self.restarts, &self.dropped, &self.skipped, &self.coalesced] {
+        for family in [&self.calls, &self.restarts, &self.recycled, &self.dropped, &self.skipped, &self.coalesced] {
             family.remove(&label);
         }
         self.quarantined.remove(&label);
@@ -257,6 +265,7 @@ pub struct PluginMetrics {
     fatal_errors: Counter,
     traps: [Counter; 6],
     restarts: Counter,
+    recycled: Counter,
     quarantined: Gauge,
     queue_depth: Gauge,
     dropped: Counter,
@@ -324,6 +333,11 @@ impl PluginMetrics {
     /// Records an instance re-created after a failure.
     pub fn restart(&self) {
         self.restarts.inc();
+    }
+
+    /// Records an idle instance dropped (see `delivery::runner::recycle`).
+    pub fn recycle(&self) {
+        self.recycled.inc();
     }
 
     /// Sets the quarantined flag.
@@ -415,6 +429,11 @@ impl PluginMetrics {
         self.restarts.get()
     }
 
+    /// Idle instances dropped so far.
+    pub fn recycled(&self) -> u64 {
+        self.recycled.get()
+    }
+
     /// Whether the plugin is flagged as quarantined.
     pub fn is_quarantined(&self) -> bool {
         self.quarantined.get() != 0
@@ -431,7 +450,7 @@ impl PluginMetrics {
     }
 
     /// One line for the log, e.g.
-    /// `plugin=auditor calls=12 mean=41µs errors=retry:1,fatal:0 traps=1 (interrupt:1) restarts=1 skipped=0 dropped=0 quarantined=no`.
+    /// `plugin=auditor calls=12 mean=41µs errors=retry:1,fatal:0 traps=1 (interrupt:1) restarts=1 recycled=0 queued=0 skipped=0 dropped=0 quarantined=no`.
     pub fn summary(&self) -> String {
         let mean = Duration::from_nanos(self.timed.load(Ordering::Relaxed).checked_div(self.calls.get()).unwrap_or(0));
         let by_kind: Vec<String> = TRAP_KINDS
@@ -442,13 +461,14 @@ impl PluginMetrics {
             .collect();
         let (retry, fatal) = self.handler_errors();
         format!(
-            "plugin={} calls={} mean={:?} errors=retry:{retry},fatal:{fatal} traps={}{} restarts={} queued={} skipped={} dropped={} quarantined={}",
+            "plugin={} calls={} mean={:?} errors=retry:{retry},fatal:{fatal} traps={}{} restarts={} recycled={} queued={} skipped={} dropped={} quarantined={}",
             self.name,
             self.calls(),
             mean,
             self.traps(),
             if by_kind.is_empty() { String::new() } else { format!(" ({})", by_kind.join(",")) },
             self.restarts(),
+            self.recycled(),
             self.queue_depth(),
             self.skipped_events(),
             self.dropped_events(),

@@ -12,7 +12,7 @@ use quanta::Instant;
 use super::policy::apply_policy;
 use super::{Shared, Slot};
 use crate::informer::{Action, EntryResults, HandlerError, Notification};
-use crate::plugin::contract::outcome::CallOutcome;
+use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
 use crate::plugin::delivery::placement::Took;
 use crate::plugin::runtime::instance::PluginInstance;
 use crate::plugin::threads::cpu;
@@ -89,6 +89,7 @@ pub(super) fn call_with(
     let outcome = call(instance, started);
     let ended = Instant::now();
     shared.metrics.call(ended.saturating_duration_since(started));
+    slot.last_used = Some(ended);
     (outcome, ended)
 }
 
@@ -98,7 +99,14 @@ fn start_instance(shared: &Shared, slot: &mut Slot, started: Instant) -> Result<
     if slot.instance.is_some() {
         return Ok(started);
     }
-    let outcome = shared.sandbox.instantiate();
+    let mut outcome = shared.sandbox.instantiate();
+    if let (Err(CallOutcome::Trap(TrapKind::PoolFull(_))), Some(recycler)) = (&outcome, &shared.recycler)
+        && let Some(idle) = recycler.least_recently_used()
+    {
+        // Its place goes back to the pool as it is dropped.
+        drop(idle);
+        outcome = shared.sandbox.instantiate();
+    }
     let ended = Instant::now();
     shared.metrics.call(ended.saturating_duration_since(started));
     match outcome {
@@ -108,6 +116,10 @@ fn start_instance(shared: &Shared, slot: &mut Slot, started: Instant) -> Result<
             }
             slot.started_once = true;
             slot.instance = Some(instance);
+            slot.last_used = Some(ended);
+            if let Some(recycler) = &shared.recycler {
+                recycler.started();
+            }
             Ok(ended)
         }
         Err(outcome) => Err((outcome, ended)),

@@ -63,6 +63,7 @@ use crate::plugin::threads::pool::here::HAND_OVER_AFTER;
 use crate::plugin::threads::pool::{GuestPoolError, HandOver};
 use batch::{Ran, call_guest, run_batch, timed};
 use policy::apply_policy;
+pub use recycle::{RecyclePolicy, Recycler};
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
 /// listener's queue (a call already started always completes, within its deadline).
@@ -80,6 +81,8 @@ struct Slot {
     started_once: bool,
     /// Not before this instant may a new instance be started (restart backoff).
     restart_at: Option<tokio::time::Instant>,
+    /// When its instance's last call (or start) ended: what the [`Recycler`] goes by.
+    last_used: Option<Instant>,
 }
 
 struct Shared {
@@ -98,6 +101,8 @@ struct Shared {
     started: AtomicBool,
     /// Where its calls run: the record of how they went.
     placement: Placement,
+    /// Recycles its instance when idle, and others' when the pool is full (`None`: never).
+    recycler: Option<Recycler>,
 }
 
 /// Says whether a plugin may be called: every informer it watches or reads has synced.
@@ -146,6 +151,7 @@ impl PluginHandler {
             start_gate: None,
             started: AtomicBool::new(false),
             placement: Placement::default(),
+            recycler: None,
         };
         Self { shared: Arc::new(shared), slot: Arc::default(), pool }
     }
@@ -190,6 +196,18 @@ impl PluginHandler {
     pub fn with_start_gate(mut self, gate: StartGate) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.start_gate = Some(gate);
+        }
+        self
+    }
+
+    /// Lets `recycler` drop this handler's instance when idle (see [`recycle`]), and this
+    /// handler take the least recently used instance's place when the pool is full. Must be
+    /// called before the handler is cloned.
+    #[must_use]
+    pub fn with_recycler(mut self, recycler: &Recycler) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.recycler = Some(recycler.clone());
+            recycler.track(&self.slot, shared.metrics.clone());
         }
         self
     }
@@ -552,6 +570,7 @@ impl EventHandler for PluginHandler {
 mod batch;
 mod keyed;
 mod policy;
+pub mod recycle;
 
 #[cfg(test)]
 mod tests;

@@ -168,7 +168,8 @@ impl PluginRegistry {
         let Some(reconcile) = &loaded.manifest.reconcile else {
             let handler =
                 PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
-                    .with_start_gate(self.caches_synced(&loaded));
+                    .with_start_gate(self.caches_synced(&loaded))
+                    .with_recycler(&self.recycler);
             return Ok(Started { loaded, handler: Arc::new(handler), reconciler: None, grants, memory });
         };
         // A reconciler: one queue, and a handler (an instance) per worker.
@@ -177,7 +178,7 @@ impl PluginRegistry {
         let mut handlers = (0..reconcile.workers).map(|_| {
             let sandbox = loaded.sandbox(&self.engine, resolver.clone(), cluster.clone()).with_queue(queue.clone());
             let handler = PluginHandler::for_sandbox(&loaded, sandbox, metrics.clone(), self.pool.clone());
-            Arc::new(handler.with_start_gate(self.caches_synced(&loaded)))
+            Arc::new(handler.with_start_gate(self.caches_synced(&loaded)).with_recycler(&self.recycler))
         });
         let handler = handlers.next().expect("a reconciler has at least one worker");
         let others = handlers.collect();

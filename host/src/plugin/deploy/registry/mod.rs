@@ -6,12 +6,14 @@
 //! version's listeners call that version's [`PluginHandler`].
 //!
 //! - **Deploy**: load (manifest, compile through the cache, check the world: the `load`
-//!   module), start the instance (`init`), then register the listeners; the plugin receives the current objects
-//!   as initial-list adds, then live events. With [`PluginStart::OnFirstEvent`] the instance
-//!   starts before the first event instead (so a new version that cannot start replaces the
-//!   old one, and fails under the failure policy, rather than being refused).
-//! - **Replace** (the component or the manifest changed): the new version is loaded and
-//!   started first — if that fails, the old version keeps running, untouched. Then the new
+//!   module), then register the listeners; the plugin receives the current objects as
+//!   initial-list adds, then live events, its instance starting (`init`) before the first
+//!   ([`PluginStart::OnFirstEvent`], the default: a new version that cannot start replaces
+//!   the old one, and fails under the failure policy). With [`PluginStart::OnDeploy`] the
+//!   instance starts before the listeners are registered, and a plugin that cannot start is
+//!   refused (a new version that cannot start leaves the old one running).
+//! - **Replace** (the component or the manifest changed): the new version is loaded (and
+//!   started, on deploy) first — if that fails, the old version keeps running, untouched. Then the new
 //!   version is registered as a new handler, as client-go's `AddEventHandler` registers one:
 //!   the old version's listeners are removed (events still queued for it are dropped; a call
 //!   in flight finishes on the old instance, which then goes), and the new version's
@@ -53,7 +55,7 @@ use crate::informer::{
 use crate::plugin::PluginEngine;
 use crate::plugin::contract::outcome::CallOutcome;
 use crate::plugin::delivery::placement::Placement;
-use crate::plugin::delivery::runner::{GuestPool, PluginHandler};
+use crate::plugin::delivery::runner::{GuestPool, PluginHandler, RecyclePolicy, Recycler};
 use crate::plugin::imports::{CacheResolver, ClusterContext};
 use crate::plugin::manifest::WatchedResource;
 use crate::plugin::metrics::MetricsRegistry;
@@ -250,6 +252,8 @@ pub struct PluginRegistry {
     /// Where plugins' starts run, from how the last ones went (see
     /// [`PluginHandler::warm_up_placed`](crate::plugin::delivery::runner::PluginHandler::warm_up_placed)).
     starts: Arc<Placement>,
+    /// Recycles the plugins' idle instances (see [`Recycler`]).
+    recycler: Recycler,
 }
 
 impl std::fmt::Debug for PluginRegistry {
@@ -299,12 +303,22 @@ impl PluginRegistry {
             parked: parking_lot::Mutex::default(),
             start: PluginStart::default(),
             starts: Arc::default(),
+            recycler: Recycler::new(RecyclePolicy::default()),
         }
     }
 
-    /// Starts plugins as `start` says (default: as they deploy).
+    /// Starts plugins as `start` says (default: on their first event).
     pub fn with_start(mut self, start: PluginStart) -> Self {
         self.start = start;
+        self
+    }
+
+    /// Recycles idle instances as `policy` says (default: after
+    /// [`DEFAULT_IDLE_AFTER`](crate::plugin::delivery::runner::recycle::DEFAULT_IDLE_AFTER)
+    /// without a call, and the least recently used when the instance pool is full). Must be
+    /// called before any plugin is deployed.
+    pub fn with_recycling(mut self, policy: RecyclePolicy) -> Self {
+        self.recycler = Recycler::new(policy);
         self
     }
 
