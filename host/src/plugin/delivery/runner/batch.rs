@@ -100,7 +100,7 @@ fn start_instance(shared: &Shared, slot: &mut Slot, started: Instant) -> Result<
         return Ok(started);
     }
     let mut outcome = shared.sandbox.instantiate();
-    if let (Err(CallOutcome::Trap(TrapKind::PoolFull(_))), Some(recycler)) = (&outcome, &shared.recycler)
+    if let (Err(CallOutcome::Trap(TrapKind::PoolFull(_))), Some((recycler, _))) = (&outcome, &shared.recycler)
         && let Some(idle) = recycler.least_recently_used()
     {
         // Its place goes back to the pool as it is dropped.
@@ -117,8 +117,8 @@ fn start_instance(shared: &Shared, slot: &mut Slot, started: Instant) -> Result<
             slot.started_once = true;
             slot.instance = Some(instance);
             slot.last_used = Some(ended);
-            if let Some(recycler) = &shared.recycler {
-                recycler.started();
+            if let Some((recycler, own)) = &shared.recycler {
+                recycler.started(own, slot, &shared.metrics);
             }
             Ok(ended)
         }

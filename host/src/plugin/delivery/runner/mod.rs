@@ -83,6 +83,8 @@ struct Slot {
     restart_at: Option<tokio::time::Instant>,
     /// When its instance's last call (or start) ended: what the [`Recycler`] goes by.
     last_used: Option<Instant>,
+    /// Whether the [`Recycler`] lists it (as holding an instance).
+    listed: bool,
 }
 
 struct Shared {
@@ -101,8 +103,9 @@ struct Shared {
     started: AtomicBool,
     /// Where its calls run: the record of how they went.
     placement: Placement,
-    /// Recycles its instance when idle, and others' when the pool is full (`None`: never).
-    recycler: Option<Recycler>,
+    /// Recycles its instance when idle, and others' when the pool is full (`None`: never),
+    /// and the slot it knows this handler by.
+    recycler: Option<(Recycler, std::sync::Weak<Mutex<Slot>>)>,
 }
 
 /// Says whether a plugin may be called: every informer it watches or reads has synced.
@@ -206,8 +209,8 @@ impl PluginHandler {
     #[must_use]
     pub fn with_recycler(mut self, recycler: &Recycler) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.recycler = Some(recycler.clone());
-            recycler.track(&self.slot, shared.metrics.clone());
+            shared.recycler = Some((recycler.clone(), Arc::downgrade(&self.slot)));
+            recycler.start_reaper();
         }
         self
     }

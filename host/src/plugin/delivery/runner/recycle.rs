@@ -19,14 +19,18 @@
 //!   woken.
 //! - **Pool full**: an instantiation refused because every place of the pool is taken
 //!   ([`TrapKind::PoolFull`](crate::plugin::contract::outcome::TrapKind::PoolFull)) drops the
-//!   least recently used instance that no call holds and tries once more; only when every
+//!   least recently used instance that no call holds (as CLOCK approximates it, in amortised
+//!   constant time: [`Recycler::least_recently_used`]) and tries once more; only when every
 //!   live instance is in a call does the refusal stand (retried with backoff, never counted
-//!   towards quarantine). Finding it is a walk over the tracked slots — a pool-full start is
-//!   rare and costs an instantiation anyway.
+//!   towards quarantine).
+//!
+//! The recycler lists only the slots that hold an instance (at most the pool's places), each
+//! once: a slot is listed when its instance starts and unlisted when a look finds it empty.
 //!
 //! A recycled instance's next start is not a restart (`wink_plugin_restarts_total` counts
 //! instances re-created after a failure); `wink_plugin_recycled_total` counts the drops.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -69,7 +73,7 @@ impl RecyclePolicy {
 
 /// The instances of a host's plugins that may be recycled. Cheap to clone; clones share the
 /// tracked instances.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Recycler {
     inner: Arc<Inner>,
 }
@@ -80,10 +84,10 @@ impl std::fmt::Debug for Recycler {
     }
 }
 
-#[derive(Default)]
 struct Inner {
     policy: RecyclePolicy,
-    tracked: parking_lot::Mutex<Vec<Tracked>>,
+    /// The slots holding an instance, in the clock's order (see [`Recycler::least_recently_used`]).
+    live: parking_lot::Mutex<VecDeque<Live>>,
     reaping: AtomicBool,
     /// Wakes the reaper when an instance starts (and when the recycler goes).
     started: Arc<Notify>,
@@ -95,12 +99,44 @@ impl Drop for Inner {
     }
 }
 
-/// One plugin handler's slot, and what the reaper saw of it.
-struct Tracked {
+/// A slot that held an instance when it was listed, and what was last noted of it.
+struct Live {
     slot: Weak<Mutex<Slot>>,
     metrics: PluginMetrics,
-    /// The slot's last call as the reaper last saw it, and since when it has stayed so.
-    seen: Option<(quanta::Instant, tokio::time::Instant)>,
+    /// The slot's last call when last looked at, and since when it has stayed so.
+    noted: Option<quanta::Instant>,
+    since: tokio::time::Instant,
+}
+
+/// What a look at a listed slot found.
+enum Look {
+    /// Gone, or without an instance: unlisted.
+    Unlisted,
+    /// In a call, or used since it was last noted (noted again).
+    InUse,
+    /// Unused since it was last noted, at `since`.
+    Unused,
+}
+
+impl Live {
+    /// Looks at the slot (whose guard is `slot`) at `now`.
+    fn look(&mut self, slot: &mut Slot, now: tokio::time::Instant) -> Look {
+        if slot.instance.is_none() {
+            slot.listed = false;
+            return Look::Unlisted;
+        }
+        if slot.last_used != self.noted {
+            (self.noted, self.since) = (slot.last_used, now);
+            return Look::InUse;
+        }
+        Look::Unused
+    }
+}
+
+impl Default for Recycler {
+    fn default() -> Self {
+        Self::new(RecyclePolicy::default())
+    }
 }
 
 impl Recycler {
@@ -108,7 +144,7 @@ impl Recycler {
     pub fn new(policy: RecyclePolicy) -> Self {
         let inner = Inner {
             policy,
-            tracked: parking_lot::Mutex::default(),
+            live: parking_lot::Mutex::default(),
             reaping: AtomicBool::new(false),
             started: Arc::default(),
         };
@@ -120,10 +156,9 @@ impl Recycler {
         self.inner.policy
     }
 
-    /// Tracks a handler's slot, and starts the reaper on the first (it needs a Tokio
-    /// runtime; without one, only the pool-full recycling applies).
-    pub(super) fn track(&self, slot: &Arc<Mutex<Slot>>, metrics: PluginMetrics) {
-        self.inner.tracked.lock().push(Tracked { slot: Arc::downgrade(slot), metrics, seen: None });
+    /// Starts the reaper, once (it needs a Tokio runtime; without one, only the pool-full
+    /// recycling applies).
+    pub(super) fn start_reaper(&self) {
         if let Some(idle_after) = self.inner.policy.idle_after
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
             && !self.inner.reaping.swap(true, Ordering::AcqRel)
@@ -132,32 +167,65 @@ impl Recycler {
         }
     }
 
-    /// Says an instance started: the reaper, asleep while none lived, looks again.
-    pub(super) fn started(&self) {
+    /// Says `slot` (whose guard is `guard`) started an instance: listed at the back of the
+    /// clock unless it is listed already, and the reaper, asleep while none lived, looks again.
+    pub(super) fn started(&self, slot: &Weak<Mutex<Slot>>, guard: &mut Slot, metrics: &PluginMetrics) {
+        if !guard.listed {
+            guard.listed = true;
+            let live = Live {
+                slot: slot.clone(),
+                metrics: metrics.clone(),
+                noted: guard.last_used,
+                since: tokio::time::Instant::now(),
+            };
+            self.inner.live.lock().push_back(live);
+        }
         if self.inner.policy.idle_after.is_some() {
             self.inner.started.notify_one();
         }
     }
 
-    /// Takes the least recently used instance no call holds, other than the caller's (whose
-    /// slot the caller holds, so it is not free), to drop and free its place in the pool.
+    /// Takes an instance that no call holds and that was used least recently, as far as the
+    /// clock tells, to drop and free its place in the pool; never the caller's (whose slot
+    /// the caller holds). The clock (CLOCK, the page caches' approximation of LRU): from the
+    /// front, a slot used since it was last noted is noted again and goes to the back; the
+    /// first found unused since is taken. When a whole round finds every instance used
+    /// since, the one whose last call is the oldest is taken (what a second round would take
+    /// is only the first in the clock's order). A round costs one look per live instance at
+    /// most, never a walk over every deployed plugin, and a taken instance's look is its
+    /// last: in the steady state of a full pool a start looks at a few.
     pub(super) fn least_recently_used(&self) -> Option<PluginInstance> {
-        let tracked = self.inner.tracked.lock();
-        let mut oldest: Option<(quanta::Instant, &Tracked)> = None;
-        for entry in tracked.iter() {
+        let now = tokio::time::Instant::now();
+        let mut live = self.inner.live.lock();
+        let mut oldest: Option<(quanta::Instant, Arc<Mutex<Slot>>, PluginMetrics)> = None;
+        for _ in 0..live.len() {
+            let mut entry = live.pop_front()?;
             let Some(slot) = entry.slot.upgrade() else { continue };
-            let Ok(slot) = slot.try_lock() else { continue };
-            if let (Some(_), Some(used)) = (&slot.instance, slot.last_used)
-                && oldest.is_none_or(|(at, _)| used < at)
-            {
-                oldest = Some((used, entry));
+            let Ok(mut guard) = slot.try_lock() else {
+                live.push_back(entry);
+                continue;
+            };
+            match entry.look(&mut guard, now) {
+                Look::Unlisted => {}
+                Look::InUse => {
+                    if let Some(used) = guard.last_used
+                        && oldest.as_ref().is_none_or(|(at, _, _)| used < *at)
+                    {
+                        oldest = Some((used, slot.clone(), entry.metrics.clone()));
+                    }
+                    live.push_back(entry);
+                }
+                Look::Unused => {
+                    let instance = guard.recycle();
+                    entry.metrics.recycle();
+                    return instance;
+                }
             }
         }
-        let (_, entry) = oldest?;
-        let slot = entry.slot.upgrade()?;
-        let mut slot = slot.try_lock().ok()?;
-        let instance = slot.recycle()?;
-        entry.metrics.recycle();
+        let (_, slot, metrics) = oldest?;
+        let instance = slot.try_lock().ok()?.recycle()?;
+        live.retain(|entry| !std::ptr::eq(entry.slot.as_ptr(), Arc::as_ptr(&slot)));
+        metrics.recycle();
         Some(instance)
     }
 }
@@ -186,47 +254,36 @@ async fn reap(inner: Weak<Inner>, started: Arc<Notify>, idle_after: Duration) {
 
 impl Inner {
     /// The instances idle for `idle_after` at `now`, taken out of their slots, and how many
-    /// live on (or are in a call); forgets the slots of handlers that are gone.
+    /// live on; unlists the slots without an instance.
     fn sweep(&self, now: tokio::time::Instant, idle_after: Duration) -> (Vec<PluginInstance>, usize) {
-        let (mut idle, mut left) = (Vec::new(), 0);
-        self.tracked.lock().retain_mut(|entry| {
+        let mut idle = Vec::new();
+        let mut live = self.live.lock();
+        live.retain_mut(|entry| {
             let Some(slot) = entry.slot.upgrade() else { return false };
-            let Ok(mut slot) = slot.try_lock() else {
-                // In a call: in use now.
-                entry.seen = None;
-                left += 1;
-                return true;
-            };
-            let Some(used) = slot.last_used.filter(|_| slot.instance.is_some()) else {
-                entry.seen = None;
-                return true;
-            };
-            match entry.seen {
-                Some((seen, since)) if seen == used => {
-                    if now.saturating_duration_since(since) >= idle_after
-                        && let Some(instance) = slot.recycle()
-                    {
-                        entry.metrics.recycle();
-                        entry.seen = None;
-                        idle.push(instance);
-                    }
+            let Ok(mut guard) = slot.try_lock() else { return true };
+            match entry.look(&mut guard, now) {
+                Look::Unlisted => false,
+                Look::InUse => true,
+                Look::Unused if now.saturating_duration_since(entry.since) < idle_after => true,
+                Look::Unused => {
+                    idle.extend(guard.recycle());
+                    entry.metrics.recycle();
+                    false
                 }
-                _ => entry.seen = Some((used, now)),
             }
-            left += usize::from(slot.instance.is_some());
-            true
         });
-        (idle, left)
+        (idle, live.len())
     }
 }
 
 impl Slot {
-    /// Takes the instance out to be dropped: its next call starts a new one, which is not a
-    /// restart.
+    /// Takes the instance out to be dropped, and unlists the slot: its next call starts a new
+    /// instance, which is not a restart.
     fn recycle(&mut self) -> Option<PluginInstance> {
         let instance = self.instance.take()?;
         self.started_once = false;
         self.last_used = None;
+        self.listed = false;
         Some(instance)
     }
 }

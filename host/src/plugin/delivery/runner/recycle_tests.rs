@@ -98,12 +98,39 @@ async fn a_full_pool_takes_the_least_recently_used_idle_instance() {
 }
 
 #[tokio::test]
-async fn a_dropped_handler_is_forgotten() {
+async fn a_dropped_handler_is_unlisted() {
     let recycler = Recycler::new(RecyclePolicy::keep_idle());
     let h = handler_on(&engine(), "gone", &recycler);
     assert_eq!(h.on_add(&pod("a"), false).await, DONE);
+    assert_eq!(recycler.inner.live.lock().len(), 1, "listed once its instance started");
+    assert_eq!(h.on_add(&pod("b"), false).await, DONE);
+    assert_eq!(recycler.inner.live.lock().len(), 1, "listed once");
     drop(h);
     let (swept, left) = recycler.inner.sweep(tokio::time::Instant::now(), IDLE);
     assert!(swept.is_empty() && left == 0);
-    assert!(recycler.inner.tracked.lock().is_empty());
+    assert!(recycler.inner.live.lock().is_empty());
+}
+
+/// The clock spares an instance used since it last looked: on a full pool of three, a
+/// fourth start takes the oldest (every instance had been used since it was listed: one
+/// round notes them all, the next takes the first); then b, used again, is passed over for
+/// c, though c is the newer in the clock's order.
+#[tokio::test]
+async fn the_clock_spares_an_instance_used_since_its_last_look() {
+    let limits = PoolLimits { total_component_instances: 3, ..PoolLimits::small() };
+    let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
+    if !matches!(engine.allocation(), Allocation::Pooling(_)) {
+        eprintln!("skipped: this machine cannot reserve the pooling allocator");
+        return;
+    }
+    let recycler = Recycler::new(RecyclePolicy::keep_idle());
+    let handlers = ["a", "b", "c", "d", "e"].map(|name| handler_on(&engine, name, &recycler));
+    let [a, b, c, d, e] = &handlers;
+    for h in [a, b, c, d] {
+        assert_eq!(h.on_add(&pod("x"), false).await, DONE);
+    }
+    assert_eq!(handlers.each_ref().map(has_instance), [false, true, true, true, false]);
+    assert_eq!(b.on_update(&pod("x"), &pod("x")).await, DONE);
+    assert_eq!(e.on_add(&pod("x"), false).await, DONE);
+    assert_eq!(handlers.each_ref().map(has_instance), [false, true, false, true, true]);
 }
