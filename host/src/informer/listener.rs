@@ -76,6 +76,9 @@ pub struct ListenerOptions {
     pub retry: BackoffConfig,
     /// Told of every delivery's lag and every coalesced notification (`None`: nobody).
     pub observer: Option<Arc<dyn DeliveryObserver>>,
+    /// An add then a delete of the same object, both pending, leave the delete rather than
+    /// nothing ([`EventHandler::sees_vanished_objects`], which also sets it).
+    pub keep_vanished: bool,
 }
 
 impl Default for ListenerOptions {
@@ -87,6 +90,7 @@ impl Default for ListenerOptions {
             filter: None,
             retry: BackoffConfig::HANDLER_RETRY,
             observer: None,
+            keep_vanished: false,
         }
     }
 }
@@ -99,6 +103,7 @@ impl std::fmt::Debug for ListenerOptions {
             .field("namespaces", &self.namespaces)
             .field("filter", &self.filter.is_some())
             .field("retry", &self.retry)
+            .field("keep_vanished", &self.keep_vanished)
             .finish()
     }
 }
@@ -166,10 +171,11 @@ impl Listener {
     ) -> Self {
         let resync =
             Resync { requested: options.resync_period, period: resync_period, next: Instant::now() + resync_period };
+        let queue = Mutex::new(PendingQueue::new(options.keep_vanished));
         Self {
             id,
             options,
-            queue: Mutex::default(),
+            queue,
             doorbell: Doorbell::default(),
             resync: Mutex::new(resync),
             upstream_synced,

@@ -7,11 +7,14 @@
 //! | pending            | + new          | = pending                       |
 //! |--------------------|----------------|---------------------------------|
 //! | add(a)             | update(_, b)   | add(b)                          |
-//! | add(a)             | delete         | nothing: the handler never saw it |
+//! | add(a)             | delete(d)      | nothing: the handler never saw it (†) |
 //! | update(o, _)       | update(_, b)   | update(o, b)                    |
 //! | update(o, _)       | delete(d)      | delete(d)                       |
 //! | delete(d)          | add(a)         | delete(d) then add(a)           |
 //! | delete(d) then add | update(_, b)   | delete(d) then add(b)           |
+//!
+//! (†) For a listener that keeps vanished objects (`ListenerOptions::keep_vanished`: a
+//! reconciler's key mapper), delete(d): the object's owner may have to act on it.
 //!
 //! So a stalled handler costs at most one entry per cached object, and when it resumes it
 //! sees the newest state of each key; per key, notifications are never reordered (an entry
@@ -62,12 +65,19 @@ impl Pending {
     /// Folds a newer notification for the same key into this entry; `None` means nothing is
     /// left to deliver.
     pub fn coalesce(self, next: Notification) -> Option<Self> {
+        self.coalesce_keeping(next, false)
+    }
+
+    /// [`coalesce`](Self::coalesce), where `keep_vanished` says an add then a delete leave the
+    /// delete (see the module docs).
+    pub fn coalesce_keeping(self, next: Notification, keep_vanished: bool) -> Option<Self> {
         use Notification::{Add, Delete, Update};
         Some(match (self, next) {
             (Self::One(Add { initial, .. }), Add { obj, initial: i2 }) => {
                 Self::One(Add { obj, initial: initial || i2 })
             }
             (Self::One(Add { initial, .. }), Update { new, .. }) => Self::One(Add { obj: new, initial }),
+            (Self::One(Add { .. }), delete @ Delete { .. }) if keep_vanished => Self::One(delete),
             (Self::One(Add { .. }), Delete { .. }) => return None,
             (Self::One(Update { old, .. }), Update { new, .. } | Add { obj: new, .. }) => {
                 Self::One(Update { old, new })
@@ -191,9 +201,16 @@ pub struct PendingQueue {
     attempts: foldhash::HashMap<Arc<str>, u32>,
     next_seq: u64,
     initial: usize,
+    /// An add then a delete leave the delete (see the module docs).
+    keep_vanished: bool,
 }
 
 impl PendingQueue {
+    /// An empty queue; `keep_vanished` as `ListenerOptions::keep_vanished` says.
+    pub fn new(keep_vanished: bool) -> Self {
+        Self { keep_vanished, ..Self::default() }
+    }
+
     /// Adds a notification, folding it into the key's pending entry if there is one; returns
     /// whether it was folded (coalesced) into one. A key the notification cancels out of the
     /// queue (an add waiting for its retry, then its delete) leaves it with its retry count.
@@ -205,7 +222,7 @@ impl PendingQueue {
             && let Some((entry, at, seq)) = self.delayed.remove(&key)
         {
             let before_initial = entry.pending.is_initial();
-            let merged = entry.pending.coalesce(n);
+            let merged = entry.pending.coalesce_keeping(n, self.keep_vanished);
             recount(&mut self.initial, before_initial, merged.as_ref());
             match merged {
                 Some(pending) => {
@@ -220,7 +237,7 @@ impl PendingQueue {
         }
         if let Some(entry) = self.ready.get_mut(&key) {
             let before_initial = entry.pending.is_initial();
-            let merged = entry.pending.clone().coalesce(n);
+            let merged = entry.pending.clone().coalesce_keeping(n, self.keep_vanished);
             recount(&mut self.initial, before_initial, merged.as_ref());
             match merged {
                 Some(pending) => entry.pending = pending,

@@ -227,3 +227,17 @@ async fn queue_a_key_delivered_or_cancelled_out_takes_its_retry_count_with_it() 
     q.complete(taken);
     assert_eq!(q.attempts_len(), 0, "delivered");
 }
+
+#[test]
+fn a_queue_keeping_vanished_objects_leaves_an_add_then_delete_as_the_delete() {
+    let mut forgetting = PendingQueue::default();
+    forgetting.push(add(1));
+    forgetting.push(delete(2, false));
+    assert_eq!(forgetting.len(), 0, "the handler never saw it: nothing to deliver");
+
+    let mut keeping = PendingQueue::new(true);
+    keeping.push(add(1));
+    keeping.push(delete(2, false));
+    assert_eq!(keeping.len(), 1);
+    assert_eq!(keeping.pop().map(|(_, p)| p), Some(one(delete(2, false))));
+}

@@ -293,6 +293,7 @@ impl SharedIndexInformer {
         if self.is_stopped() {
             return Err(InformerError::Stopped(inner.config.name.clone()));
         }
+        options.keep_vanished |= handler.sees_vanished_objects();
         let mut period = options.resync_period;
         let mut check = inner.resync_check_period.lock();
         if !period.is_zero() {

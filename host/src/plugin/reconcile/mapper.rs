@@ -109,6 +109,12 @@ impl EventHandler for KeyMapper {
         self.enqueue(obj).await;
         Ok(Action::AwaitChange)
     }
+
+    /// An owned object created and deleted before its events were mapped still concerns its
+    /// owner: the delete is mapped (controller-runtime's handlers enqueue on each event).
+    fn sees_vanished_objects(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -146,6 +152,30 @@ mod tests {
         let quota = serde_json::json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"namespace": "team-a",
             "name": "q", "ownerReferences": [{"apiVersion": "v1", "kind": "Namespace", "name": "team-a", "uid": "4", "controller": true}]}});
         assert_eq!(keys(by_namespace, quota), ["team-a"], "a cluster-scoped primary's key has no namespace");
+    }
+
+    /// The Service a reconciler created and someone deleted before its add was mapped (both
+    /// events pending in the mapper's listener): the delete still reaches the work queue, so
+    /// the owner re-creates it.
+    #[tokio::test]
+    async fn an_owned_object_added_and_deleted_before_it_was_mapped_still_enqueues_its_owner() {
+        use crate::informer::{Listener, ListenerOptions, Notification};
+        let queue = WorkQueue::new(RateLimits::default(), None);
+        let owned = Role::Owned { api_version: "apps/v1".into(), kind: "Deployment".into() };
+        let mapper = Arc::new(KeyMapper::new(owned, queue.clone()));
+        let options = ListenerOptions { keep_vanished: mapper.sees_vanished_objects(), ..ListenerOptions::default() };
+        let listener = Arc::new(Listener::new(1, options, std::time::Duration::ZERO, Arc::new(|| true)));
+        let service = object(serde_json::json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"namespace": "shop", "name": "web", "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "2", "controller": true}]}}));
+        listener.add(Notification::Add { obj: service.clone(), initial: false });
+        listener.add(Notification::Delete { obj: service, final_state_unknown: false });
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn(listener.clone().run(mapper, cancel.clone()));
+        let key = tokio::time::timeout(std::time::Duration::from_secs(10), queue.get()).await;
+        cancel.cancel();
+        task.await.unwrap();
+        assert_eq!(key.ok().flatten().as_deref(), Some("shop/web"));
     }
 
     #[test]
