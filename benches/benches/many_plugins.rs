@@ -6,13 +6,18 @@
 //! components `cargo xtask build-plugins` made), deployed by `PluginRegistry::sync_dir` as
 //! `wink run` does, over an in-memory source. Measured:
 //!
-//! - start time (folder scan, manifests, compile or load from the cache, pre-link,
-//!   instantiate + `init` of every plugin, listener registration) with a cold (empty) and a
-//!   warm compiled-component cache, and the RSS then — each start in a fresh process (this
-//!   binary re-runs itself), so RSS figures do not mix; then a rescan of the unchanged
-//!   folder (what the folder watcher runs on any change in it); the 10,000 Rust plugins
-//!   also started on their first event (`--start-plugins on-first-event`: deployed and
-//!   listening, no instance until an event comes);
+//! - start time (folder scan, manifests, compile or load from the cache, pre-link, listener
+//!   registration; started as they deploy, instantiate + `init` of every plugin too) with a
+//!   cold (empty) and a warm compiled-component cache, and the RSS then — each start in a
+//!   fresh process (this binary re-runs itself), so RSS figures do not mix; then a rescan of
+//!   the unchanged folder (what the folder watcher runs on any change in it). The 10,000
+//!   Rust plugins with the defaults of `wink run` (started on their first event, an instance
+//!   pool of 1,000 places shared least recently used first), then every one of them sent
+//!   an event (a Pod in its namespace) and the RSS read again; and started as they deploy in
+//!   a pool sized for them (`--start-plugins on-deploy --max-instances 10016`, the default
+//!   before recycling);
+//! - the first event to a plugin whose instance was recycled (instantiate + `init` + the
+//!   call) beside the next, warm, event to it: p50 and p99 over plugins;
 //! - instantiation time (instance + `init`) of one plugin per language (criterion);
 //! - the cost of one event: an update of a Pod in a namespace one plugin watches, until that
 //!   plugin's guest was called, with 10, 100, 1,000 and 10,000 plugins deployed — all the
@@ -27,10 +32,12 @@ use criterion::{Criterion, SamplingMode};
 use serde::{Deserialize, Serialize};
 use wink::embedded::{MemorySource, MemorySourceOptions};
 use wink::informer::{InformerFactory, ListerWatcher, ResourceKey, SourceError};
-use wink::plugin::{Allocation, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart};
+use wink::plugin::{
+    Allocation, DEFAULT_MAX_INSTANCES, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart,
+};
 use wink_benches::mem::{human_bytes, rss, rss_shared};
 use wink_benches::plugins::{self, Language, PluginSettings};
-use wink_benches::results::{Report, Table, human_duration, median, verdict};
+use wink_benches::results::{Report, Table, human_duration, median, percentile, verdict};
 use wink_benches::workload::{self, PodSize};
 
 const RUST_PLUGINS: usize = 10_000;
@@ -53,6 +60,44 @@ struct StartReport {
     /// A rescan of the unchanged folder after the start (after RSS was read).
     #[serde(default)]
     rescan: Duration,
+    /// With every plugin sent an event after the start: how long until each was called, the
+    /// RSS then, and the instances recycled meanwhile.
+    #[serde(default)]
+    events: Option<EventsReport>,
+}
+
+/// What a child reports of sending every plugin an event.
+#[derive(Debug, Serialize, Deserialize)]
+struct EventsReport {
+    took: Duration,
+    rss_after: usize,
+    recycled: u64,
+}
+
+/// How a child starts its plugins.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct ChildStart {
+    start: Start,
+    /// The instance pool's places (`None`: one per plugin, and some).
+    pool: Option<u32>,
+    /// Send every plugin an event after the start.
+    events: bool,
+}
+
+/// `PluginStart`, as a child is told it.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+enum Start {
+    OnDeploy,
+    OnFirstEvent,
+}
+
+impl From<Start> for PluginStart {
+    fn from(start: Start) -> Self {
+        match start {
+            Start::OnDeploy => PluginStart::OnDeploy,
+            Start::OnFirstEvent => PluginStart::OnFirstEvent,
+        }
+    }
 }
 
 fn tenant(i: usize) -> String {
@@ -107,15 +152,16 @@ fn host(source: &MemorySource, instances: u32, cache: &Path) -> (PluginEngine, A
     (engine, factory, registry)
 }
 
-/// In a child process: start every plugin of `folder` (as `start` says) and report.
-fn child_start(folder: &Path, cache: &Path, start: PluginStart) {
+/// In a child process: start every plugin of `folder` (as `how` says) and report.
+fn child_start(folder: &Path, cache: &Path, how: ChildStart) {
     let rt = wink_benches::runtime();
     let report = rt.block_on(async {
         let source = MemorySource::new(MemorySourceOptions::default());
         let count = std::fs::read_dir(folder).map(|d| d.count()).unwrap_or(0);
         let rss_before = rss();
-        let (engine, factory, registry) = host(&source, (count as u32 + 16).max(64), cache);
-        let registry = registry.with_start(start);
+        let places = how.pool.unwrap_or((count as u32 + 16).max(64));
+        let (engine, factory, registry) = host(&source, places, cache);
+        let registry = registry.with_start(how.start.into());
         let started = Instant::now();
         let failed = registry.sync_dir(folder).await.expect("reading the plugins folder");
         let start = started.elapsed();
@@ -132,10 +178,14 @@ fn child_start(folder: &Path, cache: &Path, start: PluginStart) {
             rss_after: rss(),
             rss_shared_after: rss_shared(),
             rescan: Duration::ZERO,
+            events: None,
         };
         let rescan = Instant::now();
         registry.sync_dir(folder).await.expect("rescanning the plugins folder");
         report.rescan = rescan.elapsed();
+        if how.events {
+            report.events = Some(event_to_each(&source, &registry, count).await);
+        }
         factory.shutdown().await;
         report
     });
@@ -144,12 +194,31 @@ fn child_start(folder: &Path, cache: &Path, start: PluginStart) {
     std::process::exit(0);
 }
 
+/// Sends each of the `count` Rust plugins (`noop-NNNNN`, watching `tenant-NNNNN`) an event
+/// (a Pod in its namespace) and waits until every one was called.
+async fn event_to_each(source: &MemorySource, registry: &PluginRegistry, count: usize) -> EventsReport {
+    let started = Instant::now();
+    for i in 0..count {
+        source.apply(workload::pod(PodSize::Small, &tenant(i), i)).expect("a Pod");
+    }
+    let mut recycled = 0;
+    for i in 0..count {
+        let metrics = registry.metrics().plugin(&format!("noop-{i:05}"));
+        // `init` and the add.
+        while metrics.calls() < 2 {
+            tokio::task::yield_now().await;
+        }
+        recycled += metrics.recycled();
+    }
+    EventsReport { took: started.elapsed(), rss_after: rss(), recycled }
+}
+
 /// Runs `child_start` in a fresh process of this binary.
-fn start_in_child(folder: &Path, cache: &Path, start: PluginStart) -> StartReport {
+fn start_in_child(folder: &Path, cache: &Path, how: ChildStart) -> StartReport {
     let out = Command::new(std::env::current_exe().expect("this binary"))
         .env("WINK_BENCH_CHILD_FOLDER", folder)
         .env("WINK_BENCH_CHILD_CACHE", cache)
-        .env("WINK_BENCH_CHILD_START", start.to_string())
+        .env("WINK_BENCH_CHILD_START", serde_json::to_string(&how).expect("serializes"))
         .output()
         .expect("running the child");
     for line in String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("many_plugins:")) {
@@ -169,12 +238,48 @@ async fn called(registry: &PluginRegistry, plugin: &str, calls: u64) {
     }
 }
 
+/// Plugins whose instances were recycled, sampled: how many.
+const RECYCLED_SAMPLES: usize = 500;
+
+/// The 10,000 Rust plugins of `folder` with the defaults (started on first event, a pool of
+/// 1,000 places): 2,000 plugins sent an event each, so that the first 1,000's instances were
+/// recycled to make room; then, for each of the first `RECYCLED_SAMPLES`, an event (a new
+/// instance, `init`, the call — on a full pool, after recycling the least recently used)
+/// and at once another (warm). The two lists of times.
+async fn recycled_events(folder: &Path, cache: &Path) -> (Vec<Duration>, Vec<Duration>) {
+    let source = MemorySource::new(MemorySourceOptions::default());
+    let (_engine, factory, registry) = host(&source, DEFAULT_MAX_INSTANCES, cache);
+    let failed = registry.sync_dir(folder).await.expect("reading the plugins folder");
+    assert!(failed.is_empty(), "plugins failed: {}", failed.len());
+    let mut pods: Vec<_> =
+        (0..2 * DEFAULT_MAX_INSTANCES as usize).map(|i| workload::pod(PodSize::Small, &tenant(i), i)).collect();
+    for (i, pod) in pods.iter().enumerate() {
+        source.apply(pod.clone()).expect("a Pod");
+        called(&registry, &format!("noop-{i:05}"), 1).await;
+    }
+    let (mut first, mut warm) = (Vec::new(), Vec::new());
+    for (i, pod) in pods.iter_mut().enumerate().take(RECYCLED_SAMPLES) {
+        let name = format!("noop-{i:05}");
+        assert!(registry.metrics().plugin(&name).recycled() >= 1, "{name} was not recycled");
+        for (times, calls) in [(&mut first, 2), (&mut warm, 1)] {
+            let before = registry.metrics().plugin(&name).calls();
+            workload::touch(pod, 1 + times.len() as u64);
+            let started = Instant::now();
+            source.apply(pod.clone()).expect("an update");
+            called(&registry, &name, before + calls - 1).await;
+            times.push(started.elapsed());
+        }
+    }
+    factory.shutdown().await;
+    (first, warm)
+}
+
 fn main() {
     if let (Some(folder), Some(cache)) =
         (std::env::var_os("WINK_BENCH_CHILD_FOLDER"), std::env::var_os("WINK_BENCH_CHILD_CACHE"))
     {
-        let start = std::env::var("WINK_BENCH_CHILD_START").ok().and_then(|s| s.parse().ok()).unwrap_or_default();
-        child_start(Path::new(&folder), Path::new(&cache), start);
+        let how = std::env::var("WINK_BENCH_CHILD_START").expect("the child's start");
+        child_start(Path::new(&folder), Path::new(&cache), serde_json::from_str(&how).expect("a start"));
         return;
     }
     let work = tempfile::tempdir().expect("a temporary folder");
@@ -185,13 +290,23 @@ fn main() {
 
     // Start times and RSS, each in a fresh process: cold (empty cache), then warm.
     let mut starts: Vec<(String, &str, StartReport)> = Vec::new();
+    let defaults = ChildStart { start: Start::OnFirstEvent, pool: Some(DEFAULT_MAX_INSTANCES), events: false };
+    let on_deploy = ChildStart { start: Start::OnDeploy, pool: None, events: false };
     for (label, folder) in [("10,000 Rust plugins", &rust), ("20 Python + 20 JavaScript plugins", &polyglot)] {
         let cache = work.path().join(format!("cache-{}", folder.file_name().unwrap_or_default().to_string_lossy()));
-        starts.push((label.into(), "cold", start_in_child(folder, &cache, PluginStart::OnDeploy)));
-        starts.push((label.into(), "warm", start_in_child(folder, &cache, PluginStart::OnDeploy)));
         if folder == &rust {
-            let lazy = start_in_child(folder, &cache, PluginStart::OnFirstEvent);
-            starts.push((format!("{label}, started on first event"), "warm", lazy));
+            starts.push((label.into(), "cold", start_in_child(folder, &cache, defaults)));
+            starts.push((label.into(), "warm", start_in_child(folder, &cache, defaults)));
+            let busy = start_in_child(folder, &cache, ChildStart { events: true, ..defaults });
+            starts.push((format!("{label}, then an event to each"), "warm", busy));
+            starts.push((
+                format!("{label}, started as they deploy"),
+                "warm",
+                start_in_child(folder, &cache, on_deploy),
+            ));
+        } else {
+            starts.push((label.into(), "cold", start_in_child(folder, &cache, on_deploy)));
+            starts.push((label.into(), "warm", start_in_child(folder, &cache, on_deploy)));
         }
     }
 
@@ -281,18 +396,22 @@ fn main() {
         group.finish();
         rt.block_on(factory.shutdown());
     }
+    let recycling = rt.block_on(recycled_events(&rust, &work.path().join("cache-rust")));
     criterion.final_summary();
 
     let mut report = Report::new(
         "many_plugins",
         "5. Many plugins",
         "Plugins deployed from a folder by `PluginRegistry::sync_dir`, as `wink run` does, over an in-memory \
-         source; the engine's instance pool sized to the plugin count. Start = scan, manifests, compile (cold: \
-         empty cache) or load the compiled component (warm), pre-link, instantiate + `init` every plugin \
-         (started on first event: none, no event comes), register its listener; each start in a fresh process, \
-         RSS read there, then the unchanged folder rescanned (as the folder watcher does on any change in it). \
-         Per-event cost: an update of \
-         a Pod in `tenant-00000` (watched by one plugin) until that plugin's guest was called, medians.",
+         source. The 10,000 Rust plugins with `wink run`'s defaults: started on their first event, an instance \
+         pool of 1,000 places (the least recently used instance recycled when it is full); started as they \
+         deploy: a pool sized to the plugin count; Python and JavaScript: started as they deploy. Start = scan, \
+         manifests, compile (cold: empty cache) or load the compiled component (warm), pre-link, (as they \
+         deploy) instantiate + `init` every plugin, register its listener; each start in a fresh process, RSS \
+         read there, then the unchanged folder rescanned (as the folder watcher does on any change in it); \
+         \"then an event to each\": after that, a Pod created in each plugin's namespace, until every plugin was \
+         called, and the RSS read again. Per-event cost (a pool sized to the plugins): an update of a Pod in \
+         `tenant-00000` (watched by one plugin) until that plugin's guest was called, medians.",
     );
     let mut table = Table::new(
         "Start",
@@ -324,6 +443,21 @@ fn main() {
         ]);
     }
     report.tables.push(table);
+    let (first, warm) = &recycling;
+    let mut table = Table::new(
+        "An event to a recycled plugin, beside the next (warm) one",
+        &["event", "p50", "p99", "÷ warm (p50)"],
+    );
+    for (label, times) in [("first after recycling (on a full pool)", first), ("next, warm", warm)] {
+        let ratio = median(times).as_secs_f64() / median(warm).as_secs_f64();
+        table.row(vec![
+            label.into(),
+            human_duration(median(times)),
+            human_duration(percentile(times, 99.0)),
+            format!("{ratio:.2}×"),
+        ]);
+    }
+    report.tables.push(table);
     let mut table = Table::new("Instantiation (instance + `init`)", &["plugin", "median"]);
     for (label, t) in &instantiation {
         table.row(vec![label.clone(), human_duration(*t)]);
@@ -352,6 +486,17 @@ fn main() {
             verdict(warm.rss_after < 256 << 20 && warm.failed == 0),
             human_duration(warm.start),
             verdict(warm.start < Duration::from_secs(1) && warm.failed == 0),
+        ));
+    }
+    for (label, _, r) in starts.iter().filter(|(_, _, r)| r.events.is_some()) {
+        let events = r.events.as_ref().expect("filtered");
+        report.notes.push(format!(
+            "{label}: RSS {} once every plugin had its event (target < 256 MiB: {}), {} instances recycled on \
+             the way, every event handled in {}",
+            human_bytes(events.rss_after as f64),
+            verdict(events.rss_after < 256 << 20),
+            events.recycled,
+            human_duration(events.took),
         ));
     }
     if let Some((_, last)) = per_event.last() {
