@@ -64,6 +64,7 @@ mod export;
 mod handler;
 mod lent;
 pub mod log;
+pub mod meta;
 mod object;
 #[cfg(feature = "reconciler")]
 mod reconciler;

@@ -27,6 +27,8 @@ environment. ``print`` goes to the host's log.
   ``wink.export()``.
 - :class:`Reconciler`, :class:`Key`, :func:`enqueue`: a reconciler, as controller-runtime's
   (:mod:`wink.reconciler`), exported as ``Reconciler = wink.export(MyReconciler)``.
+- :func:`controller_of`, :func:`is_controlled_by`, :func:`set_controller_reference`,
+  :func:`selector_matches`: owner references and label selectors (:mod:`wink.meta`).
 - :class:`Retry`, :class:`Fatal`: raise them to have the host retry the event or drop it;
   any other exception is logged with its traceback and retried.
 """
@@ -35,36 +37,52 @@ from . import cache, cluster, log
 from .cluster import RequestError
 from .errors import CacheError, Fatal, Retry
 from .objects import ExpiredObject, Object, OwnerReference
+from .meta import (
+    AlreadyOwned,
+    InvalidSelector,
+    controller_of,
+    controller_reference,
+    is_controlled_by,
+    selector_matches,
+    set_controller_reference,
+)
 from .decorators import on_add, on_delete, on_init, on_update
 from .plugin import Plugin, Requeue, export, requeue_after
 from .reconciler import Key, Reconciler, enqueue
 
 __all__ = [
+    "AlreadyOwned",
+    "cache",
     "CacheError",
+    "cluster",
+    "controller_of",
+    "controller_reference",
+    "enqueue",
     "ExpiredObject",
+    "export",
     "Fatal",
+    "InvalidSelector",
+    "is_controlled_by",
     "Key",
+    "log",
     "Object",
+    "on_add",
+    "on_delete",
+    "on_init",
+    "on_update",
     "OwnerReference",
     "Plugin",
     "Reconciler",
     "RequestError",
     "Requeue",
-    "Retry",
-    "cache",
-    "cluster",
-    "enqueue",
-    "export",
-    "log",
-    "on_add",
-    "on_delete",
-    "on_init",
-    "on_update",
     "requeue_after",
+    "Retry",
+    "selector_matches",
+    "set_controller_reference",
 ]
 
 #: The version of the WIT package (``wink:plugin``) this SDK implements.
 WIT_VERSION = "0.4.0"
 
 #: The version of this SDK (semver; see CHANGELOG.md).
-__version__ = "0.3.0"
+__version__ = "0.4.0"

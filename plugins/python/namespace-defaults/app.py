@@ -23,11 +23,6 @@ import wink
 from wink import cache, cluster, log
 
 
-def owner(ns: wink.Object) -> dict:
-    """The owner reference naming ``ns`` as the controller of its defaults."""
-    return {"apiVersion": "v1", "kind": "Namespace", "name": ns.name, "uid": ns.uid, "controller": True}
-
-
 def desired(ns: wink.Object, team: str, quota: dict, role: str) -> list:
     """The objects a team's Namespace must hold."""
     namespace = ns.name
@@ -46,9 +41,7 @@ def desired(ns: wink.Object, team: str, quota: dict, role: str) -> list:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"team-{team}"}],
         },
     ]
-    for obj in objects:
-        obj["metadata"]["ownerReferences"] = [owner(ns)]
-    return objects
+    return [wink.set_controller_reference(ns, obj) for obj in objects]
 
 
 def differs(live: dict, want: dict) -> bool:

@@ -45,14 +45,10 @@ def desired_ports(deployment: dict) -> list:
     return ports
 
 
-def controlled_by(service: wink.Object, deployment: wink.Object) -> bool:
-    """Whether ``deployment`` is the controller owner of ``service``."""
-    return any(o.controller and o.uid == deployment.uid for o in service.owner_references)
-
-
 def controlled_by_a_deployment_named(service: wink.Object, name: str) -> bool:
     """Whether ``service``'s controller is a Deployment called ``name`` (one that is gone)."""
-    return any(o.controller and o.kind == "Deployment" and o.name == name for o in service.owner_references)
+    controller = wink.controller_of(service)
+    return controller is not None and controller.kind == "Deployment" and controller.name == name
 
 
 def owned_ports(service: wink.Object) -> list:
@@ -77,7 +73,7 @@ class ServiceForDeployment(wink.Reconciler):
             # Gone, going, or no longer annotated: remove the Service it controlled. (A
             # cluster's garbage collector would, for a deleted Deployment; not every cluster
             # wink runs against has one.)
-            ours = deployment is not None and controlled_by(service, deployment) if service is not None else False
+            ours = deployment is not None and wink.is_controlled_by(service, deployment) if service is not None else False
             if service is not None and deployment is None:
                 ours = controlled_by_a_deployment_named(service, key.name)
             if ours:
@@ -91,32 +87,21 @@ class ServiceForDeployment(wink.Reconciler):
             return None
         selector = body.get("spec", {}).get("selector", {}).get("matchLabels", {})
         if service is None:
-            cluster.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Service",
-                    "metadata": {
-                        "name": key.name,
-                        "namespace": key.namespace,
-                        "labels": {"app.kubernetes.io/managed-by": "service-for-deployment"},
-                        "ownerReferences": [
-                            {
-                                "apiVersion": "apps/v1",
-                                "kind": "Deployment",
-                                "name": deployment.name,
-                                "uid": deployment.uid,
-                                "controller": True,
-                                "blockOwnerDeletion": True,
-                            }
-                        ],
-                    },
-                    "spec": {"selector": selector, "ports": ports},
-                }
-            )
+            wanted = {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": key.name,
+                    "namespace": key.namespace,
+                    "labels": {"app.kubernetes.io/managed-by": "service-for-deployment"},
+                },
+                "spec": {"selector": selector, "ports": ports},
+            }
+            cluster.create(wink.set_controller_reference(deployment, wanted))
             cluster.record_event(deployment, "Normal", "ServiceCreated", "Expose", f"created Service {key.key}")
             log.info(f"{key.key}: Service created with ports {[p['port'] for p in ports]}")
             return None
-        if not controlled_by(service, deployment):
+        if not wink.is_controlled_by(service, deployment):
             note = f"Service {key.key} exists and is not controlled by this Deployment; left alone"
             cluster.record_event(deployment, "Warning", "ServiceExists", "Expose", note)
             return None
