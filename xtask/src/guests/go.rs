@@ -123,3 +123,20 @@ pub fn install(repo: &Path) -> Result<Toolchain> {
     }
     Ok(Toolchain { go, version, adapter: adapter(repo)? })
 }
+
+#[cfg(test)]
+mod tests {
+    /// The SDK's host-free package (`guest-sdk/go/meta`: owner references, label selectors),
+    /// tested natively by the machine's Go.
+    #[test]
+    fn sdk_meta_passes_its_native_tests() {
+        let toolchain = super::install(&crate::repo_root()).expect("the machine's Go");
+        let output = std::process::Command::new(&toolchain.go)
+            .current_dir(crate::repo_root().join("guest-sdk/go"))
+            .env("GOTOOLCHAIN", "local")
+            .args(["test", "./meta"])
+            .output()
+            .expect("running go test");
+        assert!(output.status.success(), "{}", super::tools::tail(&output, 60));
+    }
+}
