@@ -23,11 +23,22 @@ import rawCache from "wink:plugin/cache@0.2.0";
 import rawCluster from "wink:plugin/cluster@0.2.0";
 import rawLog from "wink:plugin/log@0.2.0";
 
+// Owner references and label selectors (meta.js: no host call, tested in Node).
+export {
+  AlreadyOwned,
+  InvalidSelector,
+  controllerOf,
+  controllerReference,
+  isControlledBy,
+  selectorMatches,
+  setControllerReference,
+} from "./meta.js";
+
 /** The version of the WIT package (`wink:plugin`) this SDK implements. */
 export const WIT_VERSION = "0.2.0";
 
 /** The version of this SDK (semver; see CHANGELOG.md). */
-export const SDK_VERSION = "0.2.0";
+export const SDK_VERSION = "0.3.0";
 
 // ---- errors --------------------------------------------------------------------------
 

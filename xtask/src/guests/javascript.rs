@@ -127,3 +127,19 @@ fn find_node() -> Result<String> {
         _ => bail!("node {version} is too old: componentize-qjs needs Node.js 18 or newer"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The SDK's host-free module (`guest-sdk/javascript/meta.js`: owner references, label
+    /// selectors), tested by Node's test runner.
+    #[test]
+    fn sdk_meta_passes_its_node_tests() {
+        let node = super::find_node().expect("Node.js for the SDK's tests");
+        let output = std::process::Command::new(&node)
+            .current_dir(crate::repo_root().join("guest-sdk/javascript"))
+            .args(["--test", "tests/"])
+            .output()
+            .expect("running node --test");
+        assert!(output.status.success(), "{}", super::tools::tail(&output, 60));
+    }
+}
