@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use wink_benches::cluster::BenchCluster;
 use wink_benches::gate::{WatchGate, gated_client};
-use wink_benches::results::{Report, Table, human_duration, median, verdict};
+use wink_benches::results::{Goal, Report, Table, human_duration, median, verdict};
 use wink_benches::workload::PodSize;
 
 const COUNTS: [usize; 3] = [10_000, 30_000, 100_000];
@@ -112,6 +112,14 @@ fn main() {
             "time per Pod at 100,000 Pods ÷ at 10,000: {growth:.2}× (target: linear, within 1.25×: {})",
             verdict(growth <= 1.25)
         ));
+        report.goals.push(
+            Goal::new(
+                "the local API server lists in linear time (within 1.25×)",
+                format!("{} per Pod at 100,000", human_duration(Duration::from_secs_f64(large))),
+                Some(growth <= 1.25),
+            )
+            .against(format!("{} at 10,000", human_duration(Duration::from_secs_f64(small))), format!("{growth:.2}×")),
+        );
     }
     report.write();
     rt.shutdown_background();

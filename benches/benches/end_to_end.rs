@@ -41,7 +41,7 @@ use wink_benches::cluster::BenchCluster;
 use wink_benches::consumers::WinkConsumer;
 use wink_benches::gate::{WatchGate, gated_client};
 use wink_benches::plugins::{self, PluginSettings};
-use wink_benches::results::{Report, Table, human_duration, percentile};
+use wink_benches::results::{Goal, Report, Table, human_duration, percentile};
 use wink_benches::track::{Progress, ReadName};
 use wink_benches::workload::PodSize;
 
@@ -349,12 +349,24 @@ fn report(all: &HashMap<Consumer, Vec<Duration>>, borrowed_runs: u64) {
             human_duration(p50),
             human_duration(p99),
         ));
+        let ratio = |mine: Duration, theirs: Duration| format!("{:.2}×", mine.as_secs_f64() / theirs.as_secs_f64());
+        let (w50, w99) = (percentile(wasm, 50.0), percentile(wasm, 99.0));
+        let wink = format!("{} / {}", human_duration(w50), human_duration(w99));
+        let kube_rs = format!("kube-rs {} / {}", human_duration(p50), human_duration(p99));
+        let goal = "end to end, watch event → handler returned, p50 / p99";
         if let Some((go50, go99)) = client_go {
             report.notes.push(format!(
                 "client-go's SharedIndexInformer with a handler p50 {} / p99 {}",
                 human_duration(go50),
                 human_duration(go99),
             ));
+            let peers = format!("client-go {} / {}; {kube_rs}", human_duration(go50), human_duration(go99));
+            let ratios = format!("{} / {} client-go's", ratio(w50, go50), ratio(w99, go99));
+            report.goals.push(Goal::new(goal, wink, None).against(peers, ratios));
+        } else {
+            report.goals.push(
+                Goal::new(goal, wink, None).against(kube_rs, format!("{} / {}", ratio(w50, p50), ratio(w99, p99))),
+            );
         }
         report.notes.push(format!(
             "the wasm plugin's events run on the delivering thread: {borrowed_runs} of {} (the others hop to a \

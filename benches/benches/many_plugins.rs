@@ -37,7 +37,7 @@ use wink::plugin::{
 };
 use wink_benches::mem::{human_bytes, rss, rss_shared};
 use wink_benches::plugins::{self, Language, PluginSettings};
-use wink_benches::results::{Report, Table, human_duration, median, percentile, verdict};
+use wink_benches::results::{Goal, Report, Table, human_duration, median, percentile, verdict};
 use wink_benches::workload::{self, PodSize};
 
 const RUST_PLUGINS: usize = 10_000;
@@ -504,6 +504,47 @@ fn main() {
         report.notes.push(format!(
             "one event with 10,000 plugins ÷ with 10: {ratio:.2}× (target: flat; {} within 1.5×)",
             verdict(ratio <= 1.5)
+        ));
+    }
+    let row = |label: &str| starts.iter().find(|(l, c, _)| l == label && *c == "warm").map(|(_, _, r)| r);
+    if let (Some(defaults), Some(busy), Some(deployed)) = (
+        row("10,000 Rust plugins"),
+        row("10,000 Rust plugins, then an event to each").and_then(|r| r.events.as_ref()),
+        row("10,000 Rust plugins, started as they deploy"),
+    ) {
+        let met = defaults.rss_after < 256 << 20
+            && busy.rss_after < 256 << 20
+            && defaults.start < Duration::from_secs(1)
+            && defaults.failed == 0;
+        report.goals.push(
+            Goal::new(
+                "10,000 Rust plugins < 256 MiB and < 1 s warm start, defaults",
+                format!(
+                    "{}, {}; {} once each had an event",
+                    human_bytes(defaults.rss_after as f64),
+                    human_duration(defaults.start),
+                    human_bytes(busy.rss_after as f64)
+                ),
+                Some(met),
+            )
+            .against(
+                format!(
+                    "as they deploy: {}, {}",
+                    human_bytes(deployed.rss_after as f64),
+                    human_duration(deployed.start)
+                ),
+                String::new(),
+            ),
+        );
+    }
+    let (first, warm) = &recycling;
+    if !first.is_empty() {
+        let p = |times: &[Duration]| {
+            format!("{} / {}", human_duration(median(times)), human_duration(percentile(times, 99.0)))
+        };
+        report.goals.push(Goal::new("first event after recycling, p50 / p99", p(first), None).against(
+            format!("its next, warm, event {}", p(warm)),
+            format!("{:.2}×", median(first).as_secs_f64() / median(warm).as_secs_f64()),
         ));
     }
     report.write();

@@ -22,7 +22,7 @@ use wink_benches::cluster::BenchCluster;
 use wink_benches::consumers::{KubeRsConsumer, KubeRsType, WinkConsumer};
 use wink_benches::gate::{WatchGate, gated_client};
 use wink_benches::mem::{CountingAlloc, human_bytes, rss};
-use wink_benches::results::{Report, Table, human_duration, verdict};
+use wink_benches::results::{Goal, Report, Table, human_duration, verdict};
 use wink_benches::stream::Running;
 use wink_benches::track::{Progress, ReadName, Tracked};
 use wink_benches::workload::PodSize;
@@ -184,6 +184,19 @@ fn main() {
             verdict(full <= 1.2),
             100.0 * stripped / kube,
         ));
+        if (size, count) == (PodSize::Small, 10_000) {
+            report.goals.push(
+                Goal::new(
+                    "heap per cached object ≤ 1.0× its JSON stripped, ≤ 1.2× kept (4 KB Pods)",
+                    format!("{stripped:.2}× / {full:.2}×"),
+                    Some(stripped <= 1.0 && full <= 1.2),
+                )
+                .against(
+                    format!("kube-rs `DynamicObject` {kube:.2}×"),
+                    format!("{:.0} % of kube-rs's", 100.0 * stripped / kube),
+                ),
+            );
+        }
     }
     report.write();
 }

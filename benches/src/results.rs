@@ -48,6 +48,64 @@ pub struct Report {
     pub tables: Vec<Table>,
     /// Target verdicts and remarks, one line each.
     pub notes: Vec<String>,
+    /// The goals it measures, for the table at the top of `BENCHMARKS.md`.
+    #[serde(default)]
+    pub goals: Vec<Goal>,
+}
+
+/// One goal as a benchmark measured it: a row of "Where wink stands".
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Goal {
+    /// The goal, e.g. `informer throughput ≥ 5× the faster kube-rs consumer, 4 KB Pods`.
+    pub goal: String,
+    /// wink's figure.
+    pub wink: String,
+    /// The peer's figure in the same run (empty when the goal is a bound).
+    pub peer: String,
+    /// wink's figure against the peer's, e.g. `5.60×` (empty when none).
+    pub ratio: String,
+    /// Whether it was met (`None`: a figure reported, with no bound).
+    pub met: Option<bool>,
+}
+
+impl Goal {
+    /// A goal met or missed (`met`), or only reported (`None`).
+    pub fn new(goal: impl Into<String>, wink: impl Into<String>, met: Option<bool>) -> Self {
+        Self { goal: goal.into(), wink: wink.into(), met, ..Self::default() }
+    }
+
+    /// With the peer's figure and the ratio.
+    #[must_use]
+    pub fn against(mut self, peer: impl Into<String>, ratio: impl Into<String>) -> Self {
+        self.peer = peer.into();
+        self.ratio = ratio.into();
+        self
+    }
+
+    /// The verdict cell: met, **missed** or reported.
+    pub fn verdict(&self) -> &'static str {
+        self.met.map_or("reported", verdict)
+    }
+}
+
+/// The "Where wink stands" table of `reports`' goals, with the benchmark each comes from.
+pub fn goals_table(reports: &[Report]) -> String {
+    let mut out =
+        String::from("| goal | wink | peer, same run | ratio | verdict | benchmark |\n|---|---|---|---|---|---|\n");
+    for report in reports {
+        let bench = report.title.split_once('.').map_or(report.title.as_str(), |(n, _)| n);
+        for g in &report.goals {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {bench} |\n",
+                g.goal,
+                g.wink,
+                g.peer,
+                g.ratio,
+                g.verdict()
+            ));
+        }
+    }
+    out
 }
 
 impl Report {
@@ -155,6 +213,24 @@ pub fn verdict(met: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_goals_table_has_a_row_per_goal_with_its_benchmark_and_verdict() {
+        let mut report = Report::new("many_plugins", "5. Many plugins", "");
+        report.goals.push(Goal::new("start < 1 s", "274 ms", Some(true)));
+        report.goals.push(Goal::new("lag ≤ 200 µs", "309 µs", Some(false)).against("alone 309 µs", "1.00×"));
+        report.goals.push(Goal::new("first event after recycling", "88 µs", None));
+        let table = goals_table(&[report]);
+        let rows: Vec<&str> = table.lines().skip(2).collect();
+        assert_eq!(
+            rows,
+            [
+                "| start < 1 s | 274 ms |  |  | met | 5 |",
+                "| lag ≤ 200 µs | 309 µs | alone 309 µs | 1.00× | **missed** | 5 |",
+                "| first event after recycling | 88 µs |  |  | reported | 5 |",
+            ]
+        );
+    }
 
     #[test]
     fn percentiles_use_nearest_rank() {

@@ -5,7 +5,8 @@
 //! [`crate::client_go_peer`]; without Go the benchmarks skip its rows), runs `cargo bench -p
 //! wink-benches` with `WINK_PLUGINS_DIR` and `WINK_CLIENT_GO_PEER` pointing at them (extra
 //! arguments go to every bench binary, e.g. a filter), then `wink-bench-table`, which prints
-//! the tables of `BENCHMARKS.md` and writes them to `<target>/wink-bench/RESULTS.md`. The
+//! the tables of `BENCHMARKS.md` and writes them to `<target>/wink-bench/RESULTS.md`, and
+//! (after a run of every benchmark) the table of goals at the top of `BENCHMARKS.md`. The
 //! benchmarks take about half an hour on two cores.
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,8 @@ pub fn run(repo: &Path, args: &Args) -> Result<()> {
         .current_dir(repo)
         .args(["run", "--quiet", "--release", "-p", "wink-benches", "--bin", "wink-bench-table", "--", "--out"])
         .arg(&table)
+        .arg("--update")
+        .arg(repo.join("BENCHMARKS.md"))
         .env("WINK_BENCH_RESULTS", &results)
         .status()
         .context("running wink-bench-table")?;
