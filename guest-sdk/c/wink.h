@@ -36,7 +36,7 @@
 #define WINK_WIT_VERSION "0.4.0"
 
 /* The version of this SDK (semver; see CHANGELOG.md). */
-#define WINK_SDK_VERSION "0.3.0"
+#define WINK_SDK_VERSION "0.4.0"
 
 #ifdef __cplusplus
 extern "C" {
@@ -301,6 +301,29 @@ bool wink_json_bool(const char *json, const char *path, bool *out);
 long wink_json_len(const char *json, const char *path);
 /* The key of member `index` of the object at `path` (to iterate over a map), or NULL. */
 const char *wink_json_key_at(const char *json, const char *path, size_t index);
+
+/* ---- owners and selectors (wink_meta.c) ---------------------------------------------- */
+
+/* The owner reference of `obj` with controller: true, or NULL (metav1.GetControllerOf). */
+const wink_owner_ref *wink_controller_of(const wink_object *obj);
+/* Whether `owner` is the controller of `obj`, matched by uid. */
+bool wink_is_controlled_by(const wink_object *obj, const wink_object *owner);
+/*
+ * The owner reference naming `owner` as controller, as JSON for an object's
+ * metadata.ownerReferences ({"apiVersion":…,"controller":true,"blockOwnerDeletion":true}, as
+ * controller-runtime sets it), living until the callback returns; NULL when `owner` has no
+ * uid (it was never created).
+ */
+const char *wink_controller_reference(const wink_object *owner);
+/*
+ * Whether the labels of `obj` match the LabelSelector at `path` of `json` (e.g. a
+ * Deployment's JSON and "spec.selector"): 1 or 0, or -1 for a selector the API server would
+ * refuse (wink_selector_error() says why). matchLabels and matchExpressions (In, NotIn,
+ * Exists, DoesNotExist); an empty selector matches everything, a missing one nothing.
+ */
+int wink_selector_matches(const char *json, const char *path, const wink_object *obj);
+/* Why the last wink_selector_matches returned -1. */
+const char *wink_selector_error(void);
 
 /* ---- memory -------------------------------------------------------------------------- */
 

@@ -172,25 +172,36 @@ fn c_files(dir: &Path) -> Result<Vec<PathBuf>> {
 mod tests {
     use super::*;
 
-    /// The SDK's JSON helpers, compiled natively with the machine's C compiler (`$CC` or
-    /// `cc`): they parse what plugins read from objects and their config.
-    #[test]
-    fn sdk_json_helpers_pass_their_native_test() {
+    /// Compiles `test` (under `guest-sdk/c/tests/`) with the SDK's `sources` natively, with
+    /// the machine's C compiler (`$CC` or `cc`), and runs it.
+    fn native_test(test: &str, sources: &[&str]) {
         let sdk = crate::repo_root().join("guest-sdk/c");
-        let exe = std::env::temp_dir().join(format!("wink-json-test-{}", std::process::id()));
+        let exe = std::env::temp_dir().join(format!("wink-{test}-{}", std::process::id()));
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
         tools::run(
             Command::new(&cc)
                 .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
                 .arg(&sdk)
-                .arg(sdk.join("tests/json_test.c"))
-                .arg(sdk.join("wink_json.c"))
+                .arg(sdk.join("tests").join(format!("{test}.c")))
+                .args(sources.iter().map(|s| sdk.join(s)))
                 .arg("-o")
                 .arg(&exe),
         )
-        .unwrap_or_else(|e| panic!("compiling guest-sdk/c/tests/json_test.c with {cc}: {e:#}"));
+        .unwrap_or_else(|e| panic!("compiling guest-sdk/c/tests/{test}.c with {cc}: {e:#}"));
         let output = Command::new(&exe).output().unwrap();
         let _ = fs::remove_file(&exe);
         assert!(output.status.success(), "{}", tools::tail(&output, 50));
+    }
+
+    /// The SDK's JSON helpers: they parse what plugins read from objects and their config.
+    #[test]
+    fn sdk_json_helpers_pass_their_native_test() {
+        native_test("json_test", &["wink_json.c"]);
+    }
+
+    /// The SDK's owner references and label selectors (`wink_meta.c`).
+    #[test]
+    fn sdk_meta_helpers_pass_their_native_test() {
+        native_test("meta_test", &["wink_meta.c", "wink_json.c"]);
     }
 }
