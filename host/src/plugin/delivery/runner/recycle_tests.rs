@@ -71,14 +71,21 @@ async fn an_instance_in_a_call_is_not_dropped_and_keep_idle_never_drops() {
     assert!(has_instance(&kept));
 }
 
+/// An engine whose pool has `places` instances, or `None` (said) where the pool cannot be
+/// reserved.
+fn pool_of(places: u32) -> Option<PluginEngine> {
+    let limits = PoolLimits { total_component_instances: places, ..PoolLimits::small() };
+    let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
+    let pooled = matches!(engine.allocation(), Allocation::Pooling(_));
+    if !pooled {
+        eprintln!("skipped: this machine cannot reserve the pooling allocator");
+    }
+    pooled.then_some(engine)
+}
+
 #[tokio::test]
 async fn a_full_pool_takes_the_least_recently_used_idle_instance() {
-    let limits = PoolLimits { total_component_instances: 2, ..PoolLimits::small() };
-    let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
-    if !matches!(engine.allocation(), Allocation::Pooling(_)) {
-        eprintln!("skipped: this machine cannot reserve the pooling allocator");
-        return;
-    }
+    let Some(engine) = pool_of(2) else { return };
     let recycler = Recycler::new(RecyclePolicy::keep_idle());
     let [a, b, c] = ["a", "b", "c"].map(|name| handler_on(&engine, name, &recycler));
     assert_eq!(a.on_add(&pod("x"), false).await, DONE);
@@ -117,12 +124,7 @@ async fn a_dropped_handler_is_unlisted() {
 /// c, though c is the newer in the clock's order.
 #[tokio::test]
 async fn the_clock_spares_an_instance_used_since_its_last_look() {
-    let limits = PoolLimits { total_component_instances: 3, ..PoolLimits::small() };
-    let engine = PluginEngine::new(EngineConfig { pool: Some(limits), ..EngineConfig::default() }).unwrap();
-    if !matches!(engine.allocation(), Allocation::Pooling(_)) {
-        eprintln!("skipped: this machine cannot reserve the pooling allocator");
-        return;
-    }
+    let Some(engine) = pool_of(3) else { return };
     let recycler = Recycler::new(RecyclePolicy::keep_idle());
     let handlers = ["a", "b", "c", "d", "e"].map(|name| handler_on(&engine, name, &recycler));
     let [a, b, c, d, e] = &handlers;

@@ -96,7 +96,13 @@ async fn reading_plugin_files_does_not_wake_the_watching_registry() {
     // The sentinel: a second plugin, moved in whole (one change), so exactly one rescan is due.
     let sentinel = write_plugin(staging.path(), "sentinel", Guest::default());
     std::fs::rename(&sentinel, root.path().join("sentinel")).unwrap();
-    wait_until("the sentinel plugin to deploy", || registry.scan_stats().deploy_attempts == 2).await;
+    wait_until("the sentinel plugin's deploy to begin", || registry.scan_stats().deploy_attempts == 2).await;
+    // An attempt is counted as its read begins: its files are hashed after.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !registry.status().await.iter().any(|s| s.name == "sentinel") {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for the sentinel plugin to deploy");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let after = registry.scan_stats();
     assert_eq!(after.scans - before.scans, 1, "one rescan, for the sentinel");
     assert_eq!(after.files_hashed - before.files_hashed, 2, "only the sentinel's files were hashed");
