@@ -234,8 +234,20 @@ async fn real_apiserver_recording_replays_offline_to_the_same_calls_with_writes_
     let replayed_calls = logged_calls(&text(&replayed.stderr).lines().map(str::to_owned).collect::<Vec<_>>());
     ensure!(replayed_calls == calls, "replayed {replayed_calls:?}\nrecorded {calls:?}");
     ensure!(stdout.contains(&format!("{} calls, 0 failed", calls.len())), "{stdout}");
-    ensure!(per_key(&replayed_calls) == per_key(&live_calls), "replayed {replayed_calls:?}\nlive {live_calls:?}");
+    // An object created and deleted while the live plugin was busy with another may reach it
+    // as nothing: its listener folds a pending add and its delete away (wink's bounded queue,
+    // a stated difference from client-go). Such a key may be missing live; every other key's
+    // calls are the same.
+    let mut replayed_keys = per_key(&replayed_calls);
+    let live_keys = per_key(&live_calls);
+    replayed_keys.retain(|key, calls| live_keys.contains_key(key) || !vanished(calls));
+    ensure!(replayed_keys == live_keys, "replayed {replayed_calls:?}\nlive {live_calls:?}");
     Ok(())
+}
+
+/// Whether `calls` are those of an object created after the initial list and deleted.
+fn vanished(calls: &[Seen]) -> bool {
+    matches!(calls, [Seen::Add { initial: false, .. }, .., Seen::Delete { .. }])
 }
 
 /// The calls of each object, in order.
