@@ -13,8 +13,10 @@
 //! A host that wants every plugin checked as it deploys starts them so instead
 //! (`--start-plugins on-deploy`): the registry instantiates its component and calls `init`
 //! before registering its listeners, so a plugin that cannot start (a trap, a refused
-//! config) is reported and not deployed, and a new version that cannot start leaves the
-//! old one running.
+//! config) is reported and not deployed.
+//!
+//! Either way, a new version of a running plugin starts before it replaces the old one: a
+//! new version that cannot start is reported and the old one keeps running.
 //!
 //! A plugin whose watched objects exist starts at once either way: its listener is sent
 //! them as initial-list adds.

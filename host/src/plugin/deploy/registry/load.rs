@@ -186,13 +186,15 @@ impl PluginRegistry {
     }
 
     /// Starts a loaded plugin's instance (`init`, on a guest thread) unless plugins start on
-    /// their first event. The start is handed to a guest thread now, so that the caller may
+    /// their first event and it `replaces` no running version (a replacement starts first
+    /// whatever the start, so that one that cannot start leaves the old version running; its
+    /// instance is recycled like any other). The start is handed to a guest thread now, so that the caller may
     /// load the next plugins meanwhile; [`Starting::started`] waits for it. It runs without a
     /// task of its own: the guest thread's answer wakes the caller directly (a task would
     /// cost two more thread wake-ups per plugin, a large part of a plugin's start).
-    pub(super) fn starting(&self, plugin: Started) -> Starting {
-        let start = match self.start {
-            PluginStart::OnDeploy => {
+    pub(super) fn starting(&self, plugin: Started, replaces: bool) -> Starting {
+        let start = match (self.start, replaces) {
+            (PluginStart::OnDeploy, _) | (PluginStart::OnFirstEvent, true) => {
                 let (handler, starts) = (plugin.handler.clone(), self.starts.clone());
                 let start: StartFuture =
                     Box::pin(AssertUnwindSafe(async move { handler.warm_up_placed(&starts).await }).catch_unwind());
@@ -202,7 +204,7 @@ impl PluginRegistry {
                 let _ = Pin::new(&mut start).poll(&mut Context::from_waker(Waker::noop()));
                 Some(start)
             }
-            PluginStart::OnFirstEvent => None,
+            (PluginStart::OnFirstEvent, false) => None,
         };
         Starting { plugin, start }
     }

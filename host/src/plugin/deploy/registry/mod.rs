@@ -8,12 +8,12 @@
 //! - **Deploy**: load (manifest, compile through the cache, check the world: the `load`
 //!   module), then register the listeners; the plugin receives the current objects as
 //!   initial-list adds, then live events, its instance starting (`init`) before the first
-//!   ([`PluginStart::OnFirstEvent`], the default: a new version that cannot start replaces
-//!   the old one, and fails under the failure policy). With [`PluginStart::OnDeploy`] the
-//!   instance starts before the listeners are registered, and a plugin that cannot start is
-//!   refused (a new version that cannot start leaves the old one running).
-//! - **Replace** (the component or the manifest changed): the new version is loaded (and
-//!   started, on deploy) first — if that fails, the old version keeps running, untouched. Then the new
+//!   ([`PluginStart::OnFirstEvent`], the default: a plugin that cannot start fails with its
+//!   first event, under the failure policy). With [`PluginStart::OnDeploy`] the instance
+//!   starts before the listeners are registered, and a plugin that cannot start is refused.
+//!   A replacement always starts first, whatever the start (below).
+//! - **Replace** (the component or the manifest changed): the new version is loaded and
+//!   started first — if that fails, the old version keeps running, untouched. Then the new
 //!   version is registered as a new handler, as client-go's `AddEventHandler` registers one:
 //!   the old version's listeners are removed (events still queued for it are dropped; a call
 //!   in flight finishes on the old instance, which then goes), and the new version's
@@ -475,7 +475,11 @@ impl PluginRegistry {
             Some(read) => read,
             None => self.finish_read(dir, self.read_plugin(dir)).await,
         };
-        let starting = self.starting(self.load(plugin)?);
+        let loaded = self.load(plugin)?;
+        // A replacement starts before it replaces the running version, whatever the start:
+        // one that cannot start then leaves the old version running.
+        let replacing = self.plugins.lock().await.contains_key(loaded.loaded.name());
+        let starting = self.starting(loaded, replacing);
         Ok(Deploying::Here(Box::new(Arriving { fingerprint, shard, starting })))
     }
 

@@ -363,6 +363,30 @@ async fn a_plugin_started_on_its_first_event_holds_no_instance_until_then() {
     eager.factory().shutdown().await;
 }
 
+/// Started on their first event (the default), plugins still start a new version before it
+/// replaces the old one: a new version whose `init` refuses is reported, and the old version
+/// keeps running and receiving events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_that_cannot_start_leaves_the_old_version_running_by_default() {
+    let pods = MemorySource::default();
+    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "a"}})).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_plugin(root.path(), "keeper", Guest::default());
+    let registry = registry_over(&pods);
+    registry.deploy(&dir).await.unwrap();
+    let metrics = registry.metrics().plugin("keeper");
+    wait_until("init and the initial add", || metrics.calls() == 2).await;
+
+    write_plugin(root.path(), "keeper", Guest { init: Behaviour::Reject, ..Guest::default() });
+    let err = registry.deploy(&dir).await.unwrap_err();
+    assert!(matches!(err, RegistryError::Start { .. }), "{err}");
+    assert_eq!(registry.status().await.len(), 1, "the old version stays deployed");
+    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "b"}})).unwrap();
+    wait_until("the old version's live add", || metrics.calls() == 4).await;
+    assert_eq!(metrics.traps_of("init_rejected"), 1, "the new version's refusal, counted under the plugin");
+    registry.factory().shutdown().await;
+}
+
 /// Plugins' files are read several at once, but their memory is reserved in the folder's
 /// order: of two plugins that do not fit together, the first deploys, whichever read ends
 /// first; a smaller plugin after them still fits.
