@@ -3,10 +3,11 @@
 //! `EnqueueRequestForObject`, `EnqueueRequestForOwner` (`OnlyControllerOwner`) and a
 //! label or annotation mapping.
 //!
-//! Mapping is host work, done on the delivering thread (an event costs a hash-set insert
-//! into the plugin's work queue), except for a watched resource mapped by the plugin
+//! Mapping is host work, done in the listener's task (an event costs a hash-set insert into
+//! the plugin's work queue), except for a watched resource mapped by the plugin
 //! (`mapTo: {plugin: true}`), whose events each call the plugin's `map-to-keys` export on a guest
-//! thread.
+//! thread. A mapper hears of objects created and deleted before it saw them
+//! ([`EventHandler::sees_vanished_objects`]): their owner may have to act.
 
 use std::sync::Arc;
 
