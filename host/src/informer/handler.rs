@@ -124,7 +124,7 @@ pub trait EventHandler: Send + Sync + 'static {
     /// Whether an object added and deleted before this handler saw it is still delivered,
     /// as its delete. By default the two cancel out (the handler never saw the object, so it
     /// has nothing to forget); a handler that maps events to other keys — a reconciler's
-    /// [`KeyMapper`](crate::plugin::reconcile::KeyMapper), as controller-runtime's event
+    /// `KeyMapper`, as controller-runtime's event
     /// handlers enqueue on every event — must hear of it: the object's owner may need to act
     /// (an owned object deleted before its creation was seen is to be re-created).
     fn sees_vanished_objects(&self) -> bool {

@@ -203,7 +203,7 @@ impl PluginHandler {
         self
     }
 
-    /// Lets `recycler` drop this handler's instance when idle (see [`recycle`]), and this
+    /// Lets `recycler` drop this handler's instance when idle (see [`Recycler`]), and this
     /// handler take the least recently used instance's place when the pool is full. Must be
     /// called before the handler is cloned.
     #[must_use]

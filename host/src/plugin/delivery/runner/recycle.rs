@@ -44,7 +44,7 @@ use crate::plugin::runtime::instance::PluginInstance;
 /// How long an instance may go without a call before it is recycled, by default.
 pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(300);
 
-/// When instances are recycled (see the [module docs](self)).
+/// When instances are recycled (see [`Recycler`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecyclePolicy {
     /// Drop an instance after this long without a call (`None`: never for idleness; the

@@ -313,9 +313,8 @@ impl PluginRegistry {
         self
     }
 
-    /// Recycles idle instances as `policy` says (default: after
-    /// [`DEFAULT_IDLE_AFTER`](crate::plugin::delivery::runner::recycle::DEFAULT_IDLE_AFTER)
-    /// without a call, and the least recently used when the instance pool is full). Must be
+    /// Recycles idle instances as `policy` says (default: after five minutes without a call,
+    /// and the least recently used when the instance pool is full). Must be
     /// called before any plugin is deployed.
     pub fn with_recycling(mut self, policy: RecyclePolicy) -> Self {
         self.recycler = Recycler::new(policy);
