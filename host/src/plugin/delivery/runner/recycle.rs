@@ -112,7 +112,7 @@ struct Live {
 enum Look {
     /// Gone, or without an instance: unlisted.
     Unlisted,
-    /// In a call, or used since it was last noted (noted again).
+    /// Used since it was last noted (noted again).
     InUse,
     /// Unused since it was last noted, at `since`.
     Unused,
@@ -149,11 +149,6 @@ impl Recycler {
             started: Arc::default(),
         };
         Self { inner: Arc::new(inner) }
-    }
-
-    /// Its policy.
-    pub fn policy(&self) -> RecyclePolicy {
-        self.inner.policy
     }
 
     /// Starts the reaper, once (it needs a Tokio runtime; without one, only the pool-full
@@ -197,7 +192,7 @@ impl Recycler {
     pub(super) fn least_recently_used(&self) -> Option<PluginInstance> {
         let now = tokio::time::Instant::now();
         let mut live = self.inner.live.lock();
-        let mut oldest: Option<(quanta::Instant, Arc<Mutex<Slot>>, PluginMetrics)> = None;
+        let mut oldest: Option<(quanta::Instant, Arc<Mutex<Slot>>)> = None;
         for _ in 0..live.len() {
             let mut entry = live.pop_front()?;
             let Some(slot) = entry.slot.upgrade() else { continue };
@@ -209,9 +204,9 @@ impl Recycler {
                 Look::Unlisted => {}
                 Look::InUse => {
                     if let Some(used) = guard.last_used
-                        && oldest.as_ref().is_none_or(|(at, _, _)| used < *at)
+                        && oldest.as_ref().is_none_or(|(at, _)| used < *at)
                     {
-                        oldest = Some((used, slot.clone(), entry.metrics.clone()));
+                        oldest = Some((used, slot.clone()));
                     }
                     live.push_back(entry);
                 }
@@ -222,10 +217,13 @@ impl Recycler {
                 }
             }
         }
-        let (_, slot, metrics) = oldest?;
+        let (_, slot) = oldest?;
         let instance = slot.try_lock().ok()?.recycle()?;
-        live.retain(|entry| !std::ptr::eq(entry.slot.as_ptr(), Arc::as_ptr(&slot)));
-        metrics.recycle();
+        // Its entry went to the back in the round above, with the list locked since.
+        let at = live.iter().position(|entry| std::ptr::eq(entry.slot.as_ptr(), Arc::as_ptr(&slot)));
+        if let Some(entry) = at.and_then(|at| live.remove(at)) {
+            entry.metrics.recycle();
+        }
         Some(instance)
     }
 }

@@ -303,7 +303,7 @@ impl PluginRegistry {
             parked: parking_lot::Mutex::default(),
             start: PluginStart::default(),
             starts: Arc::default(),
-            recycler: Recycler::new(RecyclePolicy::default()),
+            recycler: Recycler::default(),
         }
     }
 

@@ -34,6 +34,11 @@ fn write_plugin(root: &Path, name: &str, guest: Guest) -> PathBuf {
     dir
 }
 
+/// A Pod `shop/<name>`.
+fn shop_pod(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": name}})
+}
+
 fn registry_over(pods: &MemorySource) -> PluginRegistry {
     registry_on(engine(), pods)
 }
@@ -196,8 +201,7 @@ async fn a_failed_deploy_is_retried_by_the_watching_registry_when_due() {
 async fn removing_the_only_plugin_of_a_resource_stops_its_informer_and_a_new_one_lists_again() {
     let pods = MemorySource::default();
     for name in ["a", "b"] {
-        pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": name}}))
-            .unwrap();
+        pods.apply(shop_pod(name)).unwrap();
     }
     let root = tempfile::tempdir().unwrap();
     let dir = write_plugin(root.path(), "watcher", Guest::default());
@@ -246,9 +250,8 @@ async fn an_informer_shared_by_two_plugins_outlives_the_first_removed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replaced_plugin_receives_the_current_objects_then_live_events() {
     let pods = MemorySource::default();
-    let pod = |name: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": name}});
     for name in ["a", "b"] {
-        pods.apply(pod(name)).unwrap();
+        pods.apply(shop_pod(name)).unwrap();
     }
     let root = tempfile::tempdir().unwrap();
     let dir = write_plugin(root.path(), "swapped", Guest::default());
@@ -274,7 +277,7 @@ async fn a_replaced_plugin_receives_the_current_objects_then_live_events() {
     assert_eq!(pods.list_requests().len(), 1, "the informer was not restarted: the replay comes from its cache");
 
     // Then live events.
-    pods.apply(pod("c")).unwrap();
+    pods.apply(shop_pod("c")).unwrap();
     wait_until("the live add", || metrics.calls() == 7).await;
     registry.factory().shutdown().await;
 }
@@ -284,7 +287,7 @@ async fn a_replaced_plugin_receives_the_current_objects_then_live_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replacement_watching_a_resource_without_a_source_leaves_the_old_version_running() {
     let pods = MemorySource::default();
-    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "a"}})).unwrap();
+    pods.apply(shop_pod("a")).unwrap();
     let source = pods.clone();
     let provider: Arc<dyn SourceProvider> = Arc::new(move |key: &ResourceKey| match key.kind.as_str() {
         "Pod" => Ok(Arc::new(source.clone()) as Arc<dyn ListerWatcher>),
@@ -295,8 +298,7 @@ async fn a_replacement_watching_a_resource_without_a_source_leaves_the_old_versi
         Arc::new(InformerFactory::new(provider)),
         MetricsRegistry::new(),
         GuestPool::new(2),
-    )
-    .with_start(PluginStart::OnDeploy);
+    );
     let root = tempfile::tempdir().unwrap();
     let dir = write_plugin(root.path(), "keeper", Guest::default());
     registry.deploy(&dir).await.unwrap();
@@ -309,7 +311,7 @@ async fn a_replacement_watching_a_resource_without_a_source_leaves_the_old_versi
     assert!(matches!(&err, RegistryError::Source { resource, .. } if resource == "v1/Secret"), "{err}");
     // The new version was started (its init counts as a call), then dropped.
     assert_eq!(registry.status().await.len(), 1, "still deployed");
-    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "b"}})).unwrap();
+    pods.apply(shop_pod("b")).unwrap();
     wait_until("the live add, to the old version's listener", || metrics.calls() == 4).await;
     assert_eq!(registry.factory().existing(&ResourceKey::new("v1", "Pod")).map(|i| i.is_stopped()), Some(false));
     registry.factory().shutdown().await;
@@ -351,7 +353,7 @@ async fn a_plugin_started_on_its_first_event_holds_no_instance_until_then() {
     assert_eq!((idle_metrics.calls(), picky_metrics.calls()), (0, 0), "no init, no call: nothing came");
     assert_eq!(registry.status().await.len(), 2);
 
-    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "a"}})).unwrap();
+    pods.apply(shop_pod("a")).unwrap();
     wait_until("init and the add", || idle_metrics.calls() == 2).await;
     wait_until("the refusal", || picky_metrics.traps_of("init_rejected") >= 1).await;
     assert_eq!(registry.status().await.len(), 2, "a refusal after deploy does not remove the plugin");
@@ -369,7 +371,7 @@ async fn a_plugin_started_on_its_first_event_holds_no_instance_until_then() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replacement_that_cannot_start_leaves_the_old_version_running_by_default() {
     let pods = MemorySource::default();
-    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "a"}})).unwrap();
+    pods.apply(shop_pod("a")).unwrap();
     let root = tempfile::tempdir().unwrap();
     let dir = write_plugin(root.path(), "keeper", Guest::default());
     let registry = registry_over(&pods);
@@ -381,7 +383,7 @@ async fn a_replacement_that_cannot_start_leaves_the_old_version_running_by_defau
     let err = registry.deploy(&dir).await.unwrap_err();
     assert!(matches!(err, RegistryError::Start { .. }), "{err}");
     assert_eq!(registry.status().await.len(), 1, "the old version stays deployed");
-    pods.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "b"}})).unwrap();
+    pods.apply(shop_pod("b")).unwrap();
     wait_until("the old version's live add", || metrics.calls() == 4).await;
     assert_eq!(metrics.traps_of("init_rejected"), 1, "the new version's refusal, counted under the plugin");
     registry.factory().shutdown().await;
