@@ -5,6 +5,8 @@ package wink
 import (
 	"encoding/json"
 	"unsafe"
+
+	"wink.dev/wink/meta"
 )
 
 // Resource names a kind of object: its apiVersion and kind.
@@ -15,15 +17,9 @@ type Resource struct {
 	Kind string
 }
 
-// OwnerReference is one entry of `metadata.ownerReferences`.
-type OwnerReference struct {
-	APIVersion string
-	Kind       string
-	Name       string
-	UID        string
-	// Controller says whether this owner is the managing controller.
-	Controller bool
-}
+// OwnerReference is one entry of `metadata.ownerReferences` ([meta.Ref]: Controller says
+// whether this owner is the managing controller).
+type OwnerReference = meta.Ref
 
 // Meta is the metadata of an object, parsed by the host.
 type Meta struct {

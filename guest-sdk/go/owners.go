@@ -5,17 +5,12 @@ import "wink.dev/wink/meta"
 // ControllerOf returns o's owner reference with Controller set, if any
 // (metav1.GetControllerOf).
 func ControllerOf(o *Object) (OwnerReference, bool) {
-	for _, r := range o.Meta().OwnerReferences {
-		if r.Controller {
-			return r, true
-		}
-	}
-	return OwnerReference{}, false
+	return meta.ControllerOf(o.Meta().OwnerReferences)
 }
 
 // IsControlledBy says whether owner is o's controller, matched by uid (metav1.IsControlledBy).
 func IsControlledBy(o, owner *Object) bool {
-	return meta.IsControlledBy(refs(o), owner.UID())
+	return meta.IsControlledBy(o.Meta().OwnerReferences, owner.UID())
 }
 
 // SetControllerReference makes owner the controller of obj, an object about to be written
@@ -27,13 +22,4 @@ func SetControllerReference(owner *Object, obj map[string]any) error {
 		APIVersion: owner.APIVersion(), Kind: owner.Kind(), Namespace: owner.Namespace(),
 		Name: owner.Name(), UID: owner.UID(),
 	}, obj)
-}
-
-func refs(o *Object) []meta.Ref {
-	owners := o.Meta().OwnerReferences
-	out := make([]meta.Ref, len(owners))
-	for i, r := range owners {
-		out[i] = meta.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID, Controller: r.Controller}
-	}
-	return out
 }

@@ -15,10 +15,11 @@ type Owner struct {
 	APIVersion, Kind, Namespace, Name, UID string
 }
 
-// Ref is one entry of `metadata.ownerReferences`.
+// Ref is one entry of `metadata.ownerReferences` (package wink's OwnerReference).
 type Ref struct {
 	APIVersion, Kind, Name, UID string
-	Controller                  bool
+	// Controller says whether this owner is the managing controller.
+	Controller bool
 }
 
 // ErrAlreadyOwned is what [SetControllerReference] returns (wrapped) when another object is

@@ -131,12 +131,12 @@ mod tests {
     #[test]
     fn sdk_meta_passes_its_native_tests() {
         let toolchain = super::install(&crate::repo_root()).expect("the machine's Go");
-        let output = std::process::Command::new(&toolchain.go)
-            .current_dir(crate::repo_root().join("guest-sdk/go"))
-            .env("GOTOOLCHAIN", "local")
-            .args(["test", "./meta"])
-            .output()
-            .expect("running go test");
-        assert!(output.status.success(), "{}", super::tools::tail(&output, 60));
+        super::tools::run(
+            std::process::Command::new(&toolchain.go)
+                .current_dir(crate::repo_root().join("guest-sdk/go"))
+                .env("GOTOOLCHAIN", "local")
+                .args(["test", "./meta"]),
+        )
+        .unwrap_or_else(|e| panic!("{e:#}"));
     }
 }

@@ -135,11 +135,11 @@ mod tests {
     #[test]
     fn sdk_meta_passes_its_node_tests() {
         let node = super::find_node().expect("Node.js for the SDK's tests");
-        let output = std::process::Command::new(&node)
-            .current_dir(crate::repo_root().join("guest-sdk/javascript"))
-            .args(["--test", "tests/"])
-            .output()
-            .expect("running node --test");
-        assert!(output.status.success(), "{}", super::tools::tail(&output, 60));
+        super::tools::run(
+            std::process::Command::new(&node)
+                .current_dir(crate::repo_root().join("guest-sdk/javascript"))
+                .args(["--test", "tests/"]),
+        )
+        .unwrap_or_else(|e| panic!("{e:#}"));
     }
 }

@@ -125,11 +125,7 @@ mod tests {
     fn sdk_passes_its_native_tests() {
         let python = find_python().expect("a python3 for the SDK's native tests");
         let tests = crate::repo_root().join("guest-sdk/python/tests");
-        let output = Command::new(&python)
-            .args(["-m", "unittest", "discover", "-s"])
-            .arg(&tests)
-            .output()
-            .unwrap_or_else(|e| panic!("running {python}: {e}"));
-        assert!(output.status.success(), "{}", tools::tail(&output, 60));
+        tools::run(Command::new(&python).args(["-m", "unittest", "discover", "-s"]).arg(&tests))
+            .unwrap_or_else(|e| panic!("{e:#}"));
     }
 }
