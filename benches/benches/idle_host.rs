@@ -14,14 +14,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use wink::app::default_cache_dir;
-use wink::informer::InformerFactory;
-use wink::plugin::{EngineConfig, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, ScanStats};
-use wink::source::DirSource;
+use wink::app::{Host, RunOptions, SourceSpec, default_cache_dir};
+use wink::plugin::{PluginRegistry, ScanStats};
 use wink_benches::mem::{cpu_time, human_bytes};
 use wink_benches::results::{Goal, Report, Table, human_duration, verdict};
 
@@ -104,20 +101,20 @@ fn main() {
     let rt = wink_benches::runtime();
     let (deployed, failed, before, after, elapsed) = rt.block_on(async {
         let cancel = CancellationToken::new();
-        let engine = PluginEngine::new(EngineConfig { cache_dir: default_cache_dir(), ..EngineConfig::default() })
-            .expect("engine");
-        let dir = DirSource::open(&cluster).expect("the example cluster");
-        dir.watch(cancel.clone()).expect("watching the example cluster");
-        let factory = Arc::new(InformerFactory::new(dir));
-        let registry =
-            Arc::new(PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::per_core()));
-        let failed = registry.sync_dir(&plugins).await.expect("reading the plugins folder");
-        for e in &failed {
+        let options = RunOptions {
+            plugins: Some(plugins.clone()),
+            watch_plugins: true,
+            cache_dir: default_cache_dir(),
+            ..RunOptions::new(SourceSpec::Dir(cluster.clone()))
+        };
+        let mut host = Host::build(options, cancel.clone()).await.expect("building the host");
+        for e in host.deploy_failures() {
             eprintln!("idle_host: not deployed: {e}");
         }
-        registry.watch_dir(&plugins, cancel.clone()).expect("watching the plugins folder");
-        factory.start();
-        factory.wait_for_cache_sync(&cancel).await;
+        let failed = host.deploy_failures().to_vec();
+        let registry = host.registry().clone();
+        host.start().await;
+        let running = tokio::spawn(host.run());
         let deployed = registry.status().await.len();
         eprintln!("idle_host: {deployed} plugins deployed, caches synced; settling for {SETTLE:?}");
         tokio::time::sleep(SETTLE).await;
@@ -127,7 +124,7 @@ fn main() {
         let after = usage(&registry, false);
         let elapsed = started.elapsed();
         cancel.cancel();
-        factory.shutdown().await;
+        running.await.expect("the host stops").expect("the host ran");
         (deployed, failed.len(), before, after, elapsed)
     });
 

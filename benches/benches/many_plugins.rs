@@ -3,8 +3,8 @@
 //! Benchmark 5 — many plugins. A plugins folder of 10,000 copies of the `bench-noop` Rust
 //! plugin (distinct names, one component hard-linked into every folder, each watching Pods
 //! in its own namespace), and one of 20 Python and 20 JavaScript plugins (copies of the
-//! components `cargo xtask build-plugins` made), deployed by `PluginRegistry::sync_dir` as
-//! `wink run` does, over an in-memory source. Measured:
+//! components `cargo xtask build-plugins` made), deployed by the registry of a `Host` built as
+//! `wink run` builds it, over an in-memory source. Measured:
 //!
 //! - start time (folder scan, manifests, compile or load from the cache, pre-link, listener
 //!   registration; started as they deploy, instantiate + `init` of every plugin too) with a
@@ -12,10 +12,11 @@
 //!   fresh process (this binary re-runs itself), so RSS figures do not mix; then a rescan of
 //!   the unchanged folder (what the folder watcher runs on any change in it). The 10,000
 //!   Rust plugins with the defaults of `wink run` (started on their first event, an instance
-//!   pool of 1,000 places shared least recently used first), then every one of them sent
-//!   an event (a Pod in its namespace) and the RSS read again; and started as they deploy in
-//!   a pool sized for them (`--start-plugins on-deploy --max-instances 10016`, the default
-//!   before recycling);
+//!   pool of 1,000 places and the default memory budget, shared least recently used first:
+//!   each live instance reserves its 64 MiB limit), then every one of them sent an event (a
+//!   Pod in its namespace) and the RSS read again; and started as they deploy in a pool and
+//!   a budget sized for them (`--start-plugins on-deploy --max-instances 10016` and a
+//!   budget that holds 10,000 reservations, the default before recycling);
 //! - the first event to a plugin whose instance was recycled (instantiate + `init` + the
 //!   call) beside the next, warm, event to it: p50 and p99 over plugins;
 //! - instantiation time (instance + `init`) of one plugin per language (criterion);
@@ -30,11 +31,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use wink::app::{CustomSource, Host, RunOptions};
 use wink::embedded::{MemorySource, MemorySourceOptions};
 use wink::informer::{InformerFactory, ListerWatcher, ResourceKey, SourceError};
-use wink::plugin::{
-    Allocation, DEFAULT_MAX_INSTANCES, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart,
-};
+use wink::plugin::{Allocation, DEFAULT_MAX_INSTANCES, PluginEngine, PluginRegistry, PluginStart};
 use wink_benches::mem::{human_bytes, rss, rss_shared};
 use wink_benches::plugins::{self, Language, PluginSettings};
 use wink_benches::results::{Goal, Report, Table, human_duration, median, percentile, verdict};
@@ -146,15 +147,32 @@ fn pods_provider(source: MemorySource) -> Arc<dyn wink::informer::SourceProvider
     Arc::new(move |_: &ResourceKey| Ok::<_, SourceError>(Arc::new(source.clone()) as Arc<dyn ListerWatcher>))
 }
 
-/// A host over `source` with an engine for `instances` instances caching in `cache`.
-fn host(source: &MemorySource, instances: u32, cache: &Path) -> (PluginEngine, Arc<InformerFactory>, PluginRegistry) {
+/// A host as `wink run` builds it, with its default bounds, over `source` (Pods only), with
+/// an engine for `instances` instances caching in `cache`, plugins started as `start` says.
+/// Started as they deploy, every plugin reserves its memory limit at deploy: the budget is
+/// raised to hold them all (`--plugin-memory-budget`), or most would be refused.
+async fn host(
+    source: &MemorySource,
+    instances: u32,
+    cache: &Path,
+    start: PluginStart,
+) -> (PluginEngine, Arc<InformerFactory>, Arc<PluginRegistry>) {
     let engine = PluginEngine::new(plugins::engine_config(instances, Some(cache.to_owned()))).expect("engine");
     if let Allocation::OnDemand { fallback_reason: Some(why) } = engine.allocation() {
         eprintln!("many_plugins: the instance pool for {instances} instances was not reserved ({why}): on-demand");
     }
-    let factory = Arc::new(InformerFactory::new(pods_provider(source.clone())));
-    let registry = PluginRegistry::new(engine.clone(), factory.clone(), MetricsRegistry::new(), GuestPool::per_core());
-    (engine, factory, registry)
+    let mut options = RunOptions { start_plugins: start, ..RunOptions::default() };
+    if start == PluginStart::OnDeploy {
+        options.bounds.plugin_memory_budget = Some(u64::MAX);
+    }
+    let source = CustomSource { provider: pods_provider(source.clone()), client: None, impersonate: false };
+    let host = Host::builder(options)
+        .source(source)
+        .engine(engine.clone())
+        .build(CancellationToken::new())
+        .await
+        .expect("building the host");
+    (engine, host.factory().clone(), host.registry().clone())
 }
 
 /// In a child process: start every plugin of `folder` (as `how` says) and report.
@@ -165,8 +183,7 @@ fn child_start(folder: &Path, cache: &Path, how: ChildStart) {
         let count = std::fs::read_dir(folder).map(|d| d.count()).unwrap_or(0);
         let rss_before = rss();
         let places = how.pool.unwrap_or((count as u32 + 16).max(64));
-        let (engine, factory, registry) = host(&source, places, cache);
-        let registry = registry.with_start(how.start);
+        let (engine, factory, registry) = host(&source, places, cache, how.start).await;
         let started = Instant::now();
         let failed = registry.sync_dir(folder).await.expect("reading the plugins folder");
         let start = started.elapsed();
@@ -251,7 +268,7 @@ const RECYCLED_SAMPLES: usize = 500;
 /// and at once another (warm). The two lists of times.
 async fn recycled_events(folder: &Path, cache: &Path) -> (Vec<Duration>, Vec<Duration>) {
     let source = MemorySource::new(MemorySourceOptions::default());
-    let (_engine, factory, registry) = host(&source, DEFAULT_MAX_INSTANCES, cache);
+    let (_engine, factory, registry) = host(&source, DEFAULT_MAX_INSTANCES, cache, PluginStart::default()).await;
     let failed = registry.sync_dir(folder).await.expect("reading the plugins folder");
     assert!(failed.is_empty(), "plugins failed: {}", failed.len());
     let mut pods: Vec<_> =
@@ -359,7 +376,8 @@ fn main() {
     {
         let source = MemorySource::new(MemorySourceOptions::default());
         let cache = work.path().join("cache-rust");
-        let (_engine, factory, registry) = rt.block_on(async { host(&source, RUST_PLUGINS as u32 + 16, &cache) });
+        let (_engine, factory, registry) =
+            rt.block_on(host(&source, RUST_PLUGINS as u32 + 16, &cache, PluginStart::default()));
         let steps = work.path().join("steps");
         let mut pod = workload::pod(PodSize::Small, &tenant(0), 0);
         source.apply(pod.clone()).expect("a Pod");

@@ -1,19 +1,19 @@
-//! A wink host assembled from the library, as `wink run` assembles it: a source — a
-//! [`DirSource`] over a cluster folder (watched), or a [`KubeSource`] over an API server such
-//! as the local [`ApiServer`](crate::apiserver::ApiServer) — one [`InformerFactory`], and a
-//! [`PluginRegistry`] that loads a plugins folder and keeps watching it. Over a folder,
-//! plugins' `cluster` requests go to the embedded cluster, as with `wink run`.
+//! A wink host built as `wink run` builds it ([`Host`]), over a source — a [`DirSource`]
+//! over a cluster folder (watched), or a [`KubeSource`] over an API server such as the local
+//! [`ApiServer`](crate::apiserver::ApiServer) — with a plugins folder it keeps watching.
+//! Over a folder, plugins' `cluster` requests go to the embedded cluster, as with `wink run`.
+//! Test hosts share the tests' compile cache and run guests on two threads (several hosts
+//! run at once in one test binary).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
+use wink::app::{CustomSource, Host, HostBuilder, RunOptions, SourceSpec};
 use wink::cluster::ClusterClient;
 use wink::embedded::EmbeddedClient;
-use wink::informer::owner_uid_index_func;
-use wink::informer::{InformerConfig, InformerFactory, OWNER_UID_INDEX, ResourceKey};
-use wink::plugin::ClusterContext;
-use wink::plugin::{GuestPool, MetricsRegistry, PluginMetrics, PluginRegistry, PluginStatus};
+use wink::informer::{InformerConfig, InformerFactory, ResourceKey};
+use wink::plugin::{PluginMetrics, PluginRegistry, PluginStatus};
 use wink::source::{DirSource, KubeSource};
 
 use crate::logs::logs;
@@ -30,6 +30,7 @@ pub struct TestHost {
     cancel: CancellationToken,
     /// The folder source, when the host runs over one (its stores are the embedded cluster).
     source: Option<Arc<DirSource>>,
+    running: tokio::task::JoinHandle<()>,
 }
 
 impl TestHost {
@@ -45,62 +46,55 @@ impl TestHost {
     pub async fn start_with_client(
         cluster: &Path,
         plugins: &Path,
-        client: impl FnOnce(Arc<dyn ClusterClient>) -> Arc<dyn ClusterClient>,
+        client: impl FnOnce(Arc<dyn ClusterClient>) -> Arc<dyn ClusterClient> + Send + 'static,
     ) -> Self {
-        logs();
-        let cancel = CancellationToken::new();
-        let source = DirSource::open(cluster).expect("opening the cluster folder");
-        source.watch(cancel.child_token()).expect("watching the cluster folder");
-        let client = client(Arc::new(EmbeddedClient::new(source.clone())));
-        let context = ClusterContext::new(client, false);
-        let host = Self::assemble(InformerFactory::new(source.clone()), plugins, cancel, Some(context)).await;
-        Self { source: Some(source), ..host }
+        let options = Self::options(SourceSpec::Dir(cluster.to_owned()), plugins);
+        Self::run(Self::builder(options).wrap_client(client), plugins).await
     }
 
     /// Starts a host over a Kubernetes API server with the plugins of `plugins` (every one
     /// must deploy), as `wink run --kubeconfig` does, except that its informers use `config`
-    /// (e.g. short backoffs, small pages; the factory's `owner-uid` index is added to its
-    /// indexers). Returns once the informers have synced.
+    /// (e.g. short backoffs, small pages) and plugins' `cluster` requests go nowhere.
+    /// Returns once the informers have synced.
     pub async fn start_kube(source: KubeSource, config: InformerConfig, plugins: &Path) -> Self {
         Self::start_kube_with(source, config, plugins, None).await
     }
 
-    /// As [`start_kube`](Self::start_kube), with plugins' `cluster` requests sent through
-    /// `cluster` (e.g. a `KubeClient` to the same server).
+    /// As [`start_kube`](Self::start_kube), with plugins' `cluster` requests sent to
+    /// `cluster` (e.g. a `KubeClient` to the same server), made as the service accounts
+    /// manifests name.
     pub async fn start_kube_with(
         source: KubeSource,
-        mut config: InformerConfig,
+        config: InformerConfig,
         plugins: &Path,
-        cluster: Option<ClusterContext>,
+        cluster: Option<Arc<dyn ClusterClient>>,
     ) -> Self {
-        logs();
-        config.indexers.push((OWNER_UID_INDEX.to_owned(), owner_uid_index_func()));
-        let factory = InformerFactory::new(Arc::new(source)).with_config(config);
-        Self::assemble(factory, plugins, CancellationToken::new(), cluster).await
+        let options = Self::options(SourceSpec::default(), plugins);
+        let custom = CustomSource { provider: Arc::new(source), client: cluster, impersonate: true };
+        Self::run(Self::builder(options).source(custom).informer_config(config), plugins).await
     }
 
-    async fn assemble(
-        factory: InformerFactory,
-        plugins: &Path,
-        cancel: CancellationToken,
-        cluster: Option<ClusterContext>,
-    ) -> Self {
-        // Small pool limits (several hosts run at once in one test binary), and the tests'
-        // compile cache: a Python component is compiled once per machine, not per test.
-        let engine = crate::compile_cache::cached_engine();
-        let factory = Arc::new(factory);
-        let mut registry = PluginRegistry::new(engine, factory.clone(), MetricsRegistry::new(), GuestPool::new(2));
-        if let Some(cluster) = cluster {
-            registry = registry.with_cluster(cluster);
-        }
-        let registry = Arc::new(registry);
-        let failed = registry.sync_dir(plugins).await.expect("reading the plugins folder");
-        let failed: Vec<String> = failed.iter().map(ToString::to_string).collect();
-        assert!(failed.is_empty(), "plugins failed to deploy: {failed:?}");
-        registry.watch_dir(plugins, cancel.child_token()).expect("watching the plugins folder");
-        factory.start();
-        factory.wait_for_cache_sync(&cancel).await;
-        Self { factory, registry, plugins: plugins.to_owned(), cancel, source: None }
+    fn options(source: SourceSpec, plugins: &Path) -> RunOptions {
+        RunOptions { plugins: Some(plugins.to_owned()), watch_plugins: true, ..RunOptions::new(source) }
+    }
+
+    /// The tests' compile cache, and two guest threads.
+    fn builder(options: RunOptions) -> HostBuilder {
+        Host::builder(options).engine(crate::compile_cache::cached_engine()).guest_threads(2)
+    }
+
+    async fn run(builder: HostBuilder, plugins: &Path) -> Self {
+        logs();
+        let cancel = CancellationToken::new();
+        let mut host = builder.build(cancel.clone()).await.expect("building the host");
+        assert!(host.deploy_failures().is_empty(), "plugins failed to deploy: {:?}", host.deploy_failures());
+        let (factory, registry) = (host.factory().clone(), host.registry().clone());
+        let source = host.embedded().cloned();
+        host.start().await;
+        let running = tokio::spawn(async move {
+            host.run().await.expect("running the host");
+        });
+        Self { factory, registry, plugins: plugins.to_owned(), cancel, source, running }
     }
 
     /// Waits until every deployed plugin has received its initial objects.
@@ -156,6 +150,6 @@ impl TestHost {
     /// Stops the watchers and the informers, waiting for calls in flight.
     pub async fn stop(self) {
         self.cancel.cancel();
-        self.factory.shutdown().await;
+        self.running.await.expect("the host stops");
     }
 }

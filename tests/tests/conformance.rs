@@ -1,5 +1,5 @@
 //! The conformance suite: the scenario of `tests/conformance/SPEC.md`, driven through the host
-//! (in-memory sources, the informer factory, the plugin registry — as `wink run` wires them)
+//! (in-memory sources and cluster given to a `Host` built as `wink run` builds it)
 //! against the guest of every language, with the same assertions for each.
 //!
 //! One `#[test]` per language comes from `wink_tests::foreach_language!`; a language whose
@@ -17,12 +17,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 use tracing::Level;
+use wink::app::{CustomSource, Host, RunOptions};
+use wink::cluster::ClusterClient;
 use wink::embedded::EmbeddedClient;
 use wink::embedded::MemorySource;
 use wink::informer::{InformerFactory, ListerWatcher, Object, ResourceKey, SourceError};
-use wink::plugin::ClusterContext;
-use wink::plugin::{CallOutcome, GuestPool, MetricsRegistry, PluginEngine, PluginRegistry, PluginStart, RegistryError};
+use wink::plugin::{CallOutcome, PluginEngine, PluginRegistry, PluginStart, RegistryError};
 use wink_tests::compile_cache::cached_engine;
 use wink_tests::conformance::{ScenarioCluster, built_guest, guest_name, guest_sources, manifest_tail};
 use wink_tests::install_plugin;
@@ -77,7 +79,7 @@ struct Scenario {
     events: MemorySource,
     engine: PluginEngine,
     factory: Arc<InformerFactory>,
-    registry: PluginRegistry,
+    registry: Arc<PluginRegistry>,
     expected: Vec<Expected>,
 }
 
@@ -99,7 +101,7 @@ fn rv(obj: &Object) -> String {
 }
 
 impl Scenario {
-    fn new(language: &'static str) -> Self {
+    async fn new(language: &'static str) -> Self {
         let (pods, namespaces, config_maps) =
             (MemorySource::default(), MemorySource::default(), MemorySource::default());
         let sources = [("Pod", pods.clone()), ("Namespace", namespaces.clone()), ("ConfigMap", config_maps.clone())];
@@ -111,7 +113,6 @@ impl Scenario {
                 .ok_or_else(|| SourceError::Unsupported(format!("no source for {key}")))
         };
         let engine = cached_engine();
-        let factory = Arc::new(InformerFactory::new(Arc::new(provider)));
         // The guest's requests go to the same stores, with the API server's rules.
         let events = MemorySource::default();
         let mut cluster = ScenarioCluster::default();
@@ -120,11 +121,18 @@ impl Scenario {
         cluster.serve("v1", "ConfigMap", "configmaps", true, config_maps.clone());
         cluster.serve("v1", "Secret", "secrets", true, MemorySource::default());
         cluster.serve("events.k8s.io/v1", "Event", "events", true, events.clone());
-        let client = ClusterContext::new(Arc::new(EmbeddedClient::new(Arc::new(cluster))), false);
+        let client: Arc<dyn ClusterClient> = Arc::new(EmbeddedClient::new(Arc::new(cluster)));
+        let source = CustomSource { provider: Arc::new(provider), client: Some(client), impersonate: false };
         // Started as they deploy: the suite checks that a refused `init` refuses the deploy.
-        let registry = PluginRegistry::new(engine.clone(), factory.clone(), MetricsRegistry::new(), GuestPool::new(2))
-            .with_start(PluginStart::OnDeploy)
-            .with_cluster(client);
+        let options = RunOptions { start_plugins: PluginStart::OnDeploy, ..RunOptions::default() };
+        let host = Host::builder(options)
+            .source(source)
+            .engine(engine.clone())
+            .guest_threads(2)
+            .build(CancellationToken::new())
+            .await
+            .expect("building the host");
+        let (factory, registry) = (host.factory().clone(), host.registry().clone());
         Self {
             language,
             name: guest_name(language),
@@ -197,7 +205,7 @@ fn count(lines: Vec<String>) -> BTreeMap<String, usize> {
 async fn run(language: &'static str) {
     let log = logs();
     let plugins = tempfile::tempdir().expect("a temporary plugins folder");
-    let mut s = Scenario::new(language);
+    let mut s = Scenario::new(language).await;
     let name = s.name.clone();
 
     // 1. Start: what the source holds before the plugin is deployed.

@@ -17,7 +17,6 @@ use wink::cluster::{
 };
 use wink::embedded::http::serve_api;
 use wink::informer::InformerConfig;
-use wink::plugin::ClusterContext;
 use wink::source::{DirSource, KubeSource};
 use wink_tests::host::TestHost;
 use wink_tests::install_plugin;
@@ -141,7 +140,8 @@ async fn a_controller_on_a_kube_source_writes_through_the_kube_client() {
     let cancel = CancellationToken::new();
     let (addr, _task) = serve_api("127.0.0.1:0".parse().unwrap(), source.clone(), cancel.clone()).await.unwrap();
     let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    let cluster = ClusterContext::new(std::sync::Arc::new(KubeClient::new(config.clone()).unwrap()), true);
+    let cluster: std::sync::Arc<dyn wink::cluster::ClusterClient> =
+        std::sync::Arc::new(KubeClient::new(config.clone()).unwrap());
     let plugins = tempfile::tempdir().unwrap();
     install_plugin("reloader", plugins.path(), "reloader", None);
     let kube = KubeSource::from_config(config).unwrap();
@@ -172,7 +172,8 @@ async fn a_plugin_acting_as_its_service_account_is_held_to_the_servers_rbac() {
     let cancel = CancellationToken::new();
     let (addr, _task) = serve_api("127.0.0.1:0".parse().unwrap(), source.clone(), cancel.clone()).await.unwrap();
     let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    let cluster = ClusterContext::new(std::sync::Arc::new(KubeClient::new(config.clone()).unwrap()), true);
+    let cluster: std::sync::Arc<dyn wink::cluster::ClusterClient> =
+        std::sync::Arc::new(KubeClient::new(config.clone()).unwrap());
     let plugins = tempfile::tempdir().unwrap();
     install_plugin("reloader", plugins.path(), "reloader", Some(RELOADER_AS_ACCOUNT));
     let kube = KubeSource::from_config(config).unwrap();
@@ -210,7 +211,8 @@ async fn a_write_the_manifest_does_not_grant_never_reaches_the_server() {
             "data": {"currency": "EUR"}}))
         .unwrap();
     let config = kube::Config::new(server.url().parse().unwrap());
-    let cluster = ClusterContext::new(std::sync::Arc::new(KubeClient::new(config.clone()).unwrap()), true);
+    let cluster: std::sync::Arc<dyn wink::cluster::ClusterClient> =
+        std::sync::Arc::new(KubeClient::new(config.clone()).unwrap());
     let plugins = tempfile::tempdir().unwrap();
     // The reloader without its `permissions:`.
     let tail = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\n";

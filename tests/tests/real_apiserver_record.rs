@@ -198,10 +198,15 @@ async fn real_apiserver_recording_replays_offline_to_the_same_calls_with_writes_
     let expected =
         [add("settings", version(&settings_v1.metadata), true), update("settings", &settings_v1, &settings_v2)];
     ensure!(calls_of("settings") == expected, "settings: {:?}", calls_of("settings"));
+    // The recorder is a listener like any other: busy writing when the update came, it may
+    // fold the pending add and the update into one add of the newer object (wink's bounded
+    // queue); replay then replays that.
     let extra_calls = calls_of("extra");
     let expected = [add("extra", version(&extra.metadata), false), update("extra", &extra, &extra_v2)];
+    let folded = [add("extra", version(&extra_v2.metadata), false)];
     ensure!(
-        extra_calls.len() == 3 && extra_calls[..2] == expected && deleted_known(&extra_calls[2..]),
+        (extra_calls.len() == 3 && extra_calls[..2] == expected && deleted_known(&extra_calls[2..]))
+            || (extra_calls.len() == 2 && extra_calls[..1] == folded && deleted_known(&extra_calls[1..])),
         "extra: {extra_calls:?}"
     );
     let doomed_calls = calls_of("doomed");
@@ -239,8 +244,13 @@ async fn real_apiserver_recording_replays_offline_to_the_same_calls_with_writes_
     // a stated difference from client-go). Such a key may be missing live; every other key's
     // calls are the same.
     let mut replayed_keys = per_key(&replayed_calls);
-    let live_keys = per_key(&live_calls);
+    let mut live_keys = per_key(&live_calls);
     replayed_keys.retain(|key, calls| live_keys.contains_key(key) || !vanished(calls));
+    if extra_calls.len() == 2 {
+        // Folded by the recorder (above): the live plugin may have had the update apart.
+        replayed_keys.remove(&key("extra"));
+        live_keys.remove(&key("extra"));
+    }
     ensure!(replayed_keys == live_keys, "replayed {replayed_calls:?}\nlive {live_calls:?}");
     Ok(())
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 pub use check::{CheckReport, check};
-pub use host::Host;
+pub use host::{CustomSource, Host, HostBuilder};
 
 use crate::crd::ControllerOptions;
 use crate::fswatch::WatchError;
@@ -92,6 +92,9 @@ pub enum AppError {
     /// The `WinkPlugin` informer could not be registered.
     #[error("cannot watch WinkPlugin objects")]
     Informer(#[source] crate::informer::InformerError),
+    /// WinkPlugin objects were asked for from a source without a cluster client.
+    #[error("plugins from WinkPlugin objects need a cluster to read them from")]
+    WinkPluginsNeedCluster,
     /// `--shard-group` coordinates through a Kubernetes API server.
     #[error("--shard-group shares plugins through Leases on a Kubernetes API server: use a `kube` source")]
     ShardNeedsKube,
@@ -136,6 +139,41 @@ pub struct RunOptions {
     pub shard: Option<LeaseOptions>,
     /// Record what the plugins' informers deliver into this file (`None`: no recording).
     pub record: Option<PathBuf>,
+}
+
+impl RunOptions {
+    /// Options for a host over `source` and nothing else: no plugins folder (deploy through
+    /// [`Host::registry`]), no endpoints, no compile cache, the default start, recycling and
+    /// bounds. Set the other fields as `wink run`'s flags would.
+    pub fn new(source: SourceSpec) -> Self {
+        Self {
+            plugins: None,
+            plugin_refs: None,
+            source,
+            namespace: None,
+            listen: None,
+            cache_dir: None,
+            watch_plugins: false,
+            start_plugins: PluginStart::default(),
+            recycle: RecyclePolicy::default(),
+            metrics_interval: None,
+            bounds: Bounds::default(),
+            policy: None,
+            serve_api: None,
+            winkplugins: None,
+            shard: None,
+            record: None,
+        }
+    }
+}
+
+impl Default for RunOptions {
+    /// Options for a host over the default Kubernetes API server (the default kubeconfig,
+    /// else the in-cluster service account, as kube-rs's `Client::try_default`); see
+    /// [`RunOptions::new`].
+    fn default() -> Self {
+        Self::new(SourceSpec::default())
+    }
 }
 
 /// What the host lets its plugins take: memory, component size, compile cache size, live
@@ -217,4 +255,13 @@ fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, E
 /// Runs plugins until `shutdown` fires; returns one summary line per plugin.
 pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec<String>, AppError> {
     Host::build(options, shutdown).await?.run().await
+}
+
+impl From<crate::source::OpenError> for AppError {
+    fn from(e: crate::source::OpenError) -> Self {
+        match e {
+            crate::source::OpenError::Dir(e) => Self::DirSource(e),
+            crate::source::OpenError::Kube(e) => Self::KubeSource(e),
+        }
+    }
 }

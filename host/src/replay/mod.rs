@@ -15,10 +15,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::{InformerFactory, Registration, ResourceKey, SourceError, SourceProvider};
+use crate::informer::{InformerFactory, Registration, ResourceKey, SourceError};
 use crate::plugin::{EngineError, LoadError};
-use crate::source::SourceSpec;
-use crate::source::{DirSource, DirSourceError, DirSourceOptions, KubeSource, KubeSourceError, load_config};
+use crate::source::{DirSourceError, KubeSourceError, OpenError, OpenOptions, SourceSpec};
 
 pub use format::{FormatError, Line, Recording};
 pub use player::{ReplayOptions, ReplayReport, replay};
@@ -136,22 +135,8 @@ pub async fn record(options: RecordOptions, shutdown: CancellationToken) -> Resu
         })
         .collect::<Result<Vec<_>, _>>()?;
     let cancel = shutdown.child_token();
-    let provider: Arc<dyn SourceProvider> = match &options.source {
-        SourceSpec::Dir(path) => {
-            let dir = DirSource::open_with(
-                path,
-                DirSourceOptions { namespace: options.namespace.clone(), ..Default::default() },
-            )?;
-            dir.watch(cancel.clone()).map_err(|e| ReplayError::Watch {
-                resource: path.display().to_string(),
-                source: SourceError::Unsupported(e.to_string()),
-            })?;
-            dir
-        }
-        SourceSpec::Kube { kubeconfig } => {
-            Arc::new(KubeSource::from_config(load_config(kubeconfig.as_deref()).await?)?)
-        }
-    };
+    let open = OpenOptions { namespace: options.namespace.clone(), ..OpenOptions::default() };
+    let provider = options.source.open(&open, &cancel).await?.provider();
     let factory = InformerFactory::new(provider);
     let full = CancellationToken::new();
     let sink = open_sink(
@@ -177,4 +162,13 @@ pub async fn record(options: RecordOptions, shutdown: CancellationToken) -> Resu
     cancel.cancel();
     factory.shutdown().await;
     Ok(sink.written())
+}
+
+impl From<OpenError> for ReplayError {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Dir(e) => Self::DirSource(e),
+            OpenError::Kube(e) => Self::KubeSource(e),
+        }
+    }
 }

@@ -13,4 +13,4 @@ pub use dir::{DirSource, DirSourceError, DirSourceOptions};
 pub use documents::{ManifestObject, ParsedManifest, parse_manifest_file};
 pub use kube::{KubeListerWatcher, KubeSource, KubeSourceError, ResolvedResource};
 pub use kube_config::load_config;
-pub use spec::{SourceSpec, UnknownSource};
+pub use spec::{OpenError, OpenOptions, OpenedSource, SourceSpec, UnknownSource};

@@ -120,6 +120,20 @@ pub async fn handle(
     }
 }
 
+/// One request to a kind's resource path, once routed and authorized.
+struct Call<'a> {
+    state: &'a State,
+    method: Method,
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+    path: &'a ResourcePath,
+    kind: &'a Served,
+    collection: Collection,
+    query: Query,
+    namespace: Option<String>,
+    name: String,
+}
+
 async fn resource(
     state: &State,
     method: Method,
@@ -156,158 +170,178 @@ async fn resource(
         Ok(table) => table.filter(|_| method == Method::GET && !path.status),
         Err(e) => return failure(&e),
     };
-    if let Some(table) = table
-        && path.name.is_some()
-    {
-        let get = Request::new(Verb::Get, &kind.api_version, &kind.kind, namespace.clone(), &name);
-        return match state.client.execute_now(get) {
-            Ok(outcome) => {
-                let metadata = json!({"resourceVersion": outcome.object.resource_version()});
-                table.answer(state.cluster.as_ref(), kind, &collection, &[outcome.object], metadata)
-            }
-            Err(e) => failure_about(
-                &e,
-                Some(&About {
-                    name: &name,
-                    group: group_of(&kind.api_version),
-                    plural: &path.plural,
-                    kind: &kind.kind,
-                }),
-            ),
-        };
-    }
-    let request = |verb: Verb, body: String| {
-        Request::new(verb, &kind.api_version, &kind.kind, namespace.clone(), &name)
-            .with_body(body)
-            .with_subresource(path.status.then_some(Subresource::Status))
-    };
-    let text = String::from_utf8_lossy(&body).into_owned();
-    // A create, update or patch other than an apply is recorded in managedFields under its
-    // manager (an apply names its own).
-    let managed = |write: Request, patch: Option<&PatchType>| match write_options(&method, &query, patch) {
-        Ok(options) if matches!(patch, Some(PatchType::Apply { .. })) => Ok(write.with_dry_run(options.dry_run)),
-        Ok(options) => Ok(write.with_dry_run(options.dry_run).with_field_manager(field_manager(headers, &options))),
-        Err(refused) => Err(refused),
-    };
-    let mut deletion = Deletion::default();
-    let write = match (&method, path.name.is_some()) {
-        (&Method::GET, false) => return list_or_watch(state, &collection, kind, namespace, &query, watching, table),
-        (&Method::GET, true) => Ok(request(Verb::Get, String::new())),
-        (&Method::POST, false) => managed(request(Verb::Create, text), None),
-        (&Method::PUT, true) => managed(request(Verb::Update, text), None),
-        (&Method::PATCH, true) => {
-            let patch_type = match patch_type(headers, &query) {
-                Ok(patch_type) => patch_type,
-                Err(refused) => return *refused,
-            };
-            // An apply body is YAML (JSON is YAML too), read as the API server reads it.
-            let text = match patch_type {
-                PatchType::Apply { .. } => match crate::kube::yaml11::one_document(&text) {
-                    Ok(v) => v.to_string(),
-                    Err(e) => return failure(&RequestError::BadRequest(format!("the apply body is not YAML: {e}"))),
-                },
-                _ => text,
-            };
-            let write = Request { may_create, ..request(Verb::Patch(patch_type.clone()), text) };
-            managed(write, Some(&patch_type))
-        }
-        (&Method::DELETE, false) => {
-            let deletion = match delete_options(headers, &body, &query) {
-                Ok(deletion) => deletion,
-                Err(refused) => return *refused,
-            };
-            let (labels, fields) = (query.get("labelSelector"), query.get("fieldSelector"));
-            return match Selection::parse(&collection, namespace, labels, fields) {
-                Ok(selection) => delete_collection(&state.client, &collection, kind, &selection, &query, &deletion),
-                Err(e) => failure(&e),
-            };
-        }
-        (&Method::DELETE, true) => delete_options(headers, &body, &query).map(|read| {
-            let write = request(Verb::Delete(read.options.clone()), String::new()).with_dry_run(read.dry_run);
-            deletion = read;
-            write
-        }),
-        (method, _) => {
-            let e = RequestError::BadRequest(format!("the server does not allow {method} on {}", uri.path()));
-            return failure(&e);
-        }
-    };
-    let write = match write {
-        Ok(write) => write,
-        Err(refused) => return *refused,
-    };
-    let creating = match &write.verb {
-        Verb::Create => true,
-        // An apply answers 201 when it created the object.
-        Verb::Patch(PatchType::Apply { .. }) => {
-            let probe = request(Verb::Get, String::new());
-            matches!(state.client.execute(probe, None).await, Err(RequestError::NotFound(_)))
-        }
-        _ => false,
-    };
-    let body_name = serde_json::from_str::<Value>(&write.body)
-        .ok()
-        .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned));
-    let group = group_of(&kind.api_version);
-    let object_name = if name.is_empty() { body_name.as_deref().unwrap_or_default() } else { name.as_str() };
-    let about = About { name: object_name, group, plural: &path.plural, kind: &kind.kind };
-    let deleting = matches!(write.verb, Verb::Delete(_));
-    match state.client.execute_now(write) {
-        // A DELETE that removed the object answers it, or (for most kinds) a Status naming it.
-        Ok(outcome) if outcome.removed && deleting => {
-            if collection.built_in && crate::kube::deletion::returns_deleted_object(group, &kind.kind) {
-                return json_response(StatusCode::OK, &value(&outcome.object));
-            }
-            let mut details = json!({"name": name, "kind": path.plural, "uid": outcome.object.uid()});
-            if !group.is_empty() {
-                details["group"] = json!(group);
-            }
-            let success =
-                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
-            json_response(StatusCode::OK, &success)
-        }
-        // A delete that only marked the object (its finalizers remain) answers 202 when
-        // `orphanDependents: false` asked for cascading, as kube-apiserver does.
-        Ok(outcome) if deleting && deletion.orphan_dependents == Some(false) => {
-            json_response(StatusCode::ACCEPTED, &value(&outcome.object))
-        }
-        // Anything else answers the object: created, written, or (an update or patch that
-        // removed the last finalizer of an object being deleted) as it was last written.
-        Ok(outcome) => {
-            json_response(if creating { StatusCode::CREATED } else { StatusCode::OK }, &value(&outcome.object))
-        }
-        Err(e) => failure_about(&e, Some(&about)),
+    let call = Call { state, method, uri, headers, path, kind, collection, query, namespace, name };
+    match (table, path.name.is_some()) {
+        (Some(table), true) => call.table_row(&table),
+        (table, false) if call.method == Method::GET => call.list_or_watch(watching, table),
+        (_, false) if call.method == Method::DELETE => call.delete_collection(&body),
+        _ => call.write(may_create, &body).await,
     }
 }
 
-/// A LIST, or a WATCH, of a collection, with the request's selection; a LIST as a Table
-/// when the request asks for one.
-fn list_or_watch(
-    state: &State,
-    collection: &Collection,
-    kind: &Served,
-    namespace: Option<String>,
-    query: &Query,
-    watching: bool,
-    table: Option<TableRequest>,
-) -> Response {
-    let selection =
-        match Selection::parse(collection, namespace, query.get("labelSelector"), query.get("fieldSelector")) {
+impl Call<'_> {
+    /// The request for `verb` on the addressed object (or its status).
+    fn request(&self, verb: Verb, body: String) -> Request {
+        Request::new(verb, &self.kind.api_version, &self.kind.kind, self.namespace.clone(), &self.name)
+            .with_body(body)
+            .with_subresource(self.path.status.then_some(Subresource::Status))
+    }
+
+    /// A GET of one object as a Table.
+    fn table_row(&self, table: &TableRequest) -> Response {
+        let get = Request::new(Verb::Get, &self.kind.api_version, &self.kind.kind, self.namespace.clone(), &self.name);
+        match self.state.client.execute_now(get) {
+            Ok(outcome) => {
+                let metadata = json!({"resourceVersion": outcome.object.resource_version()});
+                table.answer(self.state.cluster.as_ref(), self.kind, &self.collection, &[outcome.object], metadata)
+            }
+            Err(e) => failure_about(&e, Some(&self.about(&self.name))),
+        }
+    }
+
+    /// What a failure is about: the object `name` of this kind.
+    fn about<'b>(&'b self, name: &'b str) -> About<'b> {
+        About { name, group: group_of(&self.kind.api_version), plural: &self.path.plural, kind: &self.kind.kind }
+    }
+
+    /// A LIST, or a WATCH, of the collection, with the request's selection; a LIST as a
+    /// Table when the request asks for one.
+    fn list_or_watch(&self, watching: bool, table: Option<TableRequest>) -> Response {
+        let (state, collection, kind, query) = (self.state, &self.collection, self.kind, &self.query);
+        let (labels, fields) = (query.get("labelSelector"), query.get("fieldSelector"));
+        let selection = match Selection::parse(collection, self.namespace.clone(), labels, fields) {
             Ok(s) => s,
             Err(e) => return failure(&e),
         };
-    if watching {
-        read::watch(collection, &kind.api_version, &kind.kind, selection, query, state.options.default_watch_timeout)
-    } else if let Some(table) = table {
-        match read::page(collection, &selection, query) {
-            Ok(page) => {
-                let metadata = read::list_metadata(&selection, &page);
-                table.answer(state.cluster.as_ref(), kind, collection, &page.list.items, metadata)
+        if watching {
+            let timeout = state.options.default_watch_timeout;
+            read::watch(collection, &kind.api_version, &kind.kind, selection, query, timeout)
+        } else if let Some(table) = table {
+            match read::page(collection, &selection, query) {
+                Ok(page) => {
+                    let metadata = read::list_metadata(&selection, &page);
+                    table.answer(state.cluster.as_ref(), kind, collection, &page.list.items, metadata)
+                }
+                Err(refused) => *refused,
             }
-            Err(refused) => *refused,
+        } else {
+            read::list(collection, &kind.api_version, &kind.kind, &selection, query)
         }
-    } else {
-        read::list(collection, &kind.api_version, &kind.kind, &selection, query)
+    }
+
+    /// A DELETE of the collection: every object the selection names.
+    fn delete_collection(&self, body: &Bytes) -> Response {
+        let deletion = match delete_options(self.headers, body, &self.query) {
+            Ok(deletion) => deletion,
+            Err(refused) => return *refused,
+        };
+        let (labels, fields) = (self.query.get("labelSelector"), self.query.get("fieldSelector"));
+        match Selection::parse(&self.collection, self.namespace.clone(), labels, fields) {
+            Ok(selection) => {
+                delete_collection(&self.state.client, &self.collection, self.kind, &selection, &self.query, &deletion)
+            }
+            Err(e) => failure(&e),
+        }
+    }
+
+    /// A GET, create, update, patch or delete of one object.
+    async fn write(&self, may_create: bool, body: &Bytes) -> Response {
+        let mut deletion = Deletion::default();
+        let write = match self.write_request(may_create, body, &mut deletion) {
+            Ok(write) => write,
+            Err(refused) => return *refused,
+        };
+        let creating = match &write.verb {
+            Verb::Create => true,
+            // An apply answers 201 when it created the object.
+            Verb::Patch(PatchType::Apply { .. }) => {
+                let probe = self.request(Verb::Get, String::new());
+                matches!(self.state.client.execute(probe, None).await, Err(RequestError::NotFound(_)))
+            }
+            _ => false,
+        };
+        let body_name = serde_json::from_str::<Value>(&write.body)
+            .ok()
+            .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned));
+        let object_name = if self.name.is_empty() { body_name.as_deref().unwrap_or_default() } else { &self.name };
+        let deleting = matches!(write.verb, Verb::Delete(_));
+        match self.state.client.execute_now(write) {
+            Ok(outcome) if outcome.removed && deleting => self.deleted(&outcome.object),
+            // A delete that only marked the object (its finalizers remain) answers 202 when
+            // `orphanDependents: false` asked for cascading, as kube-apiserver does.
+            Ok(outcome) if deleting && deletion.orphan_dependents == Some(false) => {
+                json_response(StatusCode::ACCEPTED, &value(&outcome.object))
+            }
+            // Anything else answers the object: created, written, or (an update or patch
+            // that removed the last finalizer of an object being deleted) as it was last
+            // written.
+            Ok(outcome) => {
+                json_response(if creating { StatusCode::CREATED } else { StatusCode::OK }, &value(&outcome.object))
+            }
+            Err(e) => failure_about(&e, Some(&self.about(object_name))),
+        }
+    }
+
+    /// The request the method asks for; a DELETE's options are left in `deletion`.
+    fn write_request(&self, may_create: bool, body: &Bytes, deletion: &mut Deletion) -> Result<Request, Box<Response>> {
+        let text = String::from_utf8_lossy(body).into_owned();
+        match (&self.method, self.path.name.is_some()) {
+            (&Method::GET, true) => Ok(self.request(Verb::Get, String::new())),
+            (&Method::POST, false) => self.managed(self.request(Verb::Create, text), None),
+            (&Method::PUT, true) => self.managed(self.request(Verb::Update, text), None),
+            (&Method::PATCH, true) => {
+                let patch_type = patch_type(self.headers, &self.query)?;
+                // An apply body is YAML (JSON is YAML too), read as the API server reads it.
+                let text = match patch_type {
+                    PatchType::Apply { .. } => match crate::kube::yaml11::one_document(&text) {
+                        Ok(v) => v.to_string(),
+                        Err(e) => {
+                            let e = RequestError::BadRequest(format!("the apply body is not YAML: {e}"));
+                            return Err(Box::new(failure(&e)));
+                        }
+                    },
+                    _ => text,
+                };
+                let write = Request { may_create, ..self.request(Verb::Patch(patch_type.clone()), text) };
+                self.managed(write, Some(&patch_type))
+            }
+            (&Method::DELETE, true) => {
+                let read = delete_options(self.headers, body, &self.query)?;
+                let write = self.request(Verb::Delete(read.options.clone()), String::new()).with_dry_run(read.dry_run);
+                *deletion = read;
+                Ok(write)
+            }
+            (method, _) => {
+                let e = RequestError::BadRequest(format!("the server does not allow {method} on {}", self.uri.path()));
+                Err(Box::new(failure(&e)))
+            }
+        }
+    }
+
+    /// `write` with the request's dry run and, for a create, update or patch other than an
+    /// apply (which names its own), the manager `managedFields` records it under.
+    fn managed(&self, write: Request, patch: Option<&PatchType>) -> Result<Request, Box<Response>> {
+        let options = write_options(&self.method, &self.query, patch)?;
+        if matches!(patch, Some(PatchType::Apply { .. })) {
+            return Ok(write.with_dry_run(options.dry_run));
+        }
+        Ok(write.with_dry_run(options.dry_run).with_field_manager(field_manager(self.headers, &options)))
+    }
+
+    /// The answer to a DELETE that removed the object: the object, or (for most kinds) a
+    /// Status naming it.
+    fn deleted(&self, object: &Object) -> Response {
+        let group = group_of(&self.kind.api_version);
+        if self.collection.built_in && crate::kube::deletion::returns_deleted_object(group, &self.kind.kind) {
+            return json_response(StatusCode::OK, &value(object));
+        }
+        let mut details = json!({"name": self.name, "kind": self.path.plural, "uid": object.uid()});
+        if !group.is_empty() {
+            details["group"] = json!(group);
+        }
+        let success =
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
+        json_response(StatusCode::OK, &success)
     }
 }
 
