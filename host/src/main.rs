@@ -287,8 +287,9 @@ impl OciArgs {
 /// What the host lets its plugins take.
 #[derive(clap::Args)]
 struct BoundsArgs {
-    /// The memory all plugins may reserve together (each reserves its limits.memory),
-    /// e.g. `8Gi` [default: half of the machine's or the container's memory].
+    /// The memory plugins may reserve together: each live instance its limits.memory (each
+    /// plugin, with --start-plugins on-deploy), e.g. `8Gi` [default: half of the machine's
+    /// or the container's memory].
     #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
     plugin_memory_budget: Option<u64>,
     /// The largest component file loaded.

@@ -6,10 +6,13 @@
 //!   budget, a component file larger than `--max-component-size`, and a component whose
 //!   memory before its first call exceeds its `limits.memory`, each with an error naming the
 //!   plugin or file and the figures;
-//! - `wink run` refuses to deploy a plugin whose limit does not fit in what the deployed
-//!   plugins left of `--plugin-memory-budget`, keeps serving the others, and deploys it once
-//!   a removed plugin's reservation is released; a replaced plugin's old reservation is
-//!   released too;
+//! - `wink run --start-plugins on-deploy` refuses to deploy a plugin whose limit does not fit
+//!   in what the deployed plugins left of `--plugin-memory-budget`, keeps serving the others,
+//!   and deploys it once a removed plugin's reservation is released; a replaced plugin's old
+//!   reservation is released too;
+//! - `wink run` with the default start deploys plugins that only fit the budget one at a
+//!   time, and serves them all: each instance reserves its limit while it lives, and one
+//!   that does not fit makes room by recycling the least recently used idle instance;
 //! - `wink run` refuses a component over `--max-component-size` without reading it, and
 //!   serves the other plugins;
 //! - `wink run` refuses to start a plugin once every place of the instance pool
@@ -137,7 +140,8 @@ async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_rele
     let plugins = tempfile::tempdir().unwrap();
     let first = install_plugin("event-recorder", plugins.path(), "a-first", Some(&with_memory("32Mi")));
     install_plugin("event-recorder", plugins.path(), "b-second", Some(&with_memory("32Mi")));
-    let child = run(plugins.path(), cluster.path(), &["--no-cache", "--plugin-memory-budget", "48Mi"]);
+    let flags = ["--no-cache", "--plugin-memory-budget", "48Mi", "--start-plugins", "on-deploy"];
+    let child = run(plugins.path(), cluster.path(), &flags);
     let stderr = child.stderr.clone();
     refusal(&stderr, "b-second", &["plugin b-second reserves 32Mi", "only 16Mi", "budget of 48Mi"]).await;
     stderr.wait_for("a-first's initial add", initial_add("a-first")).await;
@@ -152,6 +156,35 @@ async fn run_refuses_a_plugin_over_the_memory_budget_until_reservations_are_rele
     stderr.wait_for("b-second's replacement", replaced).await;
     install_plugin("event-recorder", plugins.path(), "c-third", Some(&with_memory("32Mi")));
     stderr.wait_for("c-third's initial add", initial_add("c-third")).await;
+    stop(child).await;
+}
+
+/// Started on their first event (the default), plugins that fit the memory budget only one
+/// at a time all deploy and all get every event: each instance reserves its limit while it
+/// lives, and makes room by recycling an idle one.
+#[tokio::test]
+async fn run_shares_the_memory_budget_between_instances_started_on_first_event() {
+    let cluster = cluster_with_a_pod();
+    let plugins = tempfile::tempdir().unwrap();
+    let names = ["a-first", "b-second"];
+    for name in names {
+        install_plugin("event-recorder", plugins.path(), name, Some(&with_memory("32Mi")));
+    }
+    let child = run(plugins.path(), cluster.path(), &["--no-cache", "--plugin-memory-budget", "48Mi"]);
+    let stderr = child.stderr.clone();
+    for name in names {
+        stderr.wait_for("every plugin's initial add", initial_add(name)).await;
+    }
+    write_atomic(
+        &cluster.path().join("web.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n  labels: {tier: front}\n",
+    );
+    for name in names {
+        let update = |l: &str| (l.contains(name) && field(l, "event") == Some("update")).then_some(());
+        stderr.wait_for("every plugin's update", update).await;
+    }
+    let refused = stderr.snapshot().into_iter().filter(|l| l.contains("plugin not deployed")).count();
+    assert_eq!(refused, 0, "both fit alone, so both deploy: {:?}", stderr.snapshot());
     stop(child).await;
 }
 

@@ -58,7 +58,7 @@ pub use manifest::{
     format_bytes, parse_byte_size,
 };
 pub use metrics::{MetricsRegistry, PluginMetrics};
-pub use runtime::budget::{BudgetExceeded, MemoryBudget, MemoryReservation};
+pub use runtime::budget::{BudgetExceeded, BudgetFull, InstanceReservation, MemoryBudget, MemoryReservation};
 pub use runtime::engine::{
     Allocation, CacheOutcome, DEFAULT_MAX_INSTANCES, EngineConfig, EngineError, PluginEngine, PoolLimits,
 };

@@ -47,6 +47,10 @@ pub enum TrapKind {
     /// doing either: the runner first recycles the least recently used idle instance and
     /// tries once more (see `delivery::runner::recycle`).
     PoolFull(String),
+    /// The instances alive hold the whole plugin memory budget (plugins started on their
+    /// first event reserve it per instance). As [`TrapKind::PoolFull`]: the runner recycles
+    /// least recently used idle instances until this one fits.
+    BudgetFull(String),
 }
 
 impl TrapKind {
@@ -58,8 +62,14 @@ impl TrapKind {
             TrapKind::OutOfMemory => "out_of_memory",
             TrapKind::StackOverflow => "stack_overflow",
             TrapKind::Other(_) => "other",
-            TrapKind::Instantiation(_) | TrapKind::PoolFull(_) => "instantiation",
+            TrapKind::Instantiation(_) | TrapKind::PoolFull(_) | TrapKind::BudgetFull(_) => "instantiation",
         }
+    }
+
+    /// Whether an instantiation failed for want of room another plugin's idle instance
+    /// holds (a place in the pool, memory in the budget): recycling one may make it.
+    pub fn wants_room(&self) -> bool {
+        matches!(self, TrapKind::PoolFull(_) | TrapKind::BudgetFull(_))
     }
 
     /// Classifies the error of a failed call (or of a start function run while
@@ -109,6 +119,7 @@ impl fmt::Display for TrapKind {
             TrapKind::Other(what) => write!(f, "trap: {what}"),
             TrapKind::Instantiation(what) => write!(f, "cannot instantiate: {what}"),
             TrapKind::PoolFull(what) => write!(f, "cannot instantiate: the instance pool is full ({what})"),
+            TrapKind::BudgetFull(what) => write!(f, "cannot instantiate: {what}"),
         }
     }
 }

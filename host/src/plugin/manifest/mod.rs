@@ -213,8 +213,8 @@ impl CacheGrant {
 pub struct Limits {
     /// The most linear memory the plugin may use (all its memories together), with a `Ki`,
     /// `Mi` or `Gi` suffix or in bytes; default `64Mi`, at most `4Gi`. Growing past it traps.
-    /// The host reserves it from its plugin memory budget and refuses a plugin that does not
-    /// fit, whose limit is above its instance pool's largest memory, or whose component needs
+    /// The host reserves it from its plugin memory budget (per live instance, or at deploy
+    /// for plugins started as they deploy) and refuses a plugin that does not fit, whose limit is above its instance pool's largest memory, or whose component needs
     /// more before its first call (memory minimums and data segments).
     #[serde(default = "default_memory")]
     pub memory: MemorySize,

@@ -15,6 +15,17 @@
 //! always be replaced by a version with the same limit, and raising a limit needs only the
 //! difference to be free.
 //!
+//! **Per instance.** When plugins start on their first event (the default), a deployed
+//! plugin holds no instance most of the time, so reserving every plugin's limit at deploy
+//! would refuse far more plugins than ever run at once. Then a plugin is only checked at
+//! deploy to fit in the whole budget ([`MemoryBudget::check`]), and each **instance**
+//! reserves its limit while it lives ([`MemoryBudget::reserve_instance`], held by the
+//! instance, released as it is dropped or recycled). An instantiation that finds the budget
+//! full recycles the least recently used idle instances until it fits, as one that finds
+//! the instance pool full does; the budget then bounds the memory of the instances alive at
+//! once, which is what a machine has to hold. Plugins started as they deploy
+//! (`--start-plugins on-deploy`) keep their instances, and reserve at deploy as above.
+//!
 //! The default budget ([`MemoryBudget::from_machine`]) is half of the memory the process may
 //! use: the smaller of the machine's physical memory and the cgroup's memory limit (a
 //! container's), leaving the other half to the host itself, the informers' caches and the
@@ -76,6 +87,8 @@ struct State {
     /// The sum over plugins of each one's largest outstanding reservation, kept as they
     /// change: a host deploying 10,000 plugins does not add up 10,000 entries per deploy.
     reserved: u64,
+    /// What live instances reserve ([`MemoryBudget::reserve_instance`]): each counts.
+    instances: u64,
 }
 
 /// A plugin's largest outstanding reservation.
@@ -87,7 +100,7 @@ impl State {
     /// What plugins other than `except` reserve: each at its largest outstanding reservation.
     fn reserved_except(&self, except: Option<&str>) -> u64 {
         let own = except.and_then(|plugin| self.by_plugin.get(plugin)).map_or(0, |held| largest(held));
-        self.reserved - own
+        self.reserved - own + self.instances
     }
 
     /// Changes `plugin`'s reservations with `change`, keeping the sum up to date.
@@ -177,6 +190,19 @@ impl MemoryBudget {
         Ok(MemoryReservation { budget: self.clone(), plugin: plugin.to_owned(), id, bytes: requested })
     }
 
+    /// Reserves `bytes` for one instance of `plugin` while the returned reservation lives;
+    /// every live instance counts, a plugin's own too. Refused when they do not fit in what
+    /// is left: the caller recycles an idle instance and asks again.
+    pub fn reserve_instance(&self, plugin: &str, bytes: u64) -> Result<InstanceReservation, BudgetFull> {
+        let mut state = self.0.state.lock();
+        let available = self.0.total.saturating_sub(state.reserved_except(None));
+        if bytes > available {
+            return Err(BudgetFull { plugin: plugin.to_owned(), requested: bytes, available, total: self.0.total });
+        }
+        state.instances += bytes;
+        Ok(InstanceReservation { budget: self.clone(), bytes })
+    }
+
     /// What `manifest`'s plugin may reserve: the total less every other plugin's reservations.
     fn available_to(&self, manifest: &Manifest, state: &State) -> u64 {
         self.0.total.saturating_sub(state.reserved_except(Some(manifest.name.as_str())))
@@ -221,6 +247,36 @@ impl Drop for MemoryReservation {
     fn drop(&mut self) {
         self.budget.release(&self.plugin, self.id);
     }
+}
+
+/// An instance's share of the [`MemoryBudget`]; released when dropped (with its instance).
+#[derive(Debug)]
+pub struct InstanceReservation {
+    budget: MemoryBudget,
+    bytes: u64,
+}
+
+impl Drop for InstanceReservation {
+    fn drop(&mut self) {
+        self.budget.0.state.lock().instances -= self.bytes;
+    }
+}
+
+/// The live instances' reservations leave no room for another instance.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the plugin memory budget is full: an instance of {plugin} needs {}, {} of {} is free (live instances reserve the rest)",
+    format_bytes(*requested), format_bytes(*available), format_bytes(*total)
+)]
+pub struct BudgetFull {
+    /// The plugin.
+    pub plugin: String,
+    /// Its `limits.memory`, in bytes.
+    pub requested: u64,
+    /// What was free, in bytes.
+    pub available: u64,
+    /// The whole budget, in bytes.
+    pub total: u64,
 }
 
 /// Half of the smaller of the physical memory and the cgroup limit; [`FALLBACK_BUDGET`]
@@ -320,6 +376,25 @@ mod tests {
         assert!(budget.reserve(&manifest("a", "200Mi")).is_err());
         assert_eq!(budget.reserved(), (128 + 64) << 20);
         drop(old);
+    }
+
+    #[test]
+    fn every_live_instance_reserves_its_limit_until_it_is_dropped() {
+        let budget = MemoryBudget::new(256 << 20);
+        let plugin = budget.reserve(&manifest("a", "64Mi")).unwrap();
+        let first = budget.reserve_instance("b", 64 << 20).unwrap();
+        // Two instances of one plugin (a reconciler's workers) both count.
+        let second = budget.reserve_instance("b", 64 << 20).unwrap();
+        assert_eq!(budget.reserved(), 192 << 20);
+        let full = budget.reserve_instance("c", 100 << 20).unwrap_err();
+        assert_eq!((full.requested, full.available, full.total), (100 << 20, 64 << 20, 256 << 20));
+        assert!(full.to_string().contains("an instance of c needs 100Mi, 64Mi of 256Mi is free"), "{full}");
+        // Deploy-time reservations see the instances' too.
+        assert!(budget.reserve(&manifest("d", "100Mi")).is_err());
+        drop(first);
+        let _third = budget.reserve_instance("c", 100 << 20).unwrap();
+        drop((second, plugin));
+        assert_eq!(budget.reserved(), 100 << 20);
     }
 
     #[test]

@@ -37,6 +37,7 @@ use crate::plugin::imports::{
     CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, HasCache, HasCluster, HasLent, HasLog,
     HasQueue, LentObjects, LogSink, QueueAccess,
 };
+use crate::plugin::runtime::budget::{InstanceReservation, MemoryBudget};
 use crate::plugin::runtime::deadline::CallDeadline;
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::limits::PluginLimiter;
@@ -158,6 +159,9 @@ pub struct Sandbox {
     config_json: Arc<str>,
     /// A reconciler's work queue, for its `queue` import.
     queue: Option<WorkQueue<String>>,
+    /// The budget each instance reserves its memory limit from while it lives (`None`: the
+    /// plugin reserved at deploy, or nothing bounds it).
+    budget: Option<MemoryBudget>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -206,7 +210,16 @@ impl Sandbox {
             call_timeout: settings.call_timeout,
             config_json: settings.config_json,
             queue: None,
+            budget: None,
         }
+    }
+
+    /// Each instance reserves the plugin's memory limit from `budget` while it lives, and
+    /// is not created when the budget is full ([`TrapKind::BudgetFull`]).
+    #[must_use]
+    pub fn with_budget(mut self, budget: MemoryBudget) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Gives the plugin's instances `queue` behind their `queue` import (a reconciler's).
@@ -245,6 +258,14 @@ impl Sandbox {
     /// [`CallOutcome::Trap`] (including [`TrapKind::Instantiation`]) or
     /// [`CallOutcome::InitRejected`].
     pub fn instantiate(&self) -> Result<PluginInstance, CallOutcome> {
+        let memory = match &self.budget {
+            Some(budget) => Some(
+                budget
+                    .reserve_instance(&self.name, self.memory_limit)
+                    .map_err(|full| CallOutcome::Trap(TrapKind::BudgetFull(full.to_string())))?,
+            ),
+            None => None,
+        };
         let _running = self.engine.guest_running();
         let state = HostState {
             log: LogSink::new(self.name.clone()),
@@ -263,7 +284,7 @@ impl Sandbox {
         let instance = self.pre.pre.instantiate(&mut store).map_err(instantiation)?;
         let handlers = Handlers::new(&mut store, &instance, self.pre.version, self.pre.world).map_err(instantiation)?;
         let engine = self.engine.clone();
-        let mut instance = PluginInstance { store, handlers, poisoned: false, calls: 0, engine };
+        let mut instance = PluginInstance { store, handlers, poisoned: false, calls: 0, engine, _memory: memory };
         let init: TypedFunc<(&str,), InitResult> = instance.handlers.init;
         match instance.call(false, Instant::now(), |s| init.call(s, (&*self.config_json,)).map(|(r,)| r)) {
             Ok(Ok(())) => Ok(instance),
@@ -388,6 +409,9 @@ pub struct PluginInstance {
     calls: u64,
     /// Keeps the epoch ticker going during calls.
     engine: PluginEngine,
+    /// Its share of the memory budget, if it reserves one: released after the store (the
+    /// fields drop in order).
+    _memory: Option<InstanceReservation>,
 }
 
 impl std::fmt::Debug for PluginInstance {

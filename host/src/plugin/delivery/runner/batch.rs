@@ -12,7 +12,7 @@ use quanta::Instant;
 use super::policy::apply_policy;
 use super::{Shared, Slot};
 use crate::informer::{Action, EntryResults, HandlerError, Notification};
-use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
+use crate::plugin::contract::outcome::CallOutcome;
 use crate::plugin::delivery::placement::Took;
 use crate::plugin::runtime::instance::PluginInstance;
 use crate::plugin::threads::cpu;
@@ -100,12 +100,16 @@ fn start_instance(shared: &Shared, slot: &mut Slot, started: Instant) -> Result<
         return Ok(started);
     }
     let mut outcome = shared.sandbox.instantiate();
-    if let (Err(CallOutcome::Trap(TrapKind::PoolFull(_))), Some((recycler, _))) = (&outcome, &shared.recycler)
-        && let Some(idle) = recycler.least_recently_used()
-    {
-        // Its place goes back to the pool as it is dropped.
-        drop(idle);
-        outcome = shared.sandbox.instantiate();
+    if let Some((recycler, _)) = &shared.recycler {
+        // Each idle instance dropped gives its place back to the pool and its memory to the
+        // budget; memory may take several (limits differ).
+        while let Err(CallOutcome::Trap(trap)) = &outcome
+            && trap.wants_room()
+            && let Some(idle) = recycler.least_recently_used()
+        {
+            drop(idle);
+            outcome = shared.sandbox.instantiate();
+        }
     }
     let ended = Instant::now();
     shared.metrics.call(ended.saturating_duration_since(started));

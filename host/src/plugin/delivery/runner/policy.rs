@@ -51,7 +51,9 @@ pub(super) fn apply_policy(shared: &Shared, slot: &mut Slot, outcome: &CallOutco
     };
     slot.instance = None;
     shared.metrics.trap(kind);
-    if let CallOutcome::Trap(TrapKind::Instantiation(why) | TrapKind::PoolFull(why)) = outcome {
+    if let CallOutcome::Trap(TrapKind::Instantiation(why) | TrapKind::PoolFull(why) | TrapKind::BudgetFull(why)) =
+        outcome
+    {
         let failures = shared.consecutive_failures.load(Ordering::Acquire).saturating_add(1);
         slot.restart_at = Some(tokio::time::Instant::now() + restart_delay(&shared.backoff, failures));
         tracing::error!(plugin = name, trap = kind, error = %why, "cannot instantiate plugin; will retry");

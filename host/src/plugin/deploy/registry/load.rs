@@ -34,7 +34,9 @@ pub(super) struct Started {
     /// A reconciler's work queue and its other workers' handlers (`handler` is the first's).
     pub(super) reconciler: Option<(WorkQueue<String>, Vec<Arc<PluginHandler>>)>,
     pub(super) grants: Vec<InformerLease>,
-    pub(super) memory: MemoryReservation,
+    /// Its memory, reserved at deploy when plugins start as they deploy (else each instance
+    /// reserves its own, see [`MemoryBudget::reserve_instance`]).
+    pub(super) memory: Option<MemoryReservation>,
 }
 
 /// Plugins' files being read on a blocking thread (see [`PluginRegistry::read_plugins`]).
@@ -79,6 +81,7 @@ impl PluginRegistry {
     pub(super) fn read_plugins(&self, dirs: Vec<PathBuf>) -> Reading {
         self.scans.count_attempts(dirs.len());
         let (engine, budget, limits) = (self.engine.clone(), self.memory_budget.clone(), self.load_limits);
+        let start = self.start;
         let (metrics, digests) = (self.metrics.clone(), self.digests.clone());
         let read = move |path: &Path| {
             let Fingerprinted { fingerprint, manifest } = FileDigests::fingerprint_shared(&digests, path);
@@ -87,7 +90,11 @@ impl PluginRegistry {
                     Some(manifest) => manifest,
                     None => load_plugin_manifest(path).map_err(LoadError::from)?,
                 };
-                budget.fits(&manifest)?;
+                match start {
+                    PluginStart::OnDeploy => budget.fits(&manifest)?,
+                    // Its instances reserve as they start: it must fit alone.
+                    PluginStart::OnFirstEvent => budget.check(&manifest)?,
+                }
                 let loaded = load_manifest(manifest, &engine, &limits)?;
                 // Creating a plugin's metric series (at zero) takes a few microseconds: here,
                 // beside the rest of the reading, rather than on the registering thread.
@@ -153,7 +160,27 @@ impl PluginRegistry {
             ),
             None => None,
         };
-        let memory = self.memory_budget.reserve(&loaded.manifest)?;
+        let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
+        let memory = match self.start {
+            PluginStart::OnDeploy => Some(self.memory_budget.reserve(&loaded.manifest)?),
+            PluginStart::OnFirstEvent => {
+                self.memory_budget.check(&loaded.manifest)?;
+                None
+            }
+        };
+        // Started on first event, each instance reserves its memory while it lives.
+        let budget = (self.start == PluginStart::OnFirstEvent).then(|| self.memory_budget.clone());
+        let sandbox = |queue: Option<&WorkQueue<String>>| {
+            let sandbox = loaded.sandbox(&self.engine, resolver.clone(), cluster.clone());
+            let sandbox = match queue {
+                Some(queue) => sandbox.with_queue(queue.clone()),
+                None => sandbox,
+            };
+            match &budget {
+                Some(budget) => sandbox.with_budget(budget.clone()),
+                None => sandbox,
+            }
+        };
         let mut grants = Vec::new();
         for grant in &loaded.manifest.cache {
             // Granted reads need a cache: keep the resource's informer while the plugin lives.
@@ -164,20 +191,18 @@ impl PluginRegistry {
                 source,
             })?);
         }
-        let resolver: Arc<dyn CacheResolver> = Arc::new(FactoryCache(self.factory.clone()));
         let Some(reconcile) = &loaded.manifest.reconcile else {
-            let handler =
-                PluginHandler::for_plugin(&loaded, &self.engine, resolver, cluster, metrics, self.pool.clone())
-                    .with_start_gate(self.caches_synced(&loaded))
-                    .with_recycler(&self.recycler);
+            let handler = PluginHandler::for_sandbox(&loaded, sandbox(None), metrics, self.pool.clone())
+                .with_start_gate(self.caches_synced(&loaded))
+                .with_recycler(&self.recycler);
             return Ok(Started { loaded, handler: Arc::new(handler), reconciler: None, grants, memory });
         };
         // A reconciler: one queue, and a handler (an instance) per worker.
         let observer = self.metrics.work_queues().observer(&name);
         let queue = WorkQueue::new(reconcile.rate_limits.limits(), Some(observer));
         let mut handlers = (0..reconcile.workers).map(|_| {
-            let sandbox = loaded.sandbox(&self.engine, resolver.clone(), cluster.clone()).with_queue(queue.clone());
-            let handler = PluginHandler::for_sandbox(&loaded, sandbox, metrics.clone(), self.pool.clone());
+            let handler =
+                PluginHandler::for_sandbox(&loaded, sandbox(Some(&queue)), metrics.clone(), self.pool.clone());
             Arc::new(handler.with_start_gate(self.caches_synced(&loaded)).with_recycler(&self.recycler))
         });
         let handler = handlers.next().expect("a reconciler has at least one worker");

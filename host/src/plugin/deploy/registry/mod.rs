@@ -26,10 +26,12 @@
 //!   leases are taken before the old ones are released.
 //! - **Remove**: the listeners are unregistered; queued events are dropped.
 //!
-//! - **Memory**: each plugin reserves its memory from the host's [`MemoryBudget`] as it is
-//!   loaded, in the folder's order; one that does not fit once the plugins before it are
-//!   registered (a plugin that fails to start gives its memory back) is refused, and its
-//!   reservation is released when it is removed or replaced. After plugins are deployed, replaced or
+//! - **Memory**: started as they deploy, plugins reserve their memory from the host's
+//!   [`MemoryBudget`] as they are loaded, in the folder's order; one that does not fit once
+//!   the plugins before it are registered (a plugin that fails to start gives its memory
+//!   back) is refused, and its reservation is released when it is removed or replaced.
+//!   Started on their first event, a plugin must fit in the whole budget, and each of its
+//!   instances reserves its memory while it lives (see [`MemoryBudget::reserve_instance`]). After plugins are deployed, replaced or
 //!   removed, the compile cache is pruned, keeping the deployed plugins' components.
 //!
 //! A plugin holds an [`InformerLease`] on each informer it listens to or may read from: the
@@ -212,7 +214,7 @@ struct Deployed {
     /// A reconciler's workers (stopped when it is dropped).
     controller: Option<Controller>,
     /// Held while the plugin is deployed.
-    _memory: MemoryReservation,
+    _memory: Option<MemoryReservation>,
 }
 
 /// A summary of one deployed plugin.

@@ -389,9 +389,9 @@ async fn a_replacement_that_cannot_start_leaves_the_old_version_running_by_defau
     registry.factory().shutdown().await;
 }
 
-/// Plugins' files are read several at once, but their memory is reserved in the folder's
-/// order: of two plugins that do not fit together, the first deploys, whichever read ends
-/// first; a smaller plugin after them still fits.
+/// Started as they deploy, plugins' files are read several at once, but their memory is
+/// reserved in the folder's order: of two plugins that do not fit together, the first
+/// deploys, whichever read ends first; a smaller plugin after them still fits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugins_reserve_memory_in_the_folder_order_while_their_files_are_read_at_once() {
     for round in 0..5 {
@@ -403,7 +403,9 @@ async fn plugins_reserve_memory_in_the_folder_order_while_their_files_are_read_a
             age(&dir.join(MANIFEST_FILE));
         }
         let budget = MemoryBudget::new((64 + 8) << 20);
-        let registry = registry_over(&MemorySource::default()).with_memory_budget(budget.clone());
+        let registry = registry_over(&MemorySource::default())
+            .with_start(PluginStart::OnDeploy)
+            .with_memory_budget(budget.clone());
         let failed = registry.sync_dir(root.path()).await.unwrap();
         assert!(
             matches!(failed.as_slice(), [RegistryError::Budget(e)] if e.plugin == "b"),
@@ -413,6 +415,48 @@ async fn plugins_reserve_memory_in_the_folder_order_while_their_files_are_read_a
         assert_eq!(deployed, ["a", "c"], "round {round}");
         assert_eq!(budget.reserved(), (64 + 8) << 20);
     }
+}
+
+/// Started on their first event (the default), a plugin is only checked at deploy to fit
+/// in the whole memory budget, and each instance reserves its limit while it lives: two
+/// plugins that do not fit together both deploy and both get their events — the second's
+/// instance made room for by recycling the first's, idle, not refused — and a plugin larger
+/// than the whole budget is refused at deploy. (Each watches its own namespace, so that the
+/// first is idle when the second starts: a busy instance is not recycled.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_started_on_first_event_share_the_memory_budget_least_recently_used_first() {
+    let pods = MemorySource::default();
+    let root = tempfile::tempdir().unwrap();
+    for (name, memory) in [("a", "64Mi"), ("b", "64Mi"), ("huge", "128Mi")] {
+        let dir = write_plugin(root.path(), name, Guest::default());
+        let manifest = format!(
+            "name: {name}\ncomponent: {name}.wasm\nresources:\n  - {{apiVersion: v1, kind: Pod, namespaces: [{name}]}}\nlimits: {{memory: {memory}}}\n"
+        );
+        std::fs::write(dir.join(MANIFEST_FILE), manifest).unwrap();
+        age(&dir.join(MANIFEST_FILE));
+    }
+    let budget = MemoryBudget::new(100 << 20);
+    let registry = registry_over(&pods).with_memory_budget(budget.clone());
+    let failed = registry.sync_dir(root.path()).await.unwrap();
+    assert!(matches!(failed.as_slice(), [RegistryError::Budget(e)] if e.plugin == "huge"), "{failed:?}");
+    let deployed: Vec<String> = registry.status().await.into_iter().map(|s| s.name).collect();
+    assert_eq!(deployed, ["a", "b"]);
+    assert_eq!(budget.reserved(), 0, "no instance, nothing reserved");
+
+    let (a, b) = (registry.metrics().plugin("a"), registry.metrics().plugin("b"));
+    for (round, name) in ["a", "b", "a"].into_iter().enumerate() {
+        let metrics = if name == "a" { &a } else { &b };
+        let before = metrics.calls();
+        pods.apply(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": name, "name": format!("p{round}")}}),
+        )
+        .unwrap();
+        wait_until("the plugin's init and add", || metrics.calls() == before + 2).await;
+        assert_eq!(budget.reserved(), 64 << 20, "round {round}: one live instance");
+    }
+    assert_eq!((a.recycled(), b.recycled()), (1, 1), "each start recycled the other's instance");
+    assert_eq!(a.traps_of("instantiation") + b.traps_of("instantiation"), 0, "room was made, no start refused");
+    registry.factory().shutdown().await;
 }
 
 /// A folder's plugins start several at once: each start's outcome is its own plugin's — a
