@@ -262,8 +262,8 @@ async fn called(registry: &PluginRegistry, plugin: &str, calls: u64) {
 const RECYCLED_SAMPLES: usize = 500;
 
 /// The 10,000 Rust plugins of `folder` with the defaults (started on first event, a pool of
-/// 1,000 places): 2,000 plugins sent an event each, so that the first 1,000's instances were
-/// recycled to make room; then, for each of the first `RECYCLED_SAMPLES`, an event (a new
+/// 1,000 places, the default memory budget): 2,000 plugins sent an event each, so that the
+/// first 1,000's instances were recycled to make room; then, for each of the first `RECYCLED_SAMPLES`, an event (a new
 /// instance, `init`, the call — on a full pool, after recycling the least recently used)
 /// and at once another (warm). The two lists of times.
 async fn recycled_events(folder: &Path, cache: &Path) -> (Vec<Duration>, Vec<Duration>) {
@@ -423,10 +423,12 @@ fn main() {
     let mut report = Report::new(
         "many_plugins",
         "5. Many plugins",
-        "Plugins deployed from a folder by `PluginRegistry::sync_dir`, as `wink run` does, over an in-memory \
-         source. The 10,000 Rust plugins with `wink run`'s defaults: started on their first event, an instance \
-         pool of 1,000 places (the least recently used instance recycled when it is full); started as they \
-         deploy: a pool sized to the plugin count; Python and JavaScript: started as they deploy. Start = scan, \
+        "Plugins deployed from a folder by the registry of a `Host` built as `wink run` builds it, over an \
+         in-memory source. The 10,000 Rust plugins with `wink run`'s defaults: started on their first event, \
+         an instance pool of 1,000 places and the default memory budget (half of the machine's memory), each \
+         live instance reserving its 64 MiB limit (the least recently used idle instance recycled when either \
+         is full); started as they deploy: a pool sized to the plugin count and a budget raised to hold every \
+         plugin's reservation; Python and JavaScript: started as they deploy. Start = scan, \
          manifests, compile (cold: empty cache) or load the compiled component (warm), pre-link, (as they \
          deploy) instantiate + `init` every plugin, register its listener; each start in a fresh process, RSS \
          read there, then the unchanged folder rescanned (as the folder watcher does on any change in it); \
