@@ -52,9 +52,47 @@ impl ResourceDef {
         }
     }
 
+    /// A custom resource (a CustomResourceDefinition's) of `api_version` (`group/version`),
+    /// without a status subresource.
+    pub fn custom(api_version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+            status_subresource: false,
+            built_in: false,
+        }
+    }
+
     /// The apiVersion objects of this resource carry (`v1`, `apps/v1`).
     pub fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// Whether objects of this resource carry `api_version` (`v1`, `apps/v1`), without
+    /// building the string.
+    pub fn has_api_version(&self, api_version: &str) -> bool {
+        match api_version.split_once('/') {
+            Some((group, version)) => !group.is_empty() && group == self.group && version == self.version,
+            None => self.group.is_empty() && api_version == self.version,
+        }
+    }
+
+    /// The path of its collection: `/api/v1/pods`, `/api/v1/namespaces/{ns}/pods`,
+    /// `/apis/{group}/{version}/…` (a namespace only for a namespaced resource).
+    pub fn collection_path(&self, namespace: Option<&str>) -> String {
+        let base = if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        };
+        match namespace {
+            Some(ns) if self.namespaced => format!("{base}/namespaces/{ns}/{}", self.plural),
+            _ => format!("{base}/{}", self.plural),
+        }
     }
 
     /// The group-qualified resource, as messages write it (`pods`, `deployments.apps`).

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use wink::cluster::ResourceInfo;
 use wink::embedded::MemorySource;
 use wink::embedded::{Collection, EmbeddedCluster};
+use wink::kube::ResourceDef;
 
 use crate::{plugins_dir, repo_root};
 
@@ -27,16 +27,12 @@ impl ScenarioCluster {
         namespaced: bool,
         source: MemorySource,
     ) {
-        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g).to_owned();
-        let info = ResourceInfo { group, plural: plural.to_owned(), namespaced };
-        let collection = Collection {
-            info,
+        let def = ResourceDef {
             status_subresource: kind == "Pod",
             built_in: true,
-            scale: None,
-            fields: Vec::new(),
-            source,
+            ..ResourceDef::custom(api_version, kind, plural, namespaced)
         };
+        let collection = Collection { def, scale: None, fields: Vec::new(), source };
         self.kinds.push((api_version, kind, collection));
     }
 }

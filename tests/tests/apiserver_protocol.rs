@@ -181,7 +181,7 @@ async fn streaming_lists_end_their_initial_events_with_an_annotated_bookmark() {
 #[tokio::test]
 async fn lists_page_filter_and_honour_resource_version_semantics() {
     let server = ApiServer::start().await.unwrap();
-    server.register(ResourceDef::custom("example.com", "v1", "Widget", "widgets", true)).unwrap();
+    server.register(ResourceDef::custom("example.com/v1", "Widget", "widgets", true)).unwrap();
     for i in 0..5 {
         let mut obj = cm("ns", &format!("c{i}"), "x");
         obj["metadata"]["labels"] = json!({"n": i.to_string(), "even": (i % 2 == 0).to_string()});
@@ -255,8 +255,8 @@ async fn injected_faults_and_the_request_log() {
 #[tokio::test]
 async fn kube_discovery_finds_every_kind_with_its_scope() {
     let server = ApiServer::start().await.unwrap();
-    server.register(ResourceDef::custom("example.com", "v1", "Widget", "widgets", true)).unwrap();
-    server.register(ResourceDef::custom("example.com", "v1", "ClusterWidget", "clusterwidgets", false)).unwrap();
+    server.register(ResourceDef::custom("example.com/v1", "Widget", "widgets", true)).unwrap();
+    server.register(ResourceDef::custom("example.com/v1", "ClusterWidget", "clusterwidgets", false)).unwrap();
     let config = kube::Config::from_custom_kubeconfig(
         kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap(),
         &kube::config::KubeConfigOptions::default(),

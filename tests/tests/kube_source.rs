@@ -303,7 +303,7 @@ async fn cluster_scoped_namespaced_and_grouped_resources() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_are_found_by_discovery_even_when_installed_late() {
     let server = ApiServer::start().await.unwrap();
-    server.register(ResourceDef::custom("example.com", "v1", "Widget", "widgets", true)).unwrap();
+    server.register(ResourceDef::custom("example.com/v1", "Widget", "widgets", true)).unwrap();
     server
         .apply(json!({"apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"namespace": "ns", "name": "w1"}, "spec": {"size": 3}}))
@@ -322,7 +322,7 @@ async fn custom_resources_are_found_by_discovery_even_when_installed_late() {
     })
     .await;
     assert!(!gadgets.informer.has_synced());
-    server.register(ResourceDef::custom("example.com", "v1alpha1", "Gadget", "gadgets", false)).unwrap();
+    server.register(ResourceDef::custom("example.com/v1alpha1", "Gadget", "gadgets", false)).unwrap();
     server.apply(json!({"apiVersion": "example.com/v1alpha1", "kind": "Gadget", "metadata": {"name": "g1"}})).unwrap();
     converged(&server, &gadgets, "example.com/v1alpha1", "Gadget").await;
     assert!(server.requests_of(Verb::List).iter().any(|r| r.path == "/apis/example.com/v1alpha1/gadgets"));

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::Notify;
-use wink::cluster::{ClusterClient, Identity, Request, RequestError, ResourceInfo};
+use wink::cluster::{ClusterClient, Identity, Request, RequestError};
 use wink::informer::Object;
+use wink::kube::ResourceDef;
 use wink_tests::cluster::Cluster;
 use wink_tests::host::TestHost;
 use wink_tests::install_plugin;
@@ -32,7 +33,7 @@ struct Stalled {
 
 #[async_trait]
 impl ClusterClient for Stalled {
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, RequestError> {
         self.inner.resolve(api_version, kind).await
     }
 

@@ -12,17 +12,19 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::discovery::{Scope, pinned_kind};
+use kube::discovery::pinned_kind;
 use parking_lot::Mutex;
 
 use super::{
-    ClusterClient, DeleteOptions, Identity, PatchType, PropagationPolicy, Request, RequestError, ResourceInfo,
-    Subresource, Verb,
+    ClusterClient, DeleteOptions, Identity, PatchType, PropagationPolicy, Request, RequestError, Subresource, Verb,
 };
 use crate::informer::Object;
+use crate::kube::ResourceDef;
+use crate::kube::resource::discovered;
 
-/// Resolved kinds: (apiVersion, kind) → the resource, and whether it is namespaced.
-type Kinds = HashMap<(String, String), (ApiResource, bool)>;
+/// Resolved kinds: (apiVersion, kind) → the resource as kube-rs's dynamic API takes it, and
+/// its definition.
+type Kinds = HashMap<(String, String), (ApiResource, ResourceDef)>;
 
 /// A [`ClusterClient`] over a real API server.
 #[derive(Clone)]
@@ -99,7 +101,7 @@ impl KubeClient {
         Ok(client)
     }
 
-    async fn kind(&self, api_version: &str, kind: &str) -> Result<(ApiResource, bool), RequestError> {
+    async fn kind(&self, api_version: &str, kind: &str) -> Result<(ApiResource, ResourceDef), RequestError> {
         let key = (api_version.to_owned(), kind.to_owned());
         if let Some(found) = self.kinds.lock().get(&key) {
             return Ok(found.clone());
@@ -112,7 +114,8 @@ impl KubeClient {
             }
             other => error(other),
         })?;
-        let found = (resource, caps.scope == Scope::Namespaced);
+        let def = discovered(&resource, &caps);
+        let found = (resource, def);
         self.kinds.lock().insert(key, found.clone());
         Ok(found)
     }
@@ -120,14 +123,14 @@ impl KubeClient {
 
 #[async_trait]
 impl ClusterClient for KubeClient {
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
-        let (resource, namespaced) = self.kind(api_version, kind).await?;
-        Ok(ResourceInfo { group: resource.group.clone(), plural: resource.plural.clone(), namespaced })
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, RequestError> {
+        Ok(self.kind(api_version, kind).await?.1)
     }
 
     async fn execute(&self, request: Request, identity: Option<&Identity>) -> Result<Option<Object>, RequestError> {
         request.check()?;
-        let (resource, namespaced) = self.kind(&request.api_version, &request.kind).await?;
+        let (resource, def) = self.kind(&request.api_version, &request.kind).await?;
+        let namespaced = def.namespaced;
         let client = self.client_for(identity)?;
         let api: Api<DynamicObject> = match (&request.namespace, namespaced) {
             (Some(ns), true) => Api::namespaced_with(client, ns, &resource),

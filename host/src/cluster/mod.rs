@@ -20,20 +20,20 @@ pub use error::{Cause, RequestError};
 pub use events::{EventRecorder, EventSpec, EventType, Regarding};
 pub use kube_client::KubeClient;
 pub use request::{
-    DeleteOptions, Identity, MAX_BODY_BYTES, PatchType, Preconditions, PropagationPolicy, Request, ResourceInfo,
-    Subresource, Verb,
+    DeleteOptions, Identity, MAX_BODY_BYTES, PatchType, Preconditions, PropagationPolicy, Request, Subresource, Verb,
 };
 
 use async_trait::async_trait;
 
 use crate::informer::Object;
+use crate::kube::ResourceDef;
 
 /// Executes requests against one cluster.
 #[async_trait]
 pub trait ClusterClient: Send + Sync + 'static {
-    /// What the cluster knows of a kind: its plural resource name and scope. `NotFound` when
-    /// it serves no such kind.
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError>;
+    /// What the cluster knows of a kind: its plural resource name, scope and subresources.
+    /// `NotFound` when it serves no such kind.
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, RequestError>;
 
     /// Executes one request, as `identity` when given (impersonation), and returns the
     /// object the server answered with: `None` only for a delete that removed the object.

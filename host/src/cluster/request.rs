@@ -40,17 +40,6 @@ impl Verb {
     }
 }
 
-/// What a cluster knows of a kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceInfo {
-    /// The API group (`""` for the core group).
-    pub group: String,
-    /// The plural resource name, e.g. `deployments`.
-    pub plural: String,
-    /// Whether objects live in namespaces.
-    pub namespaced: bool,
-}
-
 /// One request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {

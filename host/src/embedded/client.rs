@@ -10,19 +10,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::rules::Outcome;
-use crate::cluster::{ClusterClient, Identity, Request, RequestError, ResourceInfo, Verb};
+use crate::cluster::{ClusterClient, Identity, Request, RequestError, Verb};
 use crate::embedded::MemorySource;
 use crate::informer::{Object, object_key};
+use crate::kube::ResourceDef;
 
 /// A kind the embedded cluster serves.
 #[derive(Clone, Debug)]
 pub struct Collection {
-    /// Its resource name and scope.
-    pub info: ResourceInfo,
-    /// Whether it has a status subresource.
-    pub status_subresource: bool,
-    /// Whether it is a built-in kind (not a custom resource).
-    pub built_in: bool,
+    /// The kind: its resource name, scope, status subresource, whether it is built in.
+    pub def: ResourceDef,
     /// Its scale subresource, if it has one.
     pub scale: Option<crate::kube::scale::ScalePaths>,
     /// The fields a `fieldSelector` may name besides `metadata.name` and
@@ -111,8 +108,8 @@ impl EmbeddedClient {
 
 #[async_trait]
 impl ClusterClient for EmbeddedClient {
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
-        Ok(self.collection(api_version, kind)?.info)
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, RequestError> {
+        Ok(self.collection(api_version, kind)?.def)
     }
 
     async fn execute(&self, request: Request, _identity: Option<&Identity>) -> Result<Option<Object>, RequestError> {
@@ -126,7 +123,7 @@ impl EmbeddedClient {
     pub fn execute_now(&self, request: Request) -> Result<Outcome, RequestError> {
         request.check()?;
         let collection = self.collection(&request.api_version, &request.kind)?;
-        let namespace = if collection.info.namespaced {
+        let namespace = if collection.def.namespaced {
             Some(request.namespace.clone().ok_or_else(|| {
                 RequestError::BadRequest(format!("{} {} needs a namespace", request.api_version, request.kind))
             })?)

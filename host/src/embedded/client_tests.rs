@@ -240,7 +240,12 @@ async fn a_definition_created_through_the_api_serves_its_kind() {
     assert_eq!(status["conditions"][1]["type"], "Established");
     assert_eq!(status["conditions"][1]["status"], "True");
     run(&client, create_widget()).await.unwrap();
-    assert!(source.served().iter().any(|s| s.kind == "Widget" && s.api_version == "example.com/v1" && s.namespaced));
+    assert!(
+        source
+            .served()
+            .iter()
+            .any(|s| s.def.kind == "Widget" && s.def.has_api_version("example.com/v1") && s.def.namespaced)
+    );
     let gone = DeleteOptions::default();
     run(
         &client,
@@ -248,7 +253,7 @@ async fn a_definition_created_through_the_api_serves_its_kind() {
     )
     .await
     .unwrap();
-    assert!(!source.served().iter().any(|s| s.kind == "Widget"));
+    assert!(!source.served().iter().any(|s| s.def.kind == "Widget"));
 }
 
 /// Discovery lists the built-in kinds a current API server serves, at each stable version
@@ -259,11 +264,11 @@ async fn discovery_lists_no_removed_kind() {
     use crate::embedded::http::ServedCluster;
     let (_dir, source, _client) = cluster(&[]);
     let served = source.served();
-    assert!(served.iter().any(|s| s.kind == "PodDisruptionBudget" && s.api_version == "policy/v1"));
-    assert!(!served.iter().any(|s| s.kind == "PodSecurityPolicy"), "{served:?}");
+    assert!(served.iter().any(|s| s.def.kind == "PodDisruptionBudget" && s.def.has_api_version("policy/v1")));
+    assert!(!served.iter().any(|s| s.def.kind == "PodSecurityPolicy"), "{served:?}");
     // Both stable autoscaling versions, the preferred (v2) first, as a 1.23+ server.
-    let hpa: Vec<&str> =
-        served.iter().filter(|s| s.kind == "HorizontalPodAutoscaler").map(|s| s.api_version.as_str()).collect();
+    let hpa: Vec<String> =
+        served.iter().filter(|s| s.def.kind == "HorizontalPodAutoscaler").map(|s| s.def.api_version()).collect();
     assert_eq!(hpa, ["autoscaling/v2", "autoscaling/v1"]);
     let why = crate::kube::versions::unknown_kind("policy/v1", "PodSecurityPolicy");
     assert_eq!(

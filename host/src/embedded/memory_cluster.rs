@@ -12,55 +12,9 @@ use parking_lot::RwLock;
 
 use super::http::{Served, ServedCluster};
 use super::memory::{MemorySource, MemorySourceOptions, Revision};
-use crate::cluster::ResourceInfo;
 use crate::embedded::{Collection, EmbeddedCluster};
 use crate::kube::fields::built_in_fields;
-use crate::kube::scope::{Scope, group_of};
-
-/// Built-in kinds with a status subresource (group, kind).
-const WITH_STATUS: &[(&str, &str)] = &[
-    ("", "Namespace"),
-    ("", "Node"),
-    ("", "PersistentVolume"),
-    ("", "PersistentVolumeClaim"),
-    ("", "Pod"),
-    ("", "ReplicationController"),
-    ("", "ResourceQuota"),
-    ("", "Service"),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("apiregistration.k8s.io", "APIService"),
-    ("apps", "DaemonSet"),
-    ("apps", "Deployment"),
-    ("apps", "ReplicaSet"),
-    ("apps", "StatefulSet"),
-    ("autoscaling", "HorizontalPodAutoscaler"),
-    ("batch", "CronJob"),
-    ("batch", "Job"),
-    ("certificates.k8s.io", "CertificateSigningRequest"),
-    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
-    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-    ("networking.k8s.io", "Ingress"),
-    ("networking.k8s.io", "ServiceCIDR"),
-    ("policy", "PodDisruptionBudget"),
-    ("resource.k8s.io", "ResourceClaim"),
-    ("storage.k8s.io", "VolumeAttachment"),
-];
-
-/// What the API server knows of a built-in kind: its resource name and scope, and whether it
-/// has a status subresource. `None` for kinds that are not built in.
-pub(crate) fn built_in_kind(api_version: &str, kind: &str) -> Option<(ResourceInfo, bool)> {
-    // A built-in group serves its kinds at its own versions only: `v2` ConfigMaps are no kind.
-    if crate::kube::versions::unserved_version(api_version).is_some() {
-        return None;
-    }
-    let scope = crate::kube::scope::built_in(api_version, kind)?;
-    let group = group_of(api_version);
-    let (g, v) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = kube::core::GroupVersionKind::gvk(g, v, kind);
-    let plural = kube::core::ApiResource::from_gvk(&gvk).plural;
-    let info = ResourceInfo { group: group.to_owned(), plural, namespaced: scope == Scope::Namespaced };
-    Some((info, WITH_STATUS.contains(&(group, kind))))
-}
+use crate::kube::{ResourceDef, resource};
 
 /// A kind the cluster serves.
 struct Kind {
@@ -91,36 +45,21 @@ impl MemoryCluster {
         {
             for version in crate::kube::versions::embedded_versions(group) {
                 let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
-                if let Some((info, status)) = built_in_kind(&api_version, kind) {
-                    let fields = built_in_fields(group, kind);
-                    this.insert(&api_version, kind, info, status, true, fields);
+                if let Some(def) = resource::built_in(&api_version, kind) {
+                    this.insert(def, built_in_fields(group, kind));
                 }
             }
         }
         this
     }
 
-    fn insert(
-        &self,
-        api_version: &str,
-        kind: &str,
-        info: ResourceInfo,
-        status: bool,
-        built_in: bool,
-        fields: Vec<(String, String)>,
-    ) {
-        let served = Served {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-            plural: info.plural.clone(),
-            namespaced: info.namespaced,
-            status,
-            scale: built_in && crate::kube::scale::built_in(&info.group, kind).is_some(),
-        };
-        let source = self.source(api_version, kind);
-        let scale = if built_in { crate::kube::scale::built_in(&info.group, kind) } else { None };
-        let collection = Collection { info, status_subresource: status, built_in, scale, fields, source };
-        self.kinds.write().insert((api_version.to_owned(), kind.to_owned()), Kind { served, collection });
+    fn insert(&self, def: ResourceDef, fields: Vec<(String, String)>) {
+        let (api_version, kind) = (def.api_version(), def.kind.clone());
+        let scale = if def.built_in { crate::kube::scale::built_in(&def.group, &kind) } else { None };
+        let served = Served { def: def.clone(), scale: scale.is_some() };
+        let source = self.source(&api_version, &kind);
+        let collection = Collection { def, scale, fields, source };
+        self.kinds.write().insert((api_version, kind), Kind { served, collection });
     }
 
     /// The store of `kind`: its own (new unless it is served already), or, for a kind stored
@@ -136,10 +75,10 @@ impl MemoryCluster {
         };
         let key = (stored_version.to_owned(), stored_kind.to_owned());
         if !self.kinds.read().contains_key(&key)
-            && let Some((info, status)) = built_in_kind(stored_version, stored_kind)
+            && let Some(def) = resource::built_in(stored_version, stored_kind)
         {
-            let fields = built_in_fields(&info.group, stored_kind);
-            self.insert(stored_version, stored_kind, info, status, true, fields);
+            let fields = built_in_fields(&def.group, stored_kind);
+            self.insert(def, fields);
         }
         self.source(stored_version, stored_kind).view(conversion)
     }
@@ -156,16 +95,15 @@ impl MemoryCluster {
         status: bool,
         fields: Vec<(String, String)>,
     ) -> Result<(), String> {
-        let taken = self
-            .kinds
-            .read()
-            .values()
-            .any(|k| k.served.api_version == api_version && (k.served.kind == kind || k.served.plural == plural));
+        let taken = self.kinds.read().values().any(|k| {
+            k.served.def.has_api_version(api_version) && (k.served.def.kind == kind || k.served.def.plural == plural)
+        });
         if taken {
             return Err(format!("{api_version} {kind} ({plural}) is already served"));
         }
-        let info = ResourceInfo { group: group_of(api_version).to_owned(), plural: plural.to_owned(), namespaced };
-        self.insert(api_version, kind, info, status, false, fields);
+        let def =
+            ResourceDef { status_subresource: status, ..ResourceDef::custom(api_version, kind, plural, namespaced) };
+        self.insert(def, fields);
         Ok(())
     }
 

@@ -35,7 +35,6 @@ pub use client::{
 pub use http::{ApiOptions, Served, ServedCluster, router, serve_api};
 pub use memory::{MemorySource, MemorySourceOptions, Revision, Write};
 pub use memory_cluster::MemoryCluster;
-pub(crate) use memory_cluster::built_in_kind;
 pub use memory_read::{ListPage, ResourceVersionMatch, Selects};
 #[cfg(any(test, feature = "testing"))]
 pub use memory_rewind::{Recorded, RewindError};

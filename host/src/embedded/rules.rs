@@ -18,18 +18,11 @@ impl From<ObjectError> for RequestError {
     }
 }
 
-/// The resource definition the rules see.
+/// The resource definition the rules see: the collection's, at the version and kind the
+/// request names.
 fn definition(c: &Collection, api_version: &str, kind: &str) -> api::ResourceDef {
     let version = api_version.rsplit_once('/').map_or(api_version, |(_, v)| v);
-    api::ResourceDef {
-        group: c.info.group.clone(),
-        version: version.to_owned(),
-        kind: kind.to_owned(),
-        plural: c.info.plural.clone(),
-        namespaced: c.info.namespaced,
-        status_subresource: c.status_subresource,
-        built_in: c.built_in,
-    }
+    api::ResourceDef { version: version.to_owned(), kind: kind.to_owned(), ..c.def.clone() }
 }
 
 fn parse(text: &str, what: &str) -> Result<Value, RequestError> {
@@ -69,7 +62,7 @@ fn write(
         let value = current.map(Object::to_value).transpose()?;
         let write = rule(value.as_ref())?;
         if let api::Write::Put(v) = &write
-            && c.built_in
+            && c.def.built_in
         {
             super::typed::check(&def.api_version(), &def.kind, v)?;
         }

@@ -1,6 +1,8 @@
 //! Kubernetes vocabulary, without behaviour: the bottom room every other one may use, and
 //! which uses nothing of them (as kube-rs keeps `kube-core` below its client and runtime).
 //!
+//! - [`resource`]: [`ResourceDef`], the one type for a kind, and the built-in kinds'
+//!   definitions;
 //! - [`scope`]: the built-in kinds and their scopes, and the kinds CustomResourceDefinitions
 //!   add;
 //! - [`versions`]: the versions each built-in API group serves;
@@ -25,6 +27,7 @@ pub mod nesting;
 pub mod printers;
 pub mod rbac;
 pub mod rbac_check;
+pub mod resource;
 pub mod scale;
 pub mod scope;
 pub mod selector;
@@ -32,6 +35,7 @@ pub mod versions;
 pub mod yaml11;
 
 pub use rbac::{Attributes, PolicyRule};
+pub use resource::ResourceDef;
 pub use scope::Scope;
 pub use selector::{LabelSelector, LabelSet, SelectorError};
 

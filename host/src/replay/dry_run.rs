@@ -8,9 +8,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::cluster::{ClusterClient, Identity, PatchType, Request, RequestError, ResourceInfo, Verb};
+use crate::cluster::{ClusterClient, Identity, PatchType, Request, RequestError, Verb};
 use crate::embedded::EmbeddedClient;
 use crate::informer::Object;
+use crate::kube::ResourceDef;
 
 /// A [`ClusterClient`] that applies writes in memory and notes them.
 pub struct DryRun {
@@ -66,7 +67,7 @@ fn describe(request: &Request, outcome: &Result<Option<Object>, RequestError>) -
 
 #[async_trait]
 impl ClusterClient for DryRun {
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, RequestError> {
         self.inner.resolve(api_version, kind).await
     }
 

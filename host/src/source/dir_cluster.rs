@@ -16,46 +16,39 @@
 use serde_json::Value;
 
 use super::dir::DirSource;
-use crate::cluster::{RequestError, ResourceInfo};
+use crate::cluster::RequestError;
 use crate::embedded::Write;
-use crate::embedded::built_in_kind;
 use crate::embedded::http::{Served, ServedCluster};
 use crate::embedded::{Collection, EmbeddedCluster, NamespacePhase, SYSTEM_NAMESPACES, stored_namespace_phase};
 use crate::informer::{Object, ObjectError};
+use crate::kube::scale::ScalePaths;
 use crate::kube::scope::group_of;
-
-/// What the cluster knows of a kind without touching its store: its resource name and
-/// scope, whether it has a status subresource, and whether it is built in.
-struct KindInfo {
-    info: ResourceInfo,
-    status: bool,
-    built_in: bool,
-    scale: Option<crate::kube::scale::ScalePaths>,
-}
+use crate::kube::{ResourceDef, resource};
 
 impl DirSource {
-    fn kind_info(&self, api_version: &str, kind: &str) -> Option<KindInfo> {
-        let group = group_of(api_version);
-        if let Some((info, status)) = built_in_kind(api_version, kind) {
-            let scale = crate::kube::scale::built_in(group, kind);
-            return Some(KindInfo { info, status, built_in: true, scale });
+    /// What the cluster knows of a kind without touching its store: its definition, and its
+    /// scale subresource if it has one.
+    fn kind_info(&self, api_version: &str, kind: &str) -> Option<(ResourceDef, Option<ScalePaths>)> {
+        if let Some(def) = resource::built_in(api_version, kind) {
+            let scale = crate::kube::scale::built_in(&def.group, kind);
+            return Some((def, scale));
         }
         let custom = self.custom_kind(api_version, kind)?;
-        let info = ResourceInfo {
-            group: group.to_owned(),
-            plural: custom.plural,
-            namespaced: custom.scope == crate::kube::Scope::Namespaced,
+        let namespaced = custom.scope == crate::kube::Scope::Namespaced;
+        let def = ResourceDef {
+            status_subresource: custom.status,
+            ..ResourceDef::custom(api_version, kind, &custom.plural, namespaced)
         };
-        Some(KindInfo { info, status: custom.status, built_in: false, scale: custom.scale })
+        Some((def, custom.scale))
     }
 }
 
 impl EmbeddedCluster for DirSource {
     fn collection(&self, api_version: &str, kind: &str) -> Option<Collection> {
-        let KindInfo { info, status, built_in, scale } = self.kind_info(api_version, kind)?;
-        let fields = if built_in { crate::kube::fields::built_in_fields(&info.group, kind) } else { Vec::new() };
+        let (def, scale) = self.kind_info(api_version, kind)?;
+        let fields = if def.built_in { crate::kube::fields::built_in_fields(&def.group, kind) } else { Vec::new() };
         let source = self.store(api_version, kind);
-        Some(Collection { info, status_subresource: status, built_in, scale, fields, source })
+        Some(Collection { def, scale, fields, source })
     }
 
     /// A namespace exists when a Namespace object of that name is stored, when it is one of
@@ -88,13 +81,11 @@ impl ServedCluster for DirSource {
     fn served(&self) -> Vec<Served> {
         let mut served: Vec<Served> = Vec::new();
         let mut add = |api_version: String, kind: &str| {
-            if served.iter().any(|s| s.api_version == api_version && s.kind == kind) {
+            if served.iter().any(|s| s.def.has_api_version(&api_version) && s.def.kind == kind) {
                 return;
             }
-            if let Some(k) = self.kind_info(&api_version, kind) {
-                let (plural, namespaced, status, scale) =
-                    (k.info.plural, k.info.namespaced, k.status, k.scale.is_some());
-                served.push(Served { api_version, kind: kind.to_owned(), plural, namespaced, status, scale });
+            if let Some((def, scale)) = self.kind_info(&api_version, kind) {
+                served.push(Served { def, scale: scale.is_some() });
             }
         };
         for (group, kind, _) in

@@ -11,6 +11,6 @@ mod spec;
 
 pub use dir::{DirSource, DirSourceError, DirSourceOptions};
 pub use documents::{ManifestObject, ParsedManifest, parse_manifest_file};
-pub use kube::{KubeListerWatcher, KubeSource, KubeSourceError, ResolvedResource};
+pub use kube::{KubeListerWatcher, KubeSource, KubeSourceError};
 pub use kube_config::load_config;
 pub use spec::{OpenError, OpenOptions, OpenedSource, SourceSpec, UnknownSource};

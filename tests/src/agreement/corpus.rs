@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
+use wink::kube::ResourceDef;
 
 /// How a step's body is sent (its `Content-Type`).
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -106,24 +107,12 @@ pub fn load(file: &Path) -> Result<Vec<Step>> {
     Ok(steps)
 }
 
-/// Where a kind is served: its collection's resource name and whether it is namespaced.
-#[derive(Clone, Debug)]
-pub struct Served {
-    /// The resource name (`deployments`).
-    pub plural: String,
-    /// Whether its objects live in namespaces.
-    pub namespaced: bool,
-}
-
-/// The collection path of `object` (`/apis/apps/v1/namespaces/shop/deployments`).
-pub fn collection_path(object: &Value, served: &Served) -> String {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let root = if api_version.contains('/') { format!("/apis/{api_version}") } else { format!("/api/{api_version}") };
-    match object.pointer("/metadata/namespace").and_then(Value::as_str) {
-        Some(ns) if served.namespaced => format!("{root}/namespaces/{ns}/{}", served.plural),
-        _ if served.namespaced => format!("{root}/namespaces/default/{}", served.plural),
-        _ => format!("{root}/{}", served.plural),
-    }
+/// The collection path of `object` as `def` serves it
+/// (`/apis/apps/v1/namespaces/shop/deployments`); a namespaced object naming none is in
+/// `default`.
+pub fn collection_path(object: &Value, def: &ResourceDef) -> String {
+    let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+    def.collection_path(Some(namespace))
 }
 
 /// The objects of the manifests under `dir`, in file order, files sorted by path; `List`s
@@ -183,4 +172,4 @@ pub fn fixture_steps(object: &Value, collection: &str) -> Vec<Step> {
 }
 
 /// Kinds by `apiVersion` and `kind`, as a server's discovery documents list them.
-pub type Discovery = BTreeMap<(String, String), Served>;
+pub type Discovery = BTreeMap<(String, String), ResourceDef>;

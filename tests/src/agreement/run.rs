@@ -6,9 +6,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 use http_body_util::BodyExt;
 use serde_json::Value;
+use wink::kube::ResourceDef;
 
 use super::compare::Answer;
-use super::corpus::{Discovery, Served, Step, collection_path, fixture_objects, fixture_steps};
+use super::corpus::{Discovery, Step, collection_path, fixture_objects, fixture_steps};
 
 /// One server: its client and the resource versions it last returned, by object path.
 pub struct Server {
@@ -83,7 +84,7 @@ impl Server {
                 continue;
             }
             let kind = resource["kind"].as_str().unwrap_or_default().to_owned();
-            let served = Served { plural: name.to_owned(), namespaced: resource["namespaced"] == true };
+            let served = ResourceDef::custom(api_version, &kind, name, resource["namespaced"] == true);
             into.insert((api_version.to_owned(), kind), served);
         }
         Ok(())

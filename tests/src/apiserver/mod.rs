@@ -38,7 +38,6 @@
 
 pub mod faults;
 pub mod layer;
-pub mod resources;
 pub mod testing;
 pub mod workload;
 
@@ -59,7 +58,7 @@ use wink::embedded::{MemoryCluster, MemorySourceOptions};
 use wink::informer::{Status, object_key};
 
 pub use faults::{Verb, WatchListSupport};
-pub use resources::ResourceDef;
+pub use wink::kube::ResourceDef;
 
 use faults::Faults;
 use layer::{Control, OpenWatch};
@@ -252,9 +251,10 @@ impl ApiServer {
 
     /// Serves another kind (e.g. a custom resource, as installing its CRD would).
     pub fn register(&self, def: ResourceDef) -> Result<(), ApiServerError> {
+        let (plural, namespaced, status) = (&def.plural, def.namespaced, def.status_subresource);
         self.shared
             .cluster
-            .register(&def.api_version(), &def.kind, &def.plural, def.namespaced, def.status, def.selectable_fields)
+            .register(&def.api_version(), &def.kind, plural, namespaced, status, Vec::new())
             .map_err(ApiServerError::Conflict)
     }
 
@@ -297,7 +297,7 @@ impl ApiServer {
             }
         };
         let mut committed = std::time::Instant::now();
-        if collection.status_subresource && object.get("status").is_some() {
+        if collection.def.status_subresource && object.get("status").is_some() {
             stored = self
                 .write_status(&api_version, &kind, &key, &object, stored.object.resource_version())
                 .map_err(invalid)?;
@@ -342,10 +342,10 @@ impl ApiServer {
         let meta = meta.ok_or_else(|| ApiServerError::Invalid("no metadata".into()))?;
         let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
         let namespace = meta.get("namespace").and_then(Value::as_str);
-        if collection.info.namespaced && namespace.is_none() {
+        if collection.def.namespaced && namespace.is_none() {
             return Err(ApiServerError::Invalid(format!("{kind} {name} needs a namespace")));
         }
-        let key = object_key(if collection.info.namespaced { namespace } else { None }, name);
+        let key = object_key(if collection.def.namespaced { namespace } else { None }, name);
         Ok(Target { api_version, kind, collection, key })
     }
 

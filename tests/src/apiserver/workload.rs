@@ -100,7 +100,7 @@ pub async fn start_server(seed: u64, rng: &mut StdRng) -> Result<ApiServer, Stri
         ..ServerOptions::default()
     };
     let server = ApiServer::start_with(options).await.map_err(|e| e.to_string())?;
-    server.register(ResourceDef::custom("example.com", "v1", "Widget", "widgets", true)).map_err(|e| e.to_string())?;
+    server.register(ResourceDef::custom("example.com/v1", "Widget", "widgets", true)).map_err(|e| e.to_string())?;
     for i in 0..10 {
         let ns = NAMESPACES[i % NAMESPACES.len()];
         server.apply(object("ConfigMap", ns, &format!("cm{i}"), rng)).map_err(|e| e.to_string())?;

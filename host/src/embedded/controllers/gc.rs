@@ -164,7 +164,7 @@ fn owner_of(cluster: &dyn EmbeddedCluster, namespace: Option<&str>, reference: &
     let name = reference.get("name").and_then(Value::as_str)?;
     let collection = cluster.collection(api_version, kind)?;
     // A namespaced owner of a cluster-scoped dependent cannot exist (the collector reports it).
-    let namespace = if collection.info.namespaced { Some(namespace?) } else { None };
+    let namespace = if collection.def.namespaced { Some(namespace?) } else { None };
     let object = collection.source.get(&crate::informer::object_key(namespace, name))?;
     let value = object.to_value().ok()?;
     Some((Target::of(api_version, kind, &object), value))

@@ -45,7 +45,7 @@ fn content(client: &EmbeddedClient, name: &str) -> Vec<Target> {
     let mut found = Vec::new();
     for (api_version, kind) in cluster.stored_kinds() {
         let Some(collection) = cluster.collection(&api_version, &kind) else { continue };
-        if !collection.info.namespaced {
+        if !collection.def.namespaced {
             continue;
         }
         for object in collection.source.objects() {

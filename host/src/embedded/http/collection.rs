@@ -32,8 +32,8 @@ pub(super) fn delete_collection(
         let namespace = object.namespace().map(str::to_owned);
         let request = Request::new(
             Verb::Delete(deletion.options.clone()),
-            &kind.api_version,
-            &kind.kind,
+            kind.def.api_version(),
+            &kind.def.kind,
             namespace,
             object.name(),
         )
@@ -43,7 +43,7 @@ pub(super) fn delete_collection(
             Err(e) => return failure(&e),
         }
     }
-    read::list_response(collection, &kind.api_version, &kind.kind, selection, &page)
+    read::list_response(collection, &kind.def.api_version(), &kind.def.kind, selection, &page)
 }
 
 #[cfg(test)]

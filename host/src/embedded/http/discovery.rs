@@ -5,27 +5,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-/// One kind the endpoint serves.
+use crate::kube::ResourceDef;
+
+/// One kind the endpoint serves: its definition, and whether it has a scale subresource.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Served {
-    /// Its `apiVersion`, e.g. `apps/v1`.
-    pub api_version: String,
-    /// Its kind, e.g. `Deployment`.
-    pub kind: String,
-    /// Its plural resource name, e.g. `deployments`.
-    pub plural: String,
-    /// Whether objects live in namespaces.
-    pub namespaced: bool,
-    /// Whether it has a status subresource.
-    pub status: bool,
+    /// The kind.
+    pub def: ResourceDef,
     /// Whether it has a scale subresource.
     pub scale: bool,
-}
-
-impl Served {
-    fn group_version(&self) -> (&str, &str) {
-        self.api_version.split_once('/').unwrap_or(("", &self.api_version))
-    }
 }
 
 const VERBS: [&str; 8] = ["create", "delete", "get", "list", "patch", "update", "watch", "deletecollection"];
@@ -75,7 +63,7 @@ pub fn core_versions() -> Value {
 pub fn groups(served: &[Served]) -> Value {
     let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for s in served {
-        let (group, version) = s.group_version();
+        let (group, version) = (s.def.group.as_str(), s.def.version.as_str());
         if group.is_empty() {
             continue;
         }
@@ -111,35 +99,35 @@ pub fn group(served: &[Served], name: &str) -> Option<Value> {
 pub fn resources(served: &[Served], group: &str, version: &str) -> Option<Value> {
     let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
     let mut resources = Vec::new();
-    for s in served.iter().filter(|s| s.api_version == api_version) {
+    for s in served.iter().filter(|s| s.def.api_version() == api_version) {
         let mut resource = json!({
-            "name": s.plural,
-            "singularName": s.kind.to_lowercase(),
-            "namespaced": s.namespaced,
-            "kind": s.kind,
+            "name": s.def.plural,
+            "singularName": s.def.kind.to_lowercase(),
+            "namespaced": s.def.namespaced,
+            "kind": s.def.kind,
             // A review is only ever created (and answered, never stored).
             "verbs": if super::reviews::is_review(s) { &["create"][..] } else { &VERBS[..] },
-            "shortNames": crate::kube::names::short_names(group, &s.kind),
+            "shortNames": crate::kube::names::short_names(group, &s.def.kind),
         });
-        let categories = crate::kube::names::categories(group, &s.kind);
+        let categories = crate::kube::names::categories(group, &s.def.kind);
         if !categories.is_empty() {
             resource["categories"] = json!(categories);
         }
         resources.push(resource);
-        if s.status {
+        if s.def.status_subresource {
             resources.push(json!({
-                "name": format!("{}/status", s.plural),
+                "name": format!("{}/status", s.def.plural),
                 "singularName": "",
-                "namespaced": s.namespaced,
-                "kind": s.kind,
+                "namespaced": s.def.namespaced,
+                "kind": s.def.kind,
                 "verbs": ["get", "patch", "update"],
             }));
         }
         if s.scale {
             resources.push(json!({
-                "name": format!("{}/scale", s.plural),
+                "name": format!("{}/scale", s.def.plural),
                 "singularName": "",
-                "namespaced": s.namespaced,
+                "namespaced": s.def.namespaced,
                 "group": "autoscaling",
                 "version": "v1",
                 "kind": "Scale",
@@ -182,14 +170,11 @@ mod tests {
     }
 
     fn served(api_version: &str, kind: &str) -> Served {
-        Served {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            plural: "xs".into(),
-            namespaced: true,
-            status: false,
-            scale: false,
-        }
+        Served { def: ResourceDef::custom(api_version, kind, "xs", true), scale: false }
+    }
+
+    fn named(plural: &str, api_version: &str, kind: &str) -> Served {
+        Served { def: ResourceDef::custom(api_version, kind, plural, true), scale: false }
     }
 
     /// `/apis/GROUP` is an `APIGroup` of the group's versions, the first preferred.
@@ -209,11 +194,11 @@ mod tests {
     /// `kubectl get deploy` and `kubectl get all` resolve through these.
     #[test]
     fn resources_carry_upstream_short_names_and_categories() {
-        let deployments = Served { plural: "deployments".into(), ..served("apps/v1", "Deployment") };
+        let deployments = named("deployments", "apps/v1", "Deployment");
         let list = resources(&[deployments], "apps", "v1").unwrap();
         assert_eq!(list["resources"][0]["shortNames"], json!(["deploy"]));
         assert_eq!(list["resources"][0]["categories"], json!(["all"]));
-        let configmaps = Served { plural: "configmaps".into(), ..served("v1", "ConfigMap") };
+        let configmaps = named("configmaps", "v1", "ConfigMap");
         let list = resources(&[configmaps], "", "v1").unwrap();
         assert_eq!(list["resources"][0]["shortNames"], json!(["cm"]));
         assert_eq!(list["resources"][0].get("categories"), None);

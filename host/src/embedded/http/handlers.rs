@@ -30,7 +30,6 @@ use crate::cluster::{ClusterClient, PatchType, Request, RequestError, Subresourc
 use crate::embedded::{Collection, EmbeddedClient};
 use crate::informer::Object;
 use crate::kube::Attributes;
-use crate::kube::scope::group_of;
 
 /// What every request reads.
 #[derive(Clone)]
@@ -91,19 +90,25 @@ pub async fn handle(
                 .cluster
                 .served()
                 .into_iter()
-                .find(|s| s.api_version == path.api_version() && s.plural == path.plural)
+                .find(|s| s.def.api_version() == path.api_version() && s.def.plural == path.plural)
             else {
                 return not_found(uri.path());
             };
             // Built-in kinds (and the reviews) have a protobuf form; custom resources do not.
             let built_in = reviews::is_review(&kind)
-                || crate::embedded::memory_cluster::built_in_kind(&kind.api_version, &kind.kind).is_some();
+                || crate::kube::resource::built_in(&kind.def.api_version(), &kind.def.kind).is_some();
             let mut headers = headers;
-            let body =
-                match negotiation::json_body(&method, &mut headers, body, &kind.api_version, &kind.kind, built_in) {
-                    Ok(body) => body,
-                    Err(refused) => return *refused,
-                };
+            let body = match negotiation::json_body(
+                &method,
+                &mut headers,
+                body,
+                &kind.def.api_version(),
+                &kind.def.kind,
+                built_in,
+            ) {
+                Ok(body) => body,
+                Err(refused) => return *refused,
+            };
             let protobuf = built_in && protobuf::prefers_protobuf(&headers);
             let answer = if reviews::is_review(&kind) {
                 let user = impersonated(&headers);
@@ -143,10 +148,10 @@ async fn resource(
     path: &ResourcePath,
     kind: &Served,
 ) -> Response {
-    let Some(collection) = state.cluster.collection(&kind.api_version, &kind.kind) else {
+    let Some(collection) = state.cluster.collection(&kind.def.api_version(), &kind.def.kind) else {
         return not_found(uri.path());
     };
-    if !kind.namespaced && path.namespace.is_some() {
+    if !kind.def.namespaced && path.namespace.is_some() {
         // Cluster-scoped kinds have no namespaced path.
         return not_found(uri.path());
     }
@@ -155,7 +160,7 @@ async fn resource(
         Ok(w) => w,
         Err(e) => return failure(&e),
     };
-    let namespace = if kind.namespaced { path.namespace.clone() } else { None };
+    let namespace = if kind.def.namespaced { path.namespace.clone() } else { None };
     let name = path.name.clone().unwrap_or_default();
     // An apply that finds no object creates it: allowed only to whom may also create.
     let may_create = match authorize(state, headers, &method, path, kind, watching, namespace.as_deref(), &name) {
@@ -182,14 +187,20 @@ async fn resource(
 impl Call<'_> {
     /// The request for `verb` on the addressed object (or its status).
     fn request(&self, verb: Verb, body: String) -> Request {
-        Request::new(verb, &self.kind.api_version, &self.kind.kind, self.namespace.clone(), &self.name)
+        Request::new(verb, self.kind.def.api_version(), &self.kind.def.kind, self.namespace.clone(), &self.name)
             .with_body(body)
             .with_subresource(self.path.status.then_some(Subresource::Status))
     }
 
     /// A GET of one object as a Table.
     fn table_row(&self, table: &TableRequest) -> Response {
-        let get = Request::new(Verb::Get, &self.kind.api_version, &self.kind.kind, self.namespace.clone(), &self.name);
+        let get = Request::new(
+            Verb::Get,
+            self.kind.def.api_version(),
+            &self.kind.def.kind,
+            self.namespace.clone(),
+            &self.name,
+        );
         match self.state.client.execute_now(get) {
             Ok(outcome) => {
                 let metadata = json!({"resourceVersion": outcome.object.resource_version()});
@@ -201,7 +212,7 @@ impl Call<'_> {
 
     /// What a failure is about: the object `name` of this kind.
     fn about<'b>(&'b self, name: &'b str) -> About<'b> {
-        About { name, group: group_of(&self.kind.api_version), plural: &self.path.plural, kind: &self.kind.kind }
+        About { name, group: &self.kind.def.group, plural: &self.path.plural, kind: &self.kind.def.kind }
     }
 
     /// A LIST, or a WATCH, of the collection, with the request's selection; a LIST as a
@@ -215,7 +226,7 @@ impl Call<'_> {
         };
         if watching {
             let timeout = state.options.default_watch_timeout;
-            read::watch(collection, &kind.api_version, &kind.kind, selection, query, timeout)
+            read::watch(collection, &kind.def.api_version(), &kind.def.kind, selection, query, timeout)
         } else if let Some(table) = table {
             match read::page(collection, &selection, query) {
                 Ok(page) => {
@@ -225,7 +236,7 @@ impl Call<'_> {
                 Err(refused) => *refused,
             }
         } else {
-            read::list(collection, &kind.api_version, &kind.kind, &selection, query)
+            read::list(collection, &kind.def.api_version(), &kind.def.kind, &selection, query)
         }
     }
 
@@ -331,8 +342,8 @@ impl Call<'_> {
     /// The answer to a DELETE that removed the object: the object, or (for most kinds) a
     /// Status naming it.
     fn deleted(&self, object: &Object) -> Response {
-        let group = group_of(&self.kind.api_version);
-        if self.collection.built_in && crate::kube::deletion::returns_deleted_object(group, &self.kind.kind) {
+        let group = &self.kind.def.group;
+        if self.collection.def.built_in && crate::kube::deletion::returns_deleted_object(group, &self.kind.def.kind) {
             return json_response(StatusCode::OK, &value(object));
         }
         let mut details = json!({"name": self.name, "kind": self.path.plural, "uid": object.uid()});
@@ -372,11 +383,11 @@ fn authorize(
         _ => "unknown",
     };
     let resource = match (path.status, path.scale) {
-        (true, _) => format!("{}/status", kind.plural),
-        (_, true) => format!("{}/scale", kind.plural),
-        _ => kind.plural.clone(),
+        (true, _) => format!("{}/status", kind.def.plural),
+        (_, true) => format!("{}/scale", kind.def.plural),
+        _ => kind.def.plural.clone(),
     };
-    let group = group_of(&kind.api_version);
+    let group = &kind.def.group;
     let attributes = Attributes { group, resource: &resource, verb, namespace, name };
     rbac::authorize(state.cluster.as_ref(), &user, &attributes).map_err(RequestError::Forbidden)?;
     let create = Attributes { verb: "create", ..attributes };

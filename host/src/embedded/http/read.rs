@@ -106,7 +106,7 @@ pub(super) fn list_response(
         if i > 0 {
             body.push(',');
         }
-        if collection.built_in {
+        if collection.def.built_in {
             body.push_str(&untyped(obj));
         } else {
             body.push_str(obj.json());

@@ -38,7 +38,7 @@ const REVIEWS: [(&str, &str); 4] = [
 
 /// Whether `kind` is a review this module answers.
 pub(super) fn is_review(kind: &Served) -> bool {
-    REVIEWS.iter().any(|(api_version, name)| kind.api_version == *api_version && kind.kind == *name)
+    REVIEWS.iter().any(|(api_version, name)| kind.def.api_version() == *api_version && kind.def.kind == *name)
 }
 
 /// The answer to `method` on the review kind `kind`, by `user` (none: the operator), with
@@ -60,11 +60,11 @@ pub(super) fn answer(
     let mut review: Value = match serde_json::from_slice(body) {
         Ok(review @ Value::Object(_)) => review,
         _ => {
-            let e = RequestError::BadRequest(format!("the body is not a {} in JSON", kind.kind));
+            let e = RequestError::BadRequest(format!("the body is not a {} in JSON", kind.def.kind));
             return super::status::failure(&e);
         }
     };
-    let status = match kind.kind.as_str() {
+    let status = match kind.def.kind.as_str() {
         "SelfSubjectAccessReview" => access(cluster, user, &review["spec"]),
         "SelfSubjectRulesReview" => rules(cluster, user, &review["spec"]),
         "SelfSubjectReview" => json!({"userInfo": user_info(user)}),
@@ -74,8 +74,8 @@ pub(super) fn answer(
             "error": "the embedded cluster (wink --serve-api) issues no tokens and authenticates none",
         }),
     };
-    review["apiVersion"] = json!(kind.api_version);
-    review["kind"] = json!(kind.kind);
+    review["apiVersion"] = json!(kind.def.api_version());
+    review["kind"] = json!(kind.def.kind);
     if !review["metadata"].is_object() {
         review["metadata"] = json!({});
     }

@@ -34,10 +34,10 @@ pub(super) struct ScaleRequest<'a> {
 impl ScaleRequest<'_> {
     /// Answers `method` with `body`.
     pub(super) fn answer(&self, method: &Method, headers: &HeaderMap, query: &Query, body: &[u8]) -> Response {
-        let group = crate::kube::scope::group_of(&self.kind.api_version);
-        let about = About { name: self.name, group, plural: &self.kind.plural, kind: &self.kind.kind };
+        let group = self.kind.def.group.as_str();
+        let about = About { name: self.name, group, plural: &self.kind.def.plural, kind: &self.kind.def.kind };
         let Some(paths) = &self.collection.scale else {
-            let what = format!("{}/scale", self.kind.plural);
+            let what = format!("{}/scale", self.kind.def.plural);
             return failure(&RequestError::NotFound(format!(
                 "the server could not find the requested resource ({what})"
             )));
@@ -57,7 +57,7 @@ impl ScaleRequest<'_> {
     }
 
     fn request(&self, verb: Verb) -> Request {
-        Request::new(verb, &self.kind.api_version, &self.kind.kind, self.namespace.clone(), self.name)
+        Request::new(verb, self.kind.def.api_version(), &self.kind.def.kind, self.namespace.clone(), self.name)
     }
 
     fn object(&self) -> Result<Value, RequestError> {

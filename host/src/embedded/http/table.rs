@@ -82,15 +82,15 @@ impl TableRequest {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        let group = crate::kube::scope::group_of(&kind.api_version);
-        let version = kind.api_version.rsplit('/').next().unwrap_or_default();
-        let (definitions, cells): (Vec<Value>, Box<Cells>) = if collection.built_in {
-            let Printer { columns, cells } = printer(group, &kind.kind);
+        let group = kind.def.group.as_str();
+        let version = kind.def.version.as_str();
+        let (definitions, cells): (Vec<Value>, Box<Cells>) = if collection.def.built_in {
+            let Printer { columns, cells } = printer(group, &kind.def.kind);
             (columns.iter().map(|c| c.definition()).collect(), Box::new(move |o| cells(o, now)))
         } else {
             let definition = cluster
                 .collection("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-                .and_then(|c| c.source.get(&format!("{}.{group}", kind.plural)))
+                .and_then(|c| c.source.get(&format!("{}.{group}", kind.def.plural)))
                 .and_then(|crd| crd.to_value().ok())
                 .unwrap_or(Value::Null);
             let columns = custom_columns(&definition, version);

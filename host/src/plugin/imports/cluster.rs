@@ -20,10 +20,9 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{Quota, RateLimiter};
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::{
-    ClusterClient, EventRecorder, EventSpec, Identity, Request, RequestError, ResourceInfo, Subresource, Verb,
-};
+use crate::cluster::{ClusterClient, EventRecorder, EventSpec, Identity, Request, RequestError, Subresource, Verb};
 use crate::informer::Object;
+use crate::kube::ResourceDef;
 use crate::plugin::manifest::Manifest;
 use crate::plugin::manifest::permissions::{Attributes, Permissions, Policy, Refusal, RequestLimits};
 use crate::plugin::metrics::PluginMetrics;
@@ -49,7 +48,7 @@ pub struct ClusterLink {
     /// Kinds already resolved (a kind's resource name and scope do not change while it is
     /// served): most requests then make one hop to the runtime, not two. Only kinds the
     /// cluster serves are kept, at most [`RESOLVED_KINDS`] of them.
-    resolved: parking_lot::Mutex<hashlink::LruCache<(String, String), ResourceInfo>>,
+    resolved: parking_lot::Mutex<hashlink::LruCache<(String, String), ResourceDef>>,
     /// Its refusals, logged at a bounded rate.
     refusals: RefusalLog,
     /// Where requests are counted (by verb and outcome).
@@ -131,7 +130,7 @@ impl ClusterLink {
     }
 
     /// What the cluster knows of a kind, remembered once the cluster has answered.
-    fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+    fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, RequestError> {
         let key = (api_version.to_owned(), kind.to_owned());
         if let Some(info) = self.resolved.lock().get(&key) {
             return Ok(info.clone());

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 
 use super::*;
-use crate::cluster::{ResourceInfo, Verb};
+use crate::cluster::Verb;
+use crate::kube::ResourceDef;
 use crate::plugin::manifest::permissions::PolicyRule;
 
 /// Records the requests it receives; answers with the request's object, or never.
@@ -26,11 +27,10 @@ const CLUSTER_SCOPED: &[&str] = &["Namespace", "ClusterRole", "ClusterRoleBindin
 
 #[async_trait]
 impl ClusterClient for Recording {
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceInfo, RequestError> {
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, RequestError> {
         self.resolves.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g).to_owned();
         let namespaced = !CLUSTER_SCOPED.contains(&kind);
-        Ok(ResourceInfo { group, plural: format!("{}s", kind.to_lowercase()), namespaced })
+        Ok(ResourceDef::custom(api_version, kind, &format!("{}s", kind.to_lowercase()), namespaced))
     }
 
     async fn execute(&self, request: Request, _: Option<&Identity>) -> Result<Option<Object>, RequestError> {

@@ -43,7 +43,7 @@ use http_body_util::BodyExt;
 use kube::client::Body;
 use kube::config::{InferConfigError, KubeconfigError};
 use kube::core::GroupVersionKind;
-use kube::discovery::Scope;
+
 use kube::{Client, Config};
 use parking_lot::Mutex;
 use tokio::sync::OnceCell;
@@ -53,6 +53,8 @@ use crate::informer::factory::{ResourceKey, SourceProvider};
 use crate::informer::list_watch::{
     ListParams, ListerWatcher, ObjectList, SourceError, Status, WatchEvent, WatchParams, WatchStream,
 };
+use crate::kube::ResourceDef;
+use crate::kube::resource::discovered;
 
 mod decode;
 
@@ -90,45 +92,12 @@ pub enum KubeSourceError {
     Client(#[source] kube::Error),
 }
 
-/// A resource as discovery resolved it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResolvedResource {
-    /// API group (`""` for core).
-    pub group: String,
-    /// API version, e.g. `v1`.
-    pub version: String,
-    /// `group/version`, or `version` for core.
-    pub api_version: String,
-    /// Kind, e.g. `Deployment`.
-    pub kind: String,
-    /// Plural resource name used in paths, e.g. `deployments`.
-    pub plural: String,
-    /// Whether objects live in namespaces.
-    pub namespaced: bool,
-}
-
-impl ResolvedResource {
-    /// The collection path: `/api/v1/pods`, `/api/v1/namespaces/{ns}/pods`,
-    /// `/apis/{group}/{version}/…`.
-    pub fn collection_path(&self, namespace: Option<&str>) -> String {
-        let base = if self.group.is_empty() {
-            format!("/api/{}", self.version)
-        } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        };
-        match namespace {
-            Some(ns) if self.namespaced => format!("{base}/namespaces/{ns}/{}", self.plural),
-            _ => format!("{base}/{}", self.plural),
-        }
-    }
-}
-
 /// Lists and watches resources of a Kubernetes API server. Cheap to clone (clones share the
 /// client and the discovery cache).
 #[derive(Clone)]
 pub struct KubeSource {
     client: Client,
-    discovered: Arc<Mutex<HashMap<(String, String), ResolvedResource>>>,
+    discovered: Arc<Mutex<HashMap<(String, String), ResourceDef>>>,
 }
 
 impl std::fmt::Debug for KubeSource {
@@ -172,7 +141,7 @@ impl KubeSource {
     }
 
     /// Resolves a kind to its resource path and scope through discovery (cached once found).
-    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedResource, SourceError> {
+    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResourceDef, SourceError> {
         let cache_key = (api_version.to_owned(), kind.to_owned());
         if let Some(found) = self.discovered.lock().get(&cache_key) {
             return Ok(found.clone());
@@ -188,14 +157,7 @@ impl KubeSource {
                 }),
                 other => kube_error(other),
             })?;
-        let resolved = ResolvedResource {
-            group: resource.group,
-            version: resource.version,
-            api_version: resource.api_version,
-            kind: resource.kind,
-            plural: resource.plural,
-            namespaced: capabilities.scope == Scope::Namespaced,
-        };
+        let resolved = discovered(&resource, &capabilities);
         self.discovered.lock().insert(cache_key, resolved.clone());
         Ok(resolved)
     }
@@ -235,7 +197,7 @@ fn split_api_version(api_version: &str) -> Result<(&str, &str), SourceError> {
 pub struct KubeListerWatcher {
     source: KubeSource,
     resource: ResourceKey,
-    resolved: OnceCell<ResolvedResource>,
+    resolved: OnceCell<ResourceDef>,
     /// Set once the server showed it does not support streaming lists.
     watch_list_unsupported: Arc<AtomicBool>,
 }
@@ -257,7 +219,7 @@ impl KubeListerWatcher {
         self.watch_list_unsupported.load(Ordering::SeqCst)
     }
 
-    async fn collection_path(&self) -> Result<(String, &ResolvedResource), SourceError> {
+    async fn collection_path(&self) -> Result<(String, &ResourceDef), SourceError> {
         let resolved = self
             .resolved
             .get_or_try_init(|| self.source.resolve(&self.resource.api_version, &self.resource.kind))
@@ -343,7 +305,7 @@ impl ListerWatcher for KubeListerWatcher {
             .await
             .map_err(|e| SourceError::Transport(Cause::with_source(format!("reading list of {}", self.resource), e)))?
             .to_bytes();
-        decode_list(&body, &resolved.api_version, &resolved.kind)
+        decode_list(&body, &resolved.api_version(), &resolved.kind)
     }
 
     async fn watch(&self, params: &WatchParams) -> Result<WatchStream, SourceError> {

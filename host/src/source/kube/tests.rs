@@ -2,15 +2,9 @@
 
 use super::*;
 
-fn resolved(group: &str, namespaced: bool) -> ResolvedResource {
-    ResolvedResource {
-        group: group.into(),
-        version: "v1".into(),
-        api_version: if group.is_empty() { "v1".into() } else { format!("{group}/v1") },
-        kind: "Thing".into(),
-        plural: "things".into(),
-        namespaced,
-    }
+fn resolved(group: &str, namespaced: bool) -> ResourceDef {
+    let api_version = if group.is_empty() { "v1".into() } else { format!("{group}/v1") };
+    ResourceDef::custom(&api_version, "Thing", "things", namespaced)
 }
 
 #[test]

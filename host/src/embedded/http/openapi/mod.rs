@@ -116,7 +116,7 @@ pub fn answer(cluster: &dyn ServedCluster, which: &OpenApi, headers: &HeaderMap)
             None => return StatusCode::NOT_ACCEPTABLE.into_response(),
         },
         OpenApi::V3Root => {
-            let mut api_versions: Vec<String> = cluster.served().into_iter().map(|s| s.api_version).collect();
+            let mut api_versions: Vec<String> = cluster.served().into_iter().map(|s| s.def.api_version()).collect();
             api_versions.sort();
             api_versions.dedup();
             v3::root(&api_versions, &customs).map(|root| json_response(StatusCode::OK, &root))
