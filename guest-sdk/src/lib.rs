@@ -51,11 +51,16 @@
 //!
 //! Cargo features:
 //! - `k8s-openapi`: typed access to objects through the `k8s-openapi` crate
-//!   ([`Object::metadata`], [`Object::typed`], [`Resource::of`]);
+//!   ([`Object::metadata`], [`Object::typed`], [`Resource::of`]) and typed requests in the
+//!   shape of kube-rs's `Api` (`Api::<Deployment>::namespaced(ns).get(name)`, `create`,
+//!   `replace`, `patch`, `apply`, `delete`; `plugins/pdb-for-deployment` is a reconciler
+//!   written with it);
 //! - `reconciler`: a reconciler instead of a handler (the controller-runtime model: keys of a
 //!   primary resource, a work queue, owned and watched resources; `Reconciler`,
 //!   `export_reconciler!`, `queue::enqueue`).
 
+#[cfg(feature = "k8s-openapi")]
+mod api;
 pub mod bindings;
 pub mod cache;
 pub mod cluster;
@@ -70,6 +75,8 @@ mod object;
 mod reconciler;
 pub mod time;
 
+#[cfg(feature = "k8s-openapi")]
+pub use api::Api;
 pub use cache::{CacheError, Resource};
 pub use cluster::RequestError;
 pub use handler::{Action, Handler, HandlerError, parse_config};

@@ -5,6 +5,10 @@
 //!   Deployment a Service it controls; deleting the Service (an event on an owned object)
 //!   reconciles its owner, which recreates it; a change of the Deployment's ports updates
 //!   it; a Deployment without the annotation gets none, and losing the annotation deletes it;
+//! - `pdb-for-deployment` (a Rust reconciler written with the SDK's typed `Api`) gives every
+//!   Deployment with two or more replicas a PodDisruptionBudget it controls, selecting its
+//!   Pods; deleting or editing the budget reconciles its owner, which restores it; scaled
+//!   below two, the Deployment loses it;
 //! - a reconciler may enqueue another primary's key, which is then reconciled;
 //! - a watched resource mapped by the plugin (`mapTo: {plugin: true}`) reconciles the keys
 //!   its `map-to-keys` returns;
@@ -106,6 +110,92 @@ async fn service_scenario(name: &'static str, manifest_tail: Option<&str>) {
         "{reasons:?}"
     );
     assert_eq!(host.metrics(name).traps(), 0, "{}", plugin_logs());
+    host.stop().await;
+}
+
+fn scaled(name: &str, replicas: u32) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: shop}}\n\
+         spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    \
+         metadata: {{labels: {{app: {name}}}}}\n    spec: {{containers: [{{name: {name}, image: {name}:1}}]}}\n"
+    )
+}
+
+/// The budget `shop/<name>`, if it exists.
+fn budget(host: &TestHost, name: &str) -> Option<Value> {
+    host.object("policy/v1", "PodDisruptionBudget", &format!("shop/{name}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdb_for_deployment_keeps_a_budget_for_each_replicated_deployment() {
+    let cluster = Cluster::new();
+    cluster.write("web.yaml", &scaled("web", 3));
+    cluster.write("api.yaml", &scaled("api", 1));
+    let plugins = tempfile::tempdir().unwrap();
+    install_plugin("pdb-for-deployment", plugins.path(), "pdb-for-deployment", None);
+    let host = TestHost::start(cluster.path(), plugins.path()).await;
+    let plugin_logs = || logs().dump("pdb-for-deployment");
+
+    wait_for("the budget of web", || budget(&host, "web").is_some(), plugin_logs).await;
+    let pdb = budget(&host, "web").unwrap();
+    let web_uid = host.object("apps/v1", "Deployment", "shop/web").unwrap()["metadata"]["uid"].clone();
+    let owner = &pdb["metadata"]["ownerReferences"][0];
+    assert_eq!((owner["kind"].as_str(), owner["controller"].as_bool()), (Some("Deployment"), Some(true)));
+    assert_eq!(owner["uid"], web_uid, "the budget is controlled by its Deployment");
+    assert_eq!(pdb.pointer("/spec/selector/matchLabels/app").and_then(Value::as_str), Some("web"));
+    assert_eq!(pdb.pointer("/spec/maxUnavailable").and_then(Value::as_i64), Some(1));
+    assert_eq!(budget(&host, "api"), None, "one replica: no budget");
+
+    // Deleted by someone: the event on the owned budget reconciles its Deployment.
+    let first_uid = pdb["metadata"]["uid"].clone();
+    let delete = Request::new(
+        Verb::Delete(DeleteOptions::default()),
+        "policy/v1",
+        "PodDisruptionBudget",
+        Some("shop".into()),
+        "web",
+    );
+    host.client().execute_now(delete).expect("deleting the budget");
+    wait_for(
+        "the budget recreated",
+        || budget(&host, "web").is_some_and(|b| b["metadata"]["uid"] != first_uid),
+        plugin_logs,
+    )
+    .await;
+
+    // Edited by someone: restored.
+    let patch = Request::new(
+        Verb::Patch(wink::cluster::PatchType::Merge),
+        "policy/v1",
+        "PodDisruptionBudget",
+        Some("shop".into()),
+        "web",
+    )
+    .with_body(r#"{"spec": {"maxUnavailable": 3}}"#.to_owned());
+    host.client().execute_now(patch).expect("editing the budget");
+    wait_for(
+        "the budget restored",
+        || budget(&host, "web").and_then(|b| b.pointer("/spec/maxUnavailable").and_then(Value::as_i64)) == Some(1),
+        plugin_logs,
+    )
+    .await;
+
+    // Scaled up: api gets one; scaled down: web loses its own.
+    cluster.write("api.yaml", &scaled("api", 2));
+    wait_for("the budget of api", || budget(&host, "api").is_some(), plugin_logs).await;
+    cluster.write("web.yaml", &scaled("web", 1));
+    wait_for("the budget of web deleted", || budget(&host, "web").is_none(), plugin_logs).await;
+
+    let reasons: Vec<String> = host
+        .objects("events.k8s.io/v1", "Event")
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        reasons.contains(&"BudgetCreated".to_owned()) && reasons.contains(&"BudgetUpdated".to_owned()),
+        "{reasons:?}"
+    );
+    assert_eq!(host.metrics("pdb-for-deployment").traps(), 0, "{}", plugin_logs());
     host.stop().await;
 }
 
