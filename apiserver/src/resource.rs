@@ -56,15 +56,7 @@ impl ResourceDef {
     /// without a status subresource.
     pub fn custom(api_version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        Self {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            namespaced,
-            status_subresource: false,
-            built_in: false,
-        }
+        Self { built_in: false, ..Self::built_in(group, version, kind, plural, namespaced, false) }
     }
 
     /// The apiVersion objects of this resource carry (`v1`, `apps/v1`).

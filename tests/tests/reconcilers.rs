@@ -100,17 +100,19 @@ async fn service_scenario(name: &'static str, manifest_tail: Option<&str>) {
     cluster.write("web.yaml", &deployment("web", false, "[{containerPort: 8080}]"));
     wait_for("the Service deleted", || service_ports(&host, "web").is_none(), plugin_logs).await;
 
-    let reasons: Vec<String> = host
-        .objects("events.k8s.io/v1", "Event")
-        .iter()
-        .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let reasons = event_reasons(&host);
     assert!(
         reasons.contains(&"ServiceCreated".to_owned()) && reasons.contains(&"ServiceUpdated".to_owned()),
         "{reasons:?}"
     );
     assert_eq!(host.metrics(name).traps(), 0, "{}", plugin_logs());
     host.stop().await;
+}
+
+/// The reasons of the Events the embedded cluster holds.
+fn event_reasons(host: &TestHost) -> Vec<String> {
+    let events = host.objects("events.k8s.io/v1", "Event");
+    events.iter().map(|e| e["reason"].as_str().unwrap_or_default().to_owned()).collect()
 }
 
 fn scaled(name: &str, replicas: u32) -> String {
@@ -186,11 +188,7 @@ async fn pdb_for_deployment_keeps_a_budget_for_each_replicated_deployment() {
     cluster.write("web.yaml", &scaled("web", 1));
     wait_for("the budget of web deleted", || budget(&host, "web").is_none(), plugin_logs).await;
 
-    let reasons: Vec<String> = host
-        .objects("events.k8s.io/v1", "Event")
-        .iter()
-        .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let reasons = event_reasons(&host);
     assert!(
         reasons.contains(&"BudgetCreated".to_owned()) && reasons.contains(&"BudgetUpdated".to_owned()),
         "{reasons:?}"
