@@ -188,6 +188,15 @@ async fn pdb_for_deployment_keeps_a_budget_for_each_replicated_deployment() {
     cluster.write("web.yaml", &scaled("web", 1));
     wait_for("the budget of web deleted", || budget(&host, "web").is_none(), plugin_logs).await;
 
+    // Its own writes come back to it as events on the owned budget, and find nothing to do.
+    // (Each write is logged as its call returns, a moment after the store has it.)
+    let writes = || {
+        let count = |prefix: &str| lines("pdb-for-deployment", prefix).len();
+        (count("created budget=shop/web"), count("updated budget=shop/web"), count("deleted budget=shop/web"))
+    };
+    let logged = || matches!(writes(), (c, u, d) if c >= 2 && u >= 1 && d >= 1);
+    wait_for("web's writes logged", logged, plugin_logs).await;
+    assert_eq!(writes(), (2, 1, 1), "no more writes than asked for: {}", plugin_logs());
     let reasons = event_reasons(&host);
     assert!(
         reasons.contains(&"BudgetCreated".to_owned()) && reasons.contains(&"BudgetUpdated".to_owned()),
