@@ -18,7 +18,7 @@ const BEGIN: &str = "<!-- goals:begin -->";
 const END: &str = "<!-- goals:end -->";
 
 /// The benches, in the order of `BENCHMARKS.md`.
-const ORDER: [&str; 11] = [
+const ORDER: [&str; 12] = [
     "informer_throughput",
     "wasm_vs_native",
     "call_overhead",
@@ -30,6 +30,7 @@ const ORDER: [&str; 11] = [
     "end_to_end",
     "api_server_list",
     "languages",
+    "reconcile",
 ];
 
 fn machine() -> String {
