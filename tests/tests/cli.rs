@@ -262,6 +262,38 @@ fn check_warns_about_permissions_a_plugin_cannot_use_or_lacks() {
     assert!(out.status.success(), "warnings only:\n{stderr}");
     assert!(stderr.contains("warning:") && stderr.contains("permissions[0]: verbs `list`, `watch`"), "{stderr}");
     assert!(stderr.contains("permissions[1]: allows creating Events but no rule allows `patch`"), "{stderr}");
+    // The event recorder makes no request: its component does not import the cluster calls.
+    assert!(stderr.contains("the component does not import wink:plugin/cluster"), "{stderr}");
+}
+
+/// What the component and the manifest say together: a plugin that does make requests is
+/// not told its rules go unused; a reconciler whose rules do not let it create what it owns
+/// is told so, with the rule to add.
+#[test]
+fn check_warns_about_a_reconciler_that_cannot_create_what_it_owns() {
+    let dir = tempfile::tempdir().unwrap();
+    let auditor = install_plugin("label-auditor", dir.path(), "auditor", None);
+    let out = check(&auditor, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !stderr.contains("does not import"), "{stderr}");
+
+    let shipped = install_plugin("pdb-for-deployment", dir.path(), "budgets", None);
+    let out = check(&shipped, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !stderr.contains("warning:"), "{stderr}");
+    let manifest = std::fs::read_to_string(shipped.join("plugin.yaml")).unwrap();
+    let tail = manifest.split_once("component: pdb-for-deployment.wasm").expect("the component line").1;
+    let tail = tail.split_once('\n').unwrap().1.replace("verbs: [get, create, update, delete]", "verbs: [get, update]");
+    assert!(tail.contains("verbs: [get, update]"), "{tail}");
+    let watcher = install_plugin("pdb-for-deployment", dir.path(), "watcher", Some(&tail));
+    let out = check(&watcher, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "a warning only:\n{stderr}");
+    assert!(
+        stderr.contains("reconcile.owns[0]: no permission allows creating policy/v1 PodDisruptionBudget")
+            && stderr.contains("add `create` on `poddisruptionbudgets` in apiGroups [policy]"),
+        "{stderr}"
+    );
 }
 
 /// `wink check` on a plugin's source folder (as a new author tries first): it says the

@@ -9,7 +9,7 @@ use crate::kube::versions;
 use crate::plugin::imports::cache::NoCache;
 use crate::plugin::manifest::format_bytes;
 use crate::plugin::runtime::loader::{load_manifest, load_plugin_manifest};
-use crate::plugin::{CacheOutcome, LoadError, LoadedPlugin, Manifest, MemoryBudget};
+use crate::plugin::{CacheOutcome, LoadError, LoadedPlugin, Manifest, MemoryBudget, PluginEngine};
 
 /// What [`check`] found.
 #[derive(Clone, Debug)]
@@ -39,7 +39,12 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
     let m = &plugin.manifest;
     let mut lines = describe(&plugin, &budget);
     lines.extend(grants(m));
-    let kinds = m.resources.iter().map(|r| ("resources", &r.api_version, &r.kind));
+    // A reconciler's resources are its `for`, `owns` and `watches` (its `resources` left out).
+    let (at, watched) = match &m.reconcile {
+        Some(r) => ("reconcile", r.resources()),
+        None => ("resources", m.resources.clone()),
+    };
+    let kinds = watched.iter().map(|r| (at, &r.api_version, &r.kind));
     let kinds = kinds.chain(m.cache.iter().map(|g| ("cache", &g.api_version, &g.kind)));
     let mut warnings: Vec<String> = kinds
         .filter_map(|(at, api_version, kind)| {
@@ -47,6 +52,13 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
         })
         .collect();
     warnings.extend(m.warnings().into_iter().map(|why| format!("{}: {why}", m.path().display())));
+    if !m.permissions.is_empty() && !imports_cluster(&plugin, &engine) {
+        warnings.push(format!(
+            "{}: permissions: the component does not import wink:plugin/cluster, so it makes no requests and \
+             these rules are never used",
+            m.path().display()
+        ));
+    }
     // As `run` starts it: an instance, then `init` with the config.
     let plugin_error =
         |outcome| AppError::Init { path: m.path().to_owned(), plugin: plugin.name().to_owned(), outcome };
@@ -59,6 +71,14 @@ pub fn check(path: &Path, cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result
         }
     ));
     Ok(CheckReport { lines, warnings })
+}
+
+/// Whether the component imports the `cluster` interface (of any contract version): a
+/// component that makes no request does not (toolchains that link a whole world import it
+/// whether the plugin calls it or not).
+fn imports_cluster(plugin: &LoadedPlugin, engine: &PluginEngine) -> bool {
+    let component = plugin.component.component_type();
+    component.imports(engine.wasmtime()).any(|(name, _)| name.starts_with("wink:plugin/cluster@"))
 }
 
 /// The plugin's component, limits and memory.

@@ -480,9 +480,13 @@ impl Manifest {
     }
 
     /// What may not work although the manifest is valid: permission rules partly unusable
-    /// ([`permissions::check_permissions`]).
+    /// ([`permissions::check_permissions`]), owned resources a reconciler may not create.
     pub fn warnings(&self) -> Vec<String> {
-        permissions::check_permissions(&self.permissions).unwrap_or_default()
+        let mut warnings = permissions::check_permissions(&self.permissions).unwrap_or_default();
+        if let Some(reconcile) = &self.reconcile {
+            warnings.extend(reconcile.owned_without_create(&self.permissions));
+        }
+        warnings
     }
 
     fn invalid(&self, field: impl Into<String>, message: impl Into<String>) -> ManifestError {

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::WatchedResource;
 use crate::kube::LabelSelector;
+use crate::kube::rbac::{Attributes, PolicyRule, allowed};
 use crate::workqueue::RateLimits;
 
 /// The most reconciles a plugin may run at once.
@@ -209,6 +210,36 @@ impl Reconcile {
         std::iter::once(Role::Primary)
             .chain(self.owns.iter().map(|_| owned.clone()))
             .chain(self.watches.iter().filter_map(|w| w.map_to.mapping()).map(Role::Mapped))
+            .collect()
+    }
+
+    /// Owned built-in resources that no rule of `rules` lets the plugin create: a controller
+    /// creates what it owns, so such a reconciler can only watch them (a warning: it may
+    /// adopt objects others create).
+    pub fn owned_without_create(&self, rules: &[PolicyRule]) -> Vec<String> {
+        let owned = self.owns.iter().enumerate();
+        owned
+            .filter_map(|(i, owned)| {
+                let def = crate::kube::resource::built_in(&owned.api_version, &owned.kind)?;
+                let namespace =
+                    owned.namespaces.as_ref().and_then(|list| list.first()).map_or("default", String::as_str);
+                let create = Attributes {
+                    group: &def.group,
+                    resource: &def.plural,
+                    verb: "create",
+                    namespace: def.namespaced.then_some(namespace),
+                    name: "",
+                };
+                let group = if def.group.is_empty() { "\"\"" } else { def.group.as_str() };
+                (!allowed(rules, &create)).then(|| {
+                    format!(
+                        "reconcile.owns[{i}]: no permission allows creating {} {}, which a controller usually \
+                         creates for its primaries (add `create` on `{}` in apiGroups [{group}]), so it can only \
+                         watch them",
+                        owned.api_version, owned.kind, def.plural
+                    )
+                })
+            })
             .collect()
     }
 
