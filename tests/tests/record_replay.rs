@@ -104,14 +104,52 @@ async fn run_records_what_its_plugins_informers_deliver() {
     assert!(resources.iter().all(|r| r != "v1/Pod"), "only what the plugins watch");
 }
 
-/// A reconciler has no event handlers to feed: replay says so instead of failing every call.
+/// A reconciler is replayed its keys: each notification it watches goes through the same
+/// mapping as live, and each key is reconciled at once, its writes shown as a dry run — the
+/// Deployment with three replicas gets its budget created, the one with one replica nothing,
+/// and the deletion of an owned budget reconciles its owner again.
 #[test]
-fn replaying_to_a_reconciler_is_refused_with_the_reason() {
+fn a_recording_replays_to_a_reconciler_key_by_key() {
     let work = tempfile::tempdir().unwrap();
     let recording = work.path().join("rec.jsonl");
-    let header = r#"{"type":"header","format":"wink-recording","version":1,"started":"2026-12-01T00:00:00Z","source":"dir:x","resources":["v1/ConfigMap"]}"#;
-    write_atomic(&recording, &format!("{header}\n"));
-    let out = wink(&["replay"], &[&plugin("probes/reconcile-probe"), &recording]);
-    assert!(!out.status.success(), "{}", text(&out.stdout));
-    assert!(text(&out.stderr).contains("is a reconciler"), "{}", text(&out.stderr));
+    let deployment = |name: &str, replicas: u32| {
+        serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"), "resourceVersion": "1"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "a", "image": "a"}]}}},
+        })
+    };
+    let budget = serde_json::json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "uid-pdb", "resourceVersion": "2",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "uid-web", "controller": true}]},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    });
+    let line = |value: serde_json::Value| value.to_string() + "\n";
+    let recorded = [
+        line(serde_json::json!({"type": "header", "format": "wink-recording", "version": 1, "started": "2026-12-01T00:00:00Z",
+            "source": "dir:x", "resources": ["apps/v1/Deployment", "policy/v1/PodDisruptionBudget"]})),
+        line(serde_json::json!({"type": "add", "atMs": 0, "resource": "apps/v1/Deployment", "initial": true, "object": deployment("web", 3)})),
+        line(serde_json::json!({"type": "add", "atMs": 0, "resource": "apps/v1/Deployment", "initial": true, "object": deployment("api", 1)})),
+        line(serde_json::json!({"type": "add", "atMs": 5, "resource": "policy/v1/PodDisruptionBudget", "initial": false, "object": budget})),
+        line(serde_json::json!({"type": "delete", "atMs": 9, "resource": "policy/v1/PodDisruptionBudget", "unknown": false, "object": budget})),
+    ]
+    .concat();
+    write_atomic(&recording, &recorded);
+    let out = wink(&["replay"], &[&plugin("pdb-for-deployment"), &recording]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at =
+        |prefix: &str| lines.iter().position(|l| l.contains(prefix)).unwrap_or_else(|| panic!("{prefix}: {stdout}"));
+    let web = at("add apps/v1/Deployment shop/web → reconcile shop/web: ok");
+    assert!(lines[web + 1].contains("would create policy/v1 PodDisruptionBudget shop/web"), "{stdout}");
+    let api = at("add apps/v1/Deployment shop/api → reconcile shop/api: ok");
+    assert!(!lines[api + 1].contains("would"), "one replica, no write: {stdout}");
+    // The owned budget's events map to its controller owner.
+    at("add policy/v1/PodDisruptionBudget shop/web → reconcile shop/web: ok");
+    let deleted = at("delete policy/v1/PodDisruptionBudget shop/web → reconcile shop/web: ok");
+    assert!(lines[deleted + 1].contains("would create policy/v1 PodDisruptionBudget shop/web"), "recreated: {stdout}");
+    assert!(stdout.contains("4 calls, 0 failed"), "{stdout}");
 }

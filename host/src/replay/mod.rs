@@ -6,6 +6,7 @@
 
 pub mod dry_run;
 pub mod format;
+mod keys;
 pub mod player;
 pub mod recorder;
 
@@ -59,11 +60,6 @@ pub enum ReplayError {
         #[source]
         source: SourceError,
     },
-    /// The plugin is a reconciler: replay feeds events to a handler's exports.
-    #[error(
-        "plugin {0} is a reconciler: `wink replay` feeds recorded events to a handler plugin's on-add, on-update and on-delete; replaying a reconciler's keys is not supported yet"
-    )]
-    Reconciler(String),
     /// A resource is not written `apiVersion/Kind`.
     #[error("`{0}` is not a resource: write it apiVersion/Kind, e.g. apps/v1/Deployment")]
     BadResource(String),

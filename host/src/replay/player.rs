@@ -7,7 +7,8 @@
 //! watches (its namespaces and label selectors applied) is delivered to it, in order, each
 //! call's outcome reported: what it logged (on stderr, as `wink run` logs it), the writes it
 //! asked for (applied in memory, never sent: a dry run), its requeue requests, its errors and
-//! traps.
+//! traps. A reconciler gets the keys each notification maps to, reconciled at once
+//! ([`keys`](super::keys)), one line per reconcile.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use serde_json::Value;
 use super::ReplayError;
 use super::dry_run::DryRun;
 use super::format::{self, Line};
+use super::keys::{Delivered, Keys, MAX_RECONCILES, Reconciled};
 use crate::embedded::{EmbeddedClient, EmbeddedCluster};
 use crate::embedded::{MemoryCluster, MemorySourceOptions};
 use crate::informer::{
@@ -29,6 +31,7 @@ use crate::plugin::runtime::loader::{LoadedPlugin, load_manifest, load_plugin_ma
 use crate::plugin::{
     EngineConfig, GuestPool, LoadError, LoadLimits, PluginEngine, PluginHandler, PluginMetrics, WatchedResource,
 };
+use crate::workqueue::WorkQueue;
 
 /// What to replay.
 #[derive(Clone, Debug)]
@@ -136,9 +139,6 @@ pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError
     let manifest = load_plugin_manifest(&options.plugin).map_err(LoadError::from)?;
     let plugin = load_manifest(manifest, &engine, &options.load)?;
     let name = plugin.name().to_owned();
-    if plugin.manifest.reconcile.is_some() {
-        return Err(ReplayError::Reconciler(name));
-    }
 
     let cluster = Arc::new(MemoryCluster::new(MemorySourceOptions::default()));
     serve_kinds(&cluster, &recording);
@@ -149,7 +149,15 @@ pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError
     let metrics = PluginMetrics::detached(&name);
     let link = ClusterContext::new(dry_run.clone(), false).link(&plugin.manifest, metrics.clone()).ok();
     let resolver = Arc::new(FactoryCache(factory.clone()));
-    let handler = PluginHandler::for_plugin(&plugin, &engine, resolver, link, metrics.clone(), GuestPool::new(1));
+    // A reconciler's sandbox holds its work queue, for the keys it enqueues itself.
+    let queue = plugin.manifest.reconcile.as_ref().map(|r| WorkQueue::new(r.rate_limits.limits(), None));
+    let sandbox = plugin.sandbox(&engine, resolver, link);
+    let sandbox = match &queue {
+        Some(queue) => sandbox.with_queue(queue.clone()),
+        None => sandbox,
+    };
+    let handler = Arc::new(PluginHandler::for_sandbox(&plugin, sandbox, metrics.clone(), GuestPool::new(1)));
+    let keys = queue.and_then(|queue| Keys::new(&plugin.manifest, queue, handler.clone()));
     let mut report = ReplayReport { malformed: recording.errors.len(), ..ReplayReport::default() };
     for error in &recording.errors {
         report.lines.push(format!("error: {error}"));
@@ -190,6 +198,11 @@ pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError
         if !watched.is_some_and(|spec| selects(spec, &obj)) {
             continue;
         }
+        let at = line_at(line);
+        if let Some(keys) = &keys {
+            reconcile(keys, &mut report, (at, resource, api_version, kind), line, &obj, &metrics, &dry_run).await;
+            continue;
+        }
         let traps = metrics.traps();
         let (event, result) = match line {
             Line::Add { initial, .. } => ("add", handler.on_add(&obj, *initial).await),
@@ -205,12 +218,55 @@ pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError
         if result.is_err() || trapped {
             report.failed += 1;
         }
-        let at = line_at(line);
         report.lines.push(format!("{at:>7}ms {event} {resource} {}: {}", obj.key(), outcome(&result, trapped)));
         report.lines.extend(dry_run.take().into_iter().map(|w| format!("          {w}")));
     }
     factory.shutdown().await;
     Ok(report)
+}
+
+/// Replays one notification to a reconciler: one line per key it reconciled, each with its
+/// writes.
+async fn reconcile(
+    keys: &Keys,
+    report: &mut ReplayReport,
+    (at, resource, api_version, kind): (u64, &str, &str, &str),
+    line: &Line,
+    obj: &Object,
+    metrics: &PluginMetrics,
+    dry_run: &DryRun,
+) {
+    let old = match line {
+        Line::Update { old, .. } => Some(Object::from_string(old.to_string()).unwrap_or_else(|_| obj.clone())),
+        _ => None,
+    };
+    let (event, delivered) = match (line, &old) {
+        (Line::Add { initial, .. }, _) => ("add", Delivered::Add { obj, initial: *initial }),
+        (Line::Update { .. }, Some(old)) => ("update", Delivered::Update { old, new: obj }),
+        (Line::Delete { unknown, .. }, _) => ("delete", Delivered::Delete { obj, unknown: *unknown }),
+        _ => return,
+    };
+    keys.map(api_version, kind, delivered).await;
+    let about = format!("{at:>7}ms {event} {resource} {}", obj.key());
+    let mut reconciles = 0;
+    while reconciles < MAX_RECONCILES {
+        let traps = metrics.traps();
+        let Some(Reconciled { key, result }) = keys.next().await else { break };
+        let trapped = metrics.traps() > traps;
+        reconciles += 1;
+        report.calls += 1;
+        if result.is_err() || trapped {
+            report.failed += 1;
+        }
+        report.lines.push(format!("{about} → reconcile {key}: {}", outcome(&result, trapped)));
+        report.lines.extend(dry_run.take().into_iter().map(|w| format!("          {w}")));
+    }
+    if reconciles == 0 {
+        report.lines.push(format!("{about}: maps to no key"));
+    }
+    if keys.more() {
+        report.lines.push(format!("{about}: stopped after {MAX_RECONCILES} reconciles, keys still queued"));
+    }
 }
 
 fn line_at(line: &Line) -> u64 {
