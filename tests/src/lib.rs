@@ -93,6 +93,17 @@ pub fn install_plugin(built: &str, dest: &Path, as_name: &str, manifest_tail: Op
     target
 }
 
+/// The reloader's `reconcile:` block for a manifest tail (after `component:`): Deployments,
+/// and ConfigMaps mapped by the plugin to the Deployments naming them; in `namespace` only
+/// when given.
+pub fn reloader_reconcile(namespace: Option<&str>) -> String {
+    let only = namespace.map_or(String::new(), |ns| format!(", namespaces: [{ns}]"));
+    format!(
+        "reconcile:\n  for: {{apiVersion: apps/v1, kind: Deployment{only}}}\n  watches:\n    \
+         - {{apiVersion: v1, kind: ConfigMap{only}, mapTo: {{plugin: true}}}}\n"
+    )
+}
+
 /// Writes a file through a temporary name and a rename, so watchers never see half of it.
 pub fn write_atomic(path: &Path, text: &str) {
     let tmp = path.with_extension("tmp~");

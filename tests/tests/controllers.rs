@@ -98,8 +98,8 @@ async fn a_write_the_manifest_does_not_grant_is_refused_before_any_request() {
     cluster.write("settings.yaml", &config_map("EUR"));
     let plugins = tempfile::tempdir().unwrap();
     // The same plugin, without its `permissions:`.
-    let tail = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\n";
-    install_plugin("reloader", plugins.path(), "reloader", Some(tail));
+    let tail = wink_tests::reloader_reconcile(None);
+    install_plugin("reloader", plugins.path(), "reloader", Some(&tail));
     let host = TestHost::start(cluster.path(), plugins.path()).await;
     wait_for("the refused write to fail the handler", || host.metrics("reloader").handler_errors().1 > 0, String::new)
         .await;

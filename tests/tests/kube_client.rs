@@ -155,7 +155,7 @@ async fn a_controller_on_a_kube_source_writes_through_the_kube_client() {
     cancel.cancel();
 }
 
-const RELOADER_AS_ACCOUNT: &str = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\npermissions:\n  - {apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}\nserviceAccount: team-a/reloader\n";
+const RELOADER_AS_ACCOUNT: &str = "reconcile:\n  for: {apiVersion: apps/v1, kind: Deployment}\n  watches:\n    - {apiVersion: v1, kind: ConfigMap, mapTo: {plugin: true}}\npermissions:\n  - {apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}\nserviceAccount: team-a/reloader\n";
 
 const GRANT: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: reloader, namespace: shop}\nrules:\n  - {apiGroups: [apps], resources: [deployments], verbs: [patch]}\n  - {apiGroups: [events.k8s.io], resources: [events], verbs: [create, patch]}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: reloader, namespace: shop}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reloader}\nsubjects:\n  - {kind: ServiceAccount, name: reloader, namespace: team-a}\n";
 
@@ -215,8 +215,8 @@ async fn a_write_the_manifest_does_not_grant_never_reaches_the_server() {
         std::sync::Arc::new(KubeClient::new(config.clone()).unwrap());
     let plugins = tempfile::tempdir().unwrap();
     // The reloader without its `permissions:`.
-    let tail = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\n";
-    install_plugin("reloader", plugins.path(), "reloader", Some(tail));
+    let tail = wink_tests::reloader_reconcile(None);
+    install_plugin("reloader", plugins.path(), "reloader", Some(&tail));
     let kube = KubeSource::from_config(config).unwrap();
     let host = TestHost::start_kube_with(kube, InformerConfig::default(), plugins.path(), Some(cluster)).await;
     wait_for("the refused write to fail the handler", || host.metrics("reloader").handler_errors().1 > 0, String::new)

@@ -266,8 +266,9 @@ async fn real_apiserver_wink_deploys_a_winkplugin_and_writes_its_status() -> Res
     );
     let stderr = running.stderr.clone();
     let spec = json!({"image": image,
-        "resources": [{"apiVersion": "apps/v1", "kind": "Deployment", "namespaces": [namespace]},
-                      {"apiVersion": "v1", "kind": "ConfigMap", "namespaces": [namespace]}],
+        "reconcile": {"for": {"apiVersion": "apps/v1", "kind": "Deployment", "namespaces": [namespace]},
+                      "watches": [{"apiVersion": "v1", "kind": "ConfigMap", "namespaces": [namespace],
+                                   "mapTo": {"plugin": true}}]},
         "permissions": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["patch"]},
                         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}],
         "serviceAccount": format!("{namespace}/reloader"),
@@ -304,8 +305,8 @@ async fn real_apiserver_wink_deploys_a_winkplugin_and_writes_its_status() -> Res
     // Another tenant's WinkPlugin naming this namespace's account: not deployed.
     let intruder = cp.namespace("intruder").await?;
     let mut foreign = get(cp, "winkplugin", &namespace, "reloader")?["spec"].clone();
-    foreign["resources"][0]["namespaces"] = json!([intruder]);
-    foreign["resources"][1]["namespaces"] = json!([intruder]);
+    foreign["reconcile"]["for"]["namespaces"] = json!([intruder]);
+    foreign["reconcile"]["watches"][0]["namespaces"] = json!([intruder]);
     apply(cp, &winkplugin(&intruder, "reloader", foreign))?;
     let foreign_status =
         || async { get(cp, "winkplugin", &intruder, "reloader").map(|o| o["status"].clone()).unwrap_or(Value::Null) };

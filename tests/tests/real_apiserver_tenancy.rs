@@ -60,7 +60,8 @@ async fn wink_account(cp: &ControlPlane, tenants: &[&str]) -> Result<Identity> {
 /// acting as `namespace/reloader`, failing an event for good on a refused write.
 fn reloader_tail(namespace: &str, permissions: &str) -> String {
     format!(
-        "resources:\n  - {{apiVersion: apps/v1, kind: Deployment, namespaces: [{namespace}]}}\n  - {{apiVersion: v1, kind: ConfigMap, namespaces: [{namespace}]}}\npermissions:\n{permissions}serviceAccount: {namespace}/reloader\nlimits: {{memory: 32Mi, callTimeout: 5s}}\nfailurePolicy: {{onError: skip}}\n"
+        "{}permissions:\n{permissions}serviceAccount: {namespace}/reloader\nlimits: {{memory: 32Mi, callTimeout: 5s}}\nfailurePolicy: {{onError: skip}}\n",
+        wink_tests::reloader_reconcile(Some(namespace))
     )
 }
 
@@ -105,7 +106,7 @@ async fn real_apiserver_a_plugins_write_is_held_to_its_service_accounts_role() -
 
     let refusal = stderr
         .wait_for("the server to refuse the reloader's patch", |l| {
-            (l.contains("handler failed") && l.contains("forbidden")).then(|| l.to_owned())
+            (l.contains("reconcile failed") && l.contains("forbidden")).then(|| l.to_owned())
         })
         .await;
     ensure!(refusal.contains(&user), "the refusal names another user: {refusal}");
@@ -168,7 +169,7 @@ async fn real_apiserver_a_write_the_manifest_does_not_allow_never_reaches_the_se
     ensure!(refused.contains("no rule of its manifest's `permissions` allows it"), "{refused}");
     ensure!(refused.contains("patch Deployment (apps)") && refused.contains("named web"), "another request: {refused}");
     let failed = stderr
-        .wait_for("the handler to fail with wink's refusal", |l| l.contains("handler failed").then(|| l.to_owned()))
+        .wait_for("the reconcile to fail with wink's refusal", |l| l.contains("reconcile failed").then(|| l.to_owned()))
         .await;
     ensure!(failed.contains("NotPermitted") && !failed.contains("forbidden"), "not wink's refusal: {failed}");
     // The server would have applied it: the Deployment as it was means no request arrived.

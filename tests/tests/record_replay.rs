@@ -1,6 +1,6 @@
 //! `wink record` and `wink replay`, the plugin author's loop: record what the informers
-//! deliver from a folder, replay it to the reloader offline (its patch shown as a dry run,
-//! exit 0), to a plugin that traps (exit 1), and with an unreadable line in the recording
+//! deliver from a folder, replay it to the reloader (a reconciler) offline (its patch shown
+//! as a dry run, exit 0), to a plugin that traps (exit 1), and with an unreadable line in the recording
 //! (named by its number, the rest replayed, exit 2); and `wink run --record` records what the
 //! plugins' informers deliver.
 
@@ -44,11 +44,11 @@ fn a_recording_replays_to_a_plugin_offline_with_its_writes_as_a_dry_run() {
             .all(|l| l["type"] == "add" && l["initial"] == true && l["object"]["metadata"]["name"].is_string())
     );
 
-    // The reloader: its patch of web, shown and not sent; exit 0.
+    // The reloader (a reconciler): its patch of web, shown and not sent; exit 0.
     let replayed = wink(&["replay"], &[&plugin("reloader"), &recording]);
     let stdout = text(&replayed.stdout);
     assert_eq!(replayed.status.code(), Some(0), "{stdout}\n{}", text(&replayed.stderr));
-    assert!(stdout.contains("add apps/v1/Deployment shop/web: ok"), "{stdout}");
+    assert!(stdout.contains("add apps/v1/Deployment shop/web → reconcile shop/web: ok"), "{stdout}");
     assert!(stdout.contains("would patch apps/v1 Deployment shop/web (merge)"), "{stdout}");
     assert!(stdout.contains("reloader.wink.dev/config-hash"), "{stdout}");
     assert!(std::fs::read_to_string(cluster.join("all.yaml")).unwrap() == CLUSTER, "nothing was written back");

@@ -57,8 +57,9 @@ async fn a_stalled_api_server_holds_up_only_the_plugin_waiting_on_it() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {reloader.wink.dev/configmaps: settings}\nspec:\n  template: {metadata: {labels: {app: web}}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\ndata: {a: b}\n",
     );
     let plugins = tempfile::tempdir().unwrap();
-    let reloader = "resources:\n  - {apiVersion: apps/v1, kind: Deployment}\n  - {apiVersion: v1, kind: ConfigMap}\npermissions:\n  - {apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}\nlimits: {callTimeout: 100ms}\n";
-    install_plugin("reloader", plugins.path(), "reloader", Some(reloader));
+    let reloader = wink_tests::reloader_reconcile(None)
+        + "permissions:\n  - {apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}\nlimits: {callTimeout: 100ms}\n";
+    install_plugin("reloader", plugins.path(), "reloader", Some(&reloader));
     install_plugin(
         "event-recorder",
         plugins.path(),

@@ -5,11 +5,15 @@
 //! the hash changes, the pod template changes, and Kubernetes rolls the Deployment out. No
 //! write when the hash is unchanged, so the plugin's own write (an update it watches) ends
 //! there. Build with `cargo xtask build-plugins`.
+//!
+//! A reconciler of Deployments: the host calls `reconcile` with a Deployment's key when it
+//! changes, and with the keys `map_to_keys` gives a ConfigMap's event — the Deployments of
+//! its namespace that name it (read from the cache).
 
 use sha2::{Digest, Sha256};
 use wink_guest::cluster::{self, EventType, RequestError};
 use wink_guest::serde_json::{Value, json};
-use wink_guest::{Action, Handler, HandlerError, Object, Resource, cache, info};
+use wink_guest::{Action, HandlerError, Key, Object, Reconciler, Resource, cache, info};
 
 /// The annotation listing the ConfigMaps a Deployment depends on.
 const CONFIGMAPS: &str = "reloader.wink.dev/configmaps";
@@ -89,39 +93,33 @@ fn reconcile(deployment: &Object) -> Result<Action, HandlerError> {
     Ok(Action::AwaitChange)
 }
 
-/// Reconciles the Deployments of a ConfigMap's namespace that name it.
-fn config_map_changed(cm: &Object) -> Result<Action, HandlerError> {
-    let Some(namespace) = cm.namespace() else { return Ok(Action::AwaitChange) };
-    for deployment in cache::list(&deployments(), Some(namespace))? {
-        if named_config_maps(&deployment).iter().any(|n| n == cm.name()) {
-            reconcile(&deployment)?;
-        }
-    }
-    Ok(Action::AwaitChange)
+/// The Deployments of a ConfigMap's namespace that name it.
+fn naming(cm: &Object) -> Result<Vec<Key>, HandlerError> {
+    let Some(namespace) = cm.namespace() else { return Ok(Vec::new()) };
+    let deployments = cache::list(&deployments(), Some(namespace))?;
+    let naming = deployments.iter().filter(|d| named_config_maps(d).iter().any(|n| n == cm.name()));
+    Ok(naming.map(|d| Key::new(namespace, d.name())).collect())
 }
 
 #[derive(Default)]
 struct Reloader;
 
-impl Handler for Reloader {
-    fn on_add(&mut self, obj: &Object, _initial_list: bool) -> Result<Action, HandlerError> {
-        if obj.resource() == deployments() { reconcile(obj) } else { config_map_changed(obj) }
-    }
-
-    fn on_update(&mut self, old: &Object, new: &Object) -> Result<Action, HandlerError> {
-        if new.resource() == deployments() {
-            reconcile(new)
-        } else if old.json() != new.json() {
-            config_map_changed(new)
-        } else {
-            Ok(Action::AwaitChange)
+impl Reconciler for Reloader {
+    fn reconcile(&mut self, key: &Key) -> Result<Action, HandlerError> {
+        match cache::get(&deployments(), &key.to_string())? {
+            Some(deployment) => reconcile(&deployment),
+            // Deleted: nothing to roll out.
+            None => Ok(Action::AwaitChange),
         }
     }
 
-    fn on_delete(&mut self, obj: &Object, _final_state_unknown: bool) -> Result<Action, HandlerError> {
-        // A deleted ConfigMap counts as empty: its Deployments roll out too.
-        if obj.resource() == config_maps() { config_map_changed(obj) } else { Ok(Action::AwaitChange) }
+    /// A ConfigMap's change (a deleted one counts as empty) concerns the Deployments naming it.
+    fn map_to_keys(&mut self, cm: &Object) -> Vec<Key> {
+        naming(cm).unwrap_or_else(|e| {
+            wink_guest::warn!("{cm}: cannot list the Deployments naming it: {e}");
+            Vec::new()
+        })
     }
 }
 
-wink_guest::export_handler!(Reloader);
+wink_guest::export_reconciler!(Reloader);
