@@ -1,25 +1,21 @@
 /*
  * wink.c — the glue between wink.h and the bindings wit-bindgen generates for
- * wit/v0.4.0/ (handler_plugin.h).
+ * wit/v0.4.0/ (wink_wit.h picks the world: handler_plugin.h or reconciler_plugin.h).
  *
- * The generated exports hand us borrowed `event-object` handles; each export wraps them in
- * lent wink_objects, whose parts the accessors read from the host on first use into
- * NUL-terminated strings in a per-call arena; it calls the plugin's callback from
- * `wink_plugin_handler`, drops the borrowed handles, turns its wink_result into the WIT
- * result, and frees the arena. Only memory and string functions of libc are used: nothing
- * that needs WASI.
+ * The generated exports (wink_handler.c, wink_reconciler.c) hand us borrowed `event-object`
+ * handles; each export wraps them in lent wink_objects, whose parts the accessors here read
+ * from the host on first use into NUL-terminated strings in a per-call arena; it calls the
+ * plugin's callback, drops the borrowed handles, turns its wink_result into the WIT result
+ * (wink_finish), and frees the arena. Only memory and string functions of libc are used:
+ * nothing that needs WASI.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "handler_plugin.h"
 #include "wink.h"
 #include "wink_internal.h"
-
-/* Defined by the plugin with WINK_EXPORT_HANDLER. */
-extern const wink_handler wink_plugin_handler;
 
 /* ---- the per-call arena -------------------------------------------------------------- */
 
@@ -41,7 +37,7 @@ void *wink_alloc(size_t size) {
     return block->data;
 }
 
-static void arena_free(void) {
+void wink_arena_free(void) {
     while (arena != NULL) {
         arena_block *next = arena->next;
         free(arena);
@@ -78,7 +74,7 @@ char *wink_sprintf(const char *fmt, ...) {
 
 /* ---- objects ------------------------------------------------------------------------- */
 
-const char *wink_copy_str(const handler_plugin_string_t *s) {
+const char *wink_copy_str(const wink_wit_string *s) {
     char *c = wink_alloc(s->len + 1);
     if (s->len > 0) {
         memcpy(c, s->ptr, s->len);
@@ -87,7 +83,7 @@ const char *wink_copy_str(const handler_plugin_string_t *s) {
     return c;
 }
 
-static const wink_pair *copy_pairs(const handler_plugin_list_tuple2_string_string_t *list) {
+static const wink_pair *copy_pairs(const wink_wit_pairs *list) {
     wink_pair *pairs = wink_alloc(sizeof(wink_pair) * (list->len ? list->len : 1));
     for (size_t i = 0; i < list->len; i++) {
         pairs[i].key = wink_copy_str(&list->ptr[i].f0);
@@ -150,14 +146,14 @@ void wink_convert(const wink_plugin_types_object_t *in, wink_object *out) {
 }
 
 /* A lent object over a borrowed handle: nothing read yet. */
-static void lend(wink_plugin_types_borrow_event_object_t handle, wink_object *out) {
+void wink_lend(wink_plugin_types_borrow_event_object_t handle, wink_object *out) {
     memset(out, 0, sizeof *out);
     out->_handle = handle.__handle;
     out->_lent = true;
 }
 
 /* Ends a loan: drops the borrowed handle (a lent object lives as long as its callback). */
-static void end_loan(wink_object *obj) {
+void wink_end_loan(wink_object *obj) {
     if (obj->_lent) {
         wink_plugin_types_borrow_event_object_t handle = {obj->_handle};
         wink_plugin_types_event_object_drop_borrow(handle);
@@ -178,13 +174,13 @@ static wink_plugin_types_borrow_event_object_t handle_of(const wink_object *obj)
 
 /* Reads one string part of a lent object with `method`, once. */
 static const char *lent_string(const wink_object *obj, unsigned part, const char **slot,
-                               void (*method)(wink_plugin_types_borrow_event_object_t, handler_plugin_string_t *)) {
+                               void (*method)(wink_plugin_types_borrow_event_object_t, wink_wit_string *)) {
     wink_object *o = (wink_object *)obj; /* the SDK's own memory: parts are kept as read */
     if (!(o->_read & part)) {
-        handler_plugin_string_t s;
+        wink_wit_string s;
         method(handle_of(o), &s);
         *slot = wink_copy_str(&s);
-        handler_plugin_string_free(&s);
+        wink_wit_string_free(&s);
         o->_read |= part;
     }
     return *slot;
@@ -219,11 +215,11 @@ const char *wink_json_of(const wink_object *obj) {
 const char *wink_namespace(const wink_object *obj) {
     wink_object *o = (wink_object *)obj;
     if (!(o->_read & PART_NAMESPACE)) {
-        handler_plugin_string_t s;
+        wink_wit_string s;
         o->_namespace = NULL;
         if (wink_plugin_types_method_event_object_namespace(handle_of(o), &s)) {
             o->_namespace = wink_copy_str(&s);
-            handler_plugin_string_free(&s);
+            wink_wit_string_free(&s);
         }
         o->_read |= PART_NAMESPACE;
     }
@@ -280,15 +276,15 @@ static const char *lent_value(const wink_object *obj, const char *key, bool anno
         return annotation ? find_pair(m->annotations, m->annotations_len, key)
                           : find_pair(m->labels, m->labels_len, key);
     }
-    handler_plugin_string_t k, v;
-    handler_plugin_string_set(&k, key);
+    wink_wit_string k, v;
+    wink_wit_string_set(&k, key);
     bool found = annotation ? wink_plugin_types_method_event_object_annotation(handle_of(obj), &k, &v)
                             : wink_plugin_types_method_event_object_label(handle_of(obj), &k, &v);
     if (!found) {
         return NULL;
     }
     const char *value = wink_copy_str(&v);
-    handler_plugin_string_free(&v);
+    wink_wit_string_free(&v);
     return value;
 }
 
@@ -335,20 +331,17 @@ void wink_log(wink_level level, const char *fmt, ...) {
     va_start(ap, fmt);
     char *message = vformat(malloc, fmt, ap);
     va_end(ap);
-    handler_plugin_string_t s;
-    handler_plugin_string_set(&s, message);
+    wink_wit_string s;
+    wink_wit_string_set(&s, message);
     wink_plugin_log_log((wink_plugin_log_level_t)level, &s);
     free(message);
 }
 
-/* ---- the exports --------------------------------------------------------------------- */
+/* ---- what every export does ---------------------------------------------------------- */
 
 static bool initialized;
 
-/* Ends an event callback: fills in `ret` or `err` (freed by the bindings after the call
- * returns). */
-static bool finish(wink_result r, exports_wink_plugin_handler_action_t *ret,
-                   exports_wink_plugin_handler_handler_error_t *err) {
+bool wink_finish(wink_result r, wink_plugin_types_action_t *ret, wink_plugin_types_handler_error_t *err) {
     bool ok = r.kind == WINK_RESULT_OK || r.kind == WINK_RESULT_REQUEUE;
     if (r.kind == WINK_RESULT_REQUEUE) {
         ret->tag = WINK_PLUGIN_TYPES_ACTION_REQUEUE_AFTER;
@@ -360,79 +353,43 @@ static bool finish(wink_result r, exports_wink_plugin_handler_action_t *ret,
         const char *message = r.message != NULL ? r.message : "";
         if (r.kind == WINK_RESULT_RETRY) {
             err->tag = WINK_PLUGIN_TYPES_HANDLER_ERROR_RETRY;
-            handler_plugin_string_dup(&err->val.retry, message);
+            wink_wit_string_dup(&err->val.retry, message);
         } else {
             err->tag = WINK_PLUGIN_TYPES_HANDLER_ERROR_FATAL;
-            handler_plugin_string_dup(&err->val.fatal, message);
+            wink_wit_string_dup(&err->val.fatal, message);
         }
     }
-    arena_free();
+    wink_arena_free();
     return ok;
 }
 
-static wink_result not_initialized(const char *event) {
-    return wink_fatal("wink: %s called before a successful init", event);
-}
-
-bool exports_wink_plugin_handler_init(handler_plugin_string_t *config, handler_plugin_string_t *err) {
+bool wink_init(wink_result (*init)(const char *config), wink_wit_string *config, wink_wit_string *err) {
     initialized = false;
     const char *text = wink_copy_str(config);
-    handler_plugin_string_free(config);
-    wink_result r = wink_plugin_handler.init != NULL ? wink_plugin_handler.init(text) : wink_ok();
+    wink_wit_string_free(config);
+    wink_result r = init != NULL ? init(text) : wink_ok();
     bool ok = r.kind == WINK_RESULT_OK || r.kind == WINK_RESULT_REQUEUE;
     if (!ok) {
-        handler_plugin_string_dup(err, r.message != NULL ? r.message : "init failed");
+        wink_wit_string_dup(err, r.message != NULL ? r.message : "init failed");
     }
     initialized = ok;
-    arena_free();
+    wink_arena_free();
     return ok;
 }
 
-bool exports_wink_plugin_handler_on_add(exports_wink_plugin_handler_borrow_event_object_t obj, bool initial_list,
-                                        exports_wink_plugin_handler_action_t *ret,
-                                        exports_wink_plugin_handler_handler_error_t *err) {
-    wink_object o;
-    lend(obj, &o);
-    wink_result r = !initialized                        ? not_initialized("on-add")
-                    : wink_plugin_handler.on_add != NULL ? wink_plugin_handler.on_add(&o, initial_list)
-                                                         : wink_ok();
-    end_loan(&o);
-    return finish(r, ret, err);
-}
-
-bool exports_wink_plugin_handler_on_update(exports_wink_plugin_handler_borrow_event_object_t old,
-                                           exports_wink_plugin_handler_borrow_event_object_t new_,
-                                           exports_wink_plugin_handler_action_t *ret,
-                                           exports_wink_plugin_handler_handler_error_t *err) {
-    wink_object o, n;
-    lend(old, &o);
-    lend(new_, &n);
-    wink_result r = !initialized                           ? not_initialized("on-update")
-                    : wink_plugin_handler.on_update != NULL ? wink_plugin_handler.on_update(&o, &n)
-                                                            : wink_ok();
-    end_loan(&o);
-    end_loan(&n);
-    return finish(r, ret, err);
-}
-
-bool exports_wink_plugin_handler_on_delete(exports_wink_plugin_handler_borrow_event_object_t obj,
-                                           bool final_state_unknown, exports_wink_plugin_handler_action_t *ret,
-                                           exports_wink_plugin_handler_handler_error_t *err) {
-    wink_object o;
-    lend(obj, &o);
-    wink_result r = !initialized                           ? not_initialized("on-delete")
-                    : wink_plugin_handler.on_delete != NULL ? wink_plugin_handler.on_delete(&o, final_state_unknown)
-                                                            : wink_ok();
-    end_loan(&o);
-    return finish(r, ret, err);
+bool wink_initialized(const char *call, wink_result *refusal) {
+    if (!initialized) {
+        *refusal = wink_fatal("wink: %s called before a successful init", call);
+    }
+    return initialized;
 }
 
 /* ---- the cache ----------------------------------------------------------------------- */
 
 wink_plugin_cache_resource_t wink_resource(const char *api_version, const char *kind) {
     wink_plugin_cache_resource_t r;
-    handler_plugin_string_set(&r.api_version, api_version);
-    handler_plugin_string_set(&r.kind, kind);
+    wink_wit_string_set(&r.api_version, api_version);
+    wink_wit_string_set(&r.kind, kind);
     return r;
 }
 
@@ -462,8 +419,8 @@ static void convert_list(wink_plugin_cache_list_object_t *list, wink_objects *ou
 wink_cache_status wink_cache_get(const char *api_version, const char *kind, const char *key,
                                  const wink_object **found) {
     wink_plugin_cache_resource_t r = wink_resource(api_version, kind);
-    handler_plugin_string_t k;
-    handler_plugin_string_set(&k, key);
+    wink_wit_string k;
+    wink_wit_string_set(&k, key);
     wink_plugin_cache_option_object_t ret;
     wink_plugin_cache_cache_error_t e;
     *found = NULL;
@@ -483,9 +440,9 @@ wink_cache_status wink_cache_get(const char *api_version, const char *kind, cons
 wink_cache_status wink_cache_list(const char *api_version, const char *kind, const char *namespace_,
                                   wink_objects *out) {
     wink_plugin_cache_resource_t r = wink_resource(api_version, kind);
-    handler_plugin_string_t ns;
+    wink_wit_string ns;
     if (namespace_ != NULL) {
-        handler_plugin_string_set(&ns, namespace_);
+        wink_wit_string_set(&ns, namespace_);
     }
     wink_plugin_cache_list_object_t ret;
     wink_plugin_cache_cache_error_t e;
@@ -502,9 +459,9 @@ wink_cache_status wink_cache_list(const char *api_version, const char *kind, con
 wink_cache_status wink_cache_by_index(const char *api_version, const char *kind, const char *index,
                                       const char *value, wink_objects *out) {
     wink_plugin_cache_resource_t r = wink_resource(api_version, kind);
-    handler_plugin_string_t i, v;
-    handler_plugin_string_set(&i, index);
-    handler_plugin_string_set(&v, value);
+    wink_wit_string i, v;
+    wink_wit_string_set(&i, index);
+    wink_wit_string_set(&v, value);
     wink_plugin_cache_list_object_t ret;
     wink_plugin_cache_cache_error_t e;
     out->items = NULL;

@@ -1,7 +1,7 @@
 /*
- * wink.h — write wink handler plugins in C.
+ * wink.h — write wink plugins in C: handlers and reconcilers.
  *
- * A plugin fills in a `wink_handler` with the events it handles and exports it:
+ * A handler plugin fills in a `wink_handler` with the events it handles and exports it:
  *
  *     #include "wink.h"
  *
@@ -11,6 +11,16 @@
  *     }
  *
  *     WINK_EXPORT_HANDLER(.on_add = on_add);
+ *
+ * A reconciler (a manifest with `reconcile:`) exports a `wink_reconciler` instead:
+ *
+ *     static wink_result reconcile(const wink_object_key *key) {
+ *         const wink_object *deployment;
+ *         wink_cache_get("apps/v1", "Deployment", wink_key_string(key), &deployment);
+ *         ...
+ *     }
+ *
+ *     WINK_EXPORT_RECONCILER(.reconcile = reconcile);
  *
  * This header hides the bindings wit-bindgen generates for wit/v0.4.0/ (WINK_WIT_VERSION):
  * objects are read with functions (`wink_name(obj)`, `wink_label(obj, "app")`,
@@ -36,7 +46,7 @@
 #define WINK_WIT_VERSION "0.4.0"
 
 /* The version of this SDK (semver; see CHANGELOG.md). */
-#define WINK_SDK_VERSION "0.4.0"
+#define WINK_SDK_VERSION "0.5.0"
 
 #ifdef __cplusplus
 extern "C" {
@@ -141,7 +151,7 @@ wink_result wink_ok(void);
 wink_result wink_retry(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 wink_result wink_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Success, and a request to be called again for this object after `milliseconds` with its
- * newest state (controller-runtime's RequeueAfter). For on_add/on_update/on_delete. */
+ * newest state (controller-runtime's RequeueAfter): for a handler's callbacks and reconcile. */
 wink_result wink_requeue_after(uint64_t milliseconds);
 
 /* ---- the handler --------------------------------------------------------------------- */
@@ -161,6 +171,58 @@ typedef struct wink_handler {
 
 /* Exports the plugin's callbacks: WINK_EXPORT_HANDLER(.init = my_init, .on_add = my_add); */
 #define WINK_EXPORT_HANDLER(...) const wink_handler wink_plugin_handler = {__VA_ARGS__}
+
+/* ---- the reconciler (wink_reconciler.c) --------------------------------------------------- */
+/*
+ * A plugin whose manifest has a `reconcile:` section is a reconciler, as controller-runtime's:
+ * it exports WINK_EXPORT_RECONCILER instead of WINK_EXPORT_HANDLER (`cargo xtask
+ * build-plugins` builds it for the reconciler world, defining WINK_RECONCILER), and the host
+ * calls `reconcile` with the key of a primary object whenever the object, an object it
+ * controls (`owns:`) or a watched object mapped to it (`watches:`) changes.
+ */
+
+/* A key of the primary resource: its namespace (NULL for a cluster-scoped kind) and name. */
+typedef struct wink_object_key {
+    const char *namespace_;
+    const char *name;
+} wink_object_key;
+
+/* Keys, for map_to_keys to return: `items` from wink_alloc (or NULL when `len` is 0). */
+typedef struct wink_object_keys {
+    const wink_object_key *items;
+    size_t len;
+} wink_object_keys;
+
+typedef struct wink_reconciler {
+    /* As wink_handler's init. */
+    wink_result (*init)(const char *config);
+    /*
+     * Brings the primary object `key` names to the state it asks for, reading it (and what
+     * it owns) from the cache: wink_cache_get(api_version, kind, wink_key_string(key), &obj),
+     * where obj is NULL once it is deleted. Never called for one key twice at once (a change
+     * during the call reconciles it once more after). wink_retry: again with exponential
+     * backoff for this key while the other keys proceed; wink_fatal: logged, the key waits
+     * for its next change; wink_requeue_after: again after that long.
+     */
+    wink_result (*reconcile)(const wink_object_key *key);
+    /*
+     * For a watched resource whose manifest entry says `mapTo: {plugin: true}`: the keys of
+     * the primaries an event on `obj` (lent for the call) concerns. Runs for every event of
+     * the resource: keep it quick and send no requests. NULL: such events concern nothing.
+     */
+    wink_object_keys (*map_to_keys)(const wink_object *obj);
+} wink_reconciler;
+
+/* Exports the reconciler: WINK_EXPORT_RECONCILER(.reconcile = my_reconcile); */
+#define WINK_EXPORT_RECONCILER(...) const wink_reconciler wink_plugin_reconciler = {__VA_ARGS__}
+
+/* The cache key `key` names: "namespace/name", or "name" (lives until the callback returns). */
+const char *wink_key_string(const wink_object_key *key);
+/* The key of an object (its strings live as long as the object). */
+wink_object_key wink_key_of(const wink_object *obj);
+/* Reconciles `key` (any key of the primary resource) after `after_ms` milliseconds, or as
+ * soon as possible when 0. A key that already waits keeps the earlier of its two times. */
+void wink_enqueue(const wink_object_key *key, uint64_t after_ms);
 
 /* ---- logging ------------------------------------------------------------------------- */
 

@@ -7,7 +7,6 @@
  */
 #include <string.h>
 
-#include "handler_plugin.h"
 #include "wink.h"
 #include "wink_internal.h"
 
@@ -32,7 +31,7 @@ const char *wink_request_status_name(wink_request_status status) {
 /* Records the error's message and returns its status; frees the generated error. */
 static wink_request_status failed(wink_plugin_cluster_request_error_t *e) {
     wink_request_status status = (wink_request_status)(e->tag + 1);
-    const handler_plugin_string_t *message;
+    const wink_wit_string *message;
     switch (e->tag) {
     case WINK_PLUGIN_CLUSTER_REQUEST_ERROR_INVALID:
         message = &e->val.invalid.message;
@@ -58,19 +57,19 @@ static wink_request_status answered(wink_plugin_cluster_object_t *ret, const win
     return WINK_REQUEST_OK;
 }
 
-static handler_plugin_string_t *optional(const char *value, handler_plugin_string_t *slot) {
+static wink_wit_string *optional(const char *value, wink_wit_string *slot) {
     if (value == NULL) {
         return NULL;
     }
-    handler_plugin_string_set(slot, value);
+    wink_wit_string_set(slot, value);
     return slot;
 }
 
 wink_request_status wink_cluster_get(const char *api_version, const char *kind, const char *namespace_,
                                      const char *name, const wink_object **out) {
     wink_plugin_cluster_resource_t r = wink_resource(api_version, kind);
-    handler_plugin_string_t ns, n;
-    handler_plugin_string_set(&n, name);
+    wink_wit_string ns, n;
+    wink_wit_string_set(&n, name);
     wink_plugin_cluster_object_t ret;
     wink_plugin_cluster_request_error_t e;
     if (!wink_plugin_cluster_get(&r, optional(namespace_, &ns), &n, &ret, &e)) {
@@ -79,12 +78,12 @@ wink_request_status wink_cluster_get(const char *api_version, const char *kind, 
     return answered(&ret, out);
 }
 
-typedef bool (*body_call)(handler_plugin_string_t *, wink_plugin_cluster_object_t *,
+typedef bool (*body_call)(wink_wit_string *, wink_plugin_cluster_object_t *,
                           wink_plugin_cluster_request_error_t *);
 
 static wink_request_status with_body(body_call call, const char *json, const wink_object **out) {
-    handler_plugin_string_t body;
-    handler_plugin_string_set(&body, json);
+    wink_wit_string body;
+    wink_wit_string_set(&body, json);
     wink_plugin_cluster_object_t ret;
     wink_plugin_cluster_request_error_t e;
     if (!call(&body, &ret, &e)) {
@@ -105,7 +104,7 @@ wink_request_status wink_cluster_update_status(const char *json, const wink_obje
     return with_body(wink_plugin_cluster_update_status, json, out);
 }
 
-typedef bool (*patch_call)(wink_plugin_cluster_resource_t *, handler_plugin_string_t *, handler_plugin_string_t *,
+typedef bool (*patch_call)(wink_plugin_cluster_resource_t *, wink_wit_string *, wink_wit_string *,
                            wink_plugin_cluster_patch_document_t *, wink_plugin_cluster_object_t *,
                            wink_plugin_cluster_request_error_t *);
 
@@ -113,27 +112,27 @@ static wink_request_status patch_with(patch_call call, const char *api_version, 
                                       const char *namespace_, const char *name, wink_patch_type type,
                                       const char *patch, const wink_object **out) {
     wink_plugin_cluster_resource_t r = wink_resource(api_version, kind);
-    handler_plugin_string_t ns, n;
-    handler_plugin_string_set(&n, name);
+    wink_wit_string ns, n;
+    wink_wit_string_set(&n, name);
     wink_plugin_cluster_patch_document_t doc;
     switch (type) {
     case WINK_PATCH_JSON:
         doc.tag = WINK_PLUGIN_CLUSTER_PATCH_DOCUMENT_JSON;
-        handler_plugin_string_set(&doc.val.json, patch);
+        wink_wit_string_set(&doc.val.json, patch);
         break;
     case WINK_PATCH_STRATEGIC:
         doc.tag = WINK_PLUGIN_CLUSTER_PATCH_DOCUMENT_STRATEGIC_MERGE;
-        handler_plugin_string_set(&doc.val.strategic_merge, patch);
+        wink_wit_string_set(&doc.val.strategic_merge, patch);
         break;
     case WINK_PATCH_APPLY:
     case WINK_PATCH_APPLY_FORCE:
         doc.tag = WINK_PLUGIN_CLUSTER_PATCH_DOCUMENT_APPLY;
-        handler_plugin_string_set(&doc.val.apply.body, patch);
+        wink_wit_string_set(&doc.val.apply.body, patch);
         doc.val.apply.force = type == WINK_PATCH_APPLY_FORCE;
         break;
     default:
         doc.tag = WINK_PLUGIN_CLUSTER_PATCH_DOCUMENT_MERGE;
-        handler_plugin_string_set(&doc.val.merge, patch);
+        wink_wit_string_set(&doc.val.merge, patch);
         break;
     }
     wink_plugin_cluster_object_t ret;
@@ -159,8 +158,8 @@ wink_request_status wink_cluster_patch_status(const char *api_version, const cha
 wink_request_status wink_cluster_delete(const char *api_version, const char *kind, const char *namespace_,
                                         const char *name, const wink_object **remaining) {
     wink_plugin_cluster_resource_t r = wink_resource(api_version, kind);
-    handler_plugin_string_t ns, n;
-    handler_plugin_string_set(&n, name);
+    wink_wit_string ns, n;
+    wink_wit_string_set(&n, name);
     wink_plugin_cluster_delete_options_t options;
     memset(&options, 0, sizeof(options));
     wink_plugin_cluster_option_object_t ret;
@@ -186,18 +185,18 @@ wink_request_status wink_cluster_record_event(const wink_object *regarding, bool
     wink_plugin_cluster_event_t event;
     memset(&event, 0, sizeof(event));
     const char *namespace_ = wink_namespace(regarding);
-    handler_plugin_string_set(&event.regarding.api_version, wink_api_version(regarding));
-    handler_plugin_string_set(&event.regarding.kind, wink_kind(regarding));
+    wink_wit_string_set(&event.regarding.api_version, wink_api_version(regarding));
+    wink_wit_string_set(&event.regarding.kind, wink_kind(regarding));
     event.regarding.namespace_.is_some = namespace_ != NULL;
     if (namespace_ != NULL) {
-        handler_plugin_string_set(&event.regarding.namespace_.val, namespace_);
+        wink_wit_string_set(&event.regarding.namespace_.val, namespace_);
     }
-    handler_plugin_string_set(&event.regarding.name, wink_name(regarding));
-    handler_plugin_string_set(&event.regarding.uid, wink_uid(regarding));
+    wink_wit_string_set(&event.regarding.name, wink_name(regarding));
+    wink_wit_string_set(&event.regarding.uid, wink_uid(regarding));
     event.event_type = warning ? WINK_PLUGIN_CLUSTER_EVENT_TYPE_WARNING : WINK_PLUGIN_CLUSTER_EVENT_TYPE_NORMAL;
-    handler_plugin_string_set(&event.reason, reason);
-    handler_plugin_string_set(&event.action, action);
-    handler_plugin_string_set(&event.note, note);
+    wink_wit_string_set(&event.reason, reason);
+    wink_wit_string_set(&event.action, action);
+    wink_wit_string_set(&event.note, note);
     wink_plugin_cluster_request_error_t e;
     if (!wink_plugin_cluster_record_event(&event, &e)) {
         return failed(&e);

@@ -2,11 +2,13 @@
 //! folder ([`debian`]), and bindings from wit-bindgen's C generator, used as a library.
 //!
 //! Build:
-//! 1. the bindings of the `handler-plugin` world of the SDK's contract version (`handler_plugin.{h,c}` and
-//!    `handler_plugin_component_type.o`, which carries the world into the core module), once
-//!    per run;
+//! 1. the bindings of both worlds of the SDK's contract version, each in its own folder
+//!    (`handler_plugin.{h,c}` and `handler_plugin_component_type.o`, which carries the world
+//!    into the core module; `reconciler_plugin.*` likewise), once per run;
 //! 2. `clang --target=wasm32-wasi -mexec-model=reactor` over the plugin's `*.c`, the SDK's
-//!    `guest-sdk/c/*.c` and the bindings, linked by `wasm-ld` against wasi-libc. The reactor
+//!    `guest-sdk/c/*.c` and the bindings of the plugin's world ([`super::world_of`]; a
+//!    reconciler is compiled with `-DWINK_RECONCILER`, which picks the SDK's reconciler
+//!    exports), linked by `wasm-ld` against wasi-libc. The reactor
 //!    model exports `_initialize` (run by the component before any export) instead of
 //!    `_start`; the SDK uses only the parts of libc that need no WASI call (memory, strings,
 //!    `snprintf` — from wasi-libc's long-double printf, see [`CFLAGS`]), so the core module
@@ -82,7 +84,9 @@ impl Toolchain {
             bail!("{} has no .c file", plugin_dir.display());
         }
         sources.extend(c_files(&sdk)?);
-        sources.push(self.bindings.join("handler_plugin.c"));
+        let world = super::world_of(plugin_dir)?;
+        let (bindings, stem) = (self.bindings.join(world), world.replace('-', "_"));
+        sources.push(bindings.join(format!("{stem}.c")));
         let core = work.join("core.wasm");
         tools::run(
             Command::new(&self.clang)
@@ -91,14 +95,15 @@ impl Toolchain {
                 // Debian's clang looks for `wasm-ld-14` on PATH: name the unpacked one.
                 .arg(format!("-fuse-ld={}", self.wasm_ld.display()))
                 .args(CFLAGS)
+                .args((world == crate::component::RECONCILER_WORLD).then_some("-DWINK_RECONCILER"))
                 .arg("-I")
-                .arg(&self.bindings)
+                .arg(&bindings)
                 .arg("-I")
                 .arg(&sdk)
                 .arg("-I")
                 .arg(plugin_dir)
                 .args(&sources)
-                .arg(self.bindings.join("handler_plugin_component_type.o"))
+                .arg(bindings.join(format!("{stem}_component_type.o")))
                 .arg("-o")
                 .arg(&core),
         )?;
@@ -142,17 +147,22 @@ pub fn install(repo: &Path, toolchains: &Path, build: &Path) -> Result<Toolchain
     Ok(toolchain)
 }
 
-/// Writes wit-bindgen's C bindings of the `handler-plugin` world into `out`.
+/// Writes wit-bindgen's C bindings of each world (`handler-plugin`, `reconciler-plugin`)
+/// into `out/<world>/`.
 fn generate_bindings(wit: &Path, out: &Path) -> Result<()> {
-    let mut resolve = Resolve::new();
-    let (package, _) =
-        resolve.push_dir(wit).with_context(|| format!("parsing the WIT package in {}", wit.display()))?;
-    let world = resolve.select_world(&[package], Some("handler-plugin"))?;
-    let mut files = wit_bindgen_core::Files::default();
-    wit_bindgen_c::Opts::default().build().generate(&mut resolve, world, &mut files)?;
     tools::fresh_dir(out)?;
-    for (name, contents) in files.iter() {
-        fs::write(out.join(name), contents).with_context(|| format!("writing {}/{name}", out.display()))?;
+    for name in ["handler-plugin", crate::component::RECONCILER_WORLD] {
+        let mut resolve = Resolve::new();
+        let (package, _) =
+            resolve.push_dir(wit).with_context(|| format!("parsing the WIT package in {}", wit.display()))?;
+        let world = resolve.select_world(&[package], Some(name))?;
+        let mut files = wit_bindgen_core::Files::default();
+        wit_bindgen_c::Opts::default().build().generate(&mut resolve, world, &mut files)?;
+        let dir = out.join(name);
+        tools::fresh_dir(&dir)?;
+        for (file, contents) in files.iter() {
+            fs::write(dir.join(file), contents).with_context(|| format!("writing {}/{file}", dir.display()))?;
+        }
     }
     Ok(())
 }
@@ -173,7 +183,7 @@ mod tests {
     use super::*;
 
     /// Compiles `test` (under `guest-sdk/c/tests/`) with the SDK's `sources` natively, with
-    /// the machine's C compiler (`$CC` or `cc`), and runs it.
+    /// the machine's C compiler (`$CC` or `cc`), and runs it with the repository's root.
     fn native_test(test: &str, sources: &[&str]) {
         let sdk = crate::repo_root().join("guest-sdk/c");
         let exe = std::env::temp_dir().join(format!("wink-{test}-{}", std::process::id()));
@@ -188,7 +198,8 @@ mod tests {
                 .arg(&exe),
         )
         .unwrap_or_else(|e| panic!("compiling guest-sdk/c/tests/{test}.c with {cc}: {e:#}"));
-        let ran = tools::run(&mut Command::new(&exe));
+        // The repository's root: where a test finds the shared corpora (tests/conformance/).
+        let ran = tools::run(Command::new(&exe).arg(crate::repo_root()));
         let _ = fs::remove_file(&exe);
         ran.unwrap_or_else(|e| panic!("{e:#}"));
     }

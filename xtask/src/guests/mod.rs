@@ -36,9 +36,10 @@ use crate::report::{BuiltPlugin, Report, seconds};
 
 /// The WIT package a language's SDK implements: `wink:plugin@0.4.0` (objects lent as
 /// `event-object` handles; the reconciler world beside the handler one) for Go, Python and C;
-/// `wink:plugin@0.2.0` (objects copied as records) for JavaScript, whose componentize-qjs
-/// (0.4.5, the newest) leaves a lent handle undropped at the end of a call, which the host
-/// refuses as a trap. The host serves both.
+/// `wink:plugin@0.2.0` (objects copied as records) for JavaScript: componentize-qjs (0.4.5,
+/// the newest on npm, and 0.5.0) releases a synchronous export's borrowed handles in its
+/// post-return step, after the call ended, which wasmtime refuses as a trap ("borrow handles
+/// still remain at the end of the call"). The host serves both.
 pub fn sdk_contract(repo: &Path, language: Language) -> PathBuf {
     let version = match language {
         Language::Go | Language::Python | Language::C => "v0.4.0",
