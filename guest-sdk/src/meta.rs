@@ -217,4 +217,22 @@ mod tests {
             assert!(expression("tier", operator, values).is_err(), "{operator}");
         }
     }
+
+    /// The label selector cases every SDK and the host agree on
+    /// (`tests/conformance/label-selectors.json` of the repository).
+    #[test]
+    fn the_shared_selector_corpus() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/label-selectors.json");
+        let corpus: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let labels = corpus["labels"].as_object().unwrap();
+        let label = |key: &str| labels.get(key).and_then(Value::as_str);
+        for case in corpus["cases"].as_array().unwrap() {
+            let selector = Some(&case["selector"]).filter(|s| !s.is_null());
+            let got = selector_matches(selector, label);
+            match case["expect"].as_bool() {
+                Some(expect) => assert_eq!(got, Ok(expect), "{}", case["name"]),
+                None => assert!(got.is_err(), "{}: {got:?}, want refused", case["name"]),
+            }
+        }
+    }
 }

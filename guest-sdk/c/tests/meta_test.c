@@ -3,7 +3,7 @@
  * the object accessors reduced to reading the struct:
  *
  *     cc -std=c11 -Wall -Wextra -Werror -I guest-sdk/c guest-sdk/c/tests/meta_test.c \
- *         guest-sdk/c/wink_meta.c guest-sdk/c/wink_json.c && ./a.out
+ *         guest-sdk/c/wink_meta.c guest-sdk/c/wink_json.c && ./a.out .
  *
  * xtask's tests run it (`cargo test -p xtask`).
  */
@@ -44,7 +44,53 @@ const char *wink_label(const wink_object *obj, const char *key) {
 
 #define CHECK(c) do { if (!(c)) { printf("FAIL line %d: %s\n", __LINE__, #c); fails++; } } while (0)
 
-int main(void) {
+/* The text of the file at `path`, or NULL. */
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    size_t read = fread(text, 1, (size_t)size, f);
+    fclose(f);
+    text[read] = '\0';
+    return text;
+}
+
+/* The label selector cases every SDK and the host agree on
+ * (tests/conformance/label-selectors.json under `repo`); the number of failures. */
+static int shared_corpus(const char *repo) {
+    int fails = 0;
+    const char *json = read_file(wink_sprintf("%s/tests/conformance/label-selectors.json", repo));
+    CHECK(json != NULL);
+    if (json == NULL) return fails;
+    long n = wink_json_len(json, "labels");
+    wink_pair *pairs = malloc(sizeof(wink_pair) * (size_t)(n > 0 ? n : 1));
+    for (long i = 0; i < n; i++) {
+        pairs[i].key = wink_json_key_at(json, "labels", (size_t)i);
+        pairs[i].value = wink_json_string(json, wink_sprintf("labels.%s", pairs[i].key));
+    }
+    wink_object obj = {0};
+    obj._meta.labels = pairs;
+    obj._meta.labels_len = (size_t)n;
+    long cases = wink_json_len(json, "cases");
+    CHECK(cases > 0);
+    for (long i = 0; i < cases; i++) {
+        const char *name = wink_json_string(json, wink_sprintf("cases.%ld.name", i));
+        const char *invalid = wink_json_string(json, wink_sprintf("cases.%ld.expect", i));
+        bool expect = false;
+        int want = invalid != NULL ? -1 : (wink_json_bool(json, wink_sprintf("cases.%ld.expect", i), &expect), expect);
+        int got = wink_selector_matches(json, wink_sprintf("cases.%ld.selector", i), &obj);
+        if (got != want) {
+            printf("FAIL corpus case \"%s\": %d, want %d\n", name, got, want);
+            fails++;
+        }
+    }
+    return fails;
+}
+
+int main(int argc, char **argv) {
     int fails = 0;
     static const wink_pair labels[] = {{"app.kubernetes.io/name", "web"}, {"tier", "front"}};
     static const wink_owner_ref refs[] = {{"v1", "ConfigMap", "c", "u-3", false},
@@ -93,6 +139,9 @@ int main(void) {
     CHECK(wink_selector_matches(sel, "badOp", &pod) == -1 && strstr(wink_selector_error(), "operator") != NULL);
     CHECK(wink_selector_matches(sel, "noValues", &pod) == -1);
     CHECK(wink_selector_matches(sel, "extraValues", &pod) == -1);
+    /* The repository's root, where the shared corpus is (xtask passes it). */
+    CHECK(argc > 1);
+    if (argc > 1) fails += shared_corpus(argv[1]);
     if (fails == 0) printf("ok\n");
     return fails == 0 ? 0 : 1;
 }

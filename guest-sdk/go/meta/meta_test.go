@@ -1,7 +1,9 @@
 package meta
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"testing"
 )
 
@@ -71,6 +73,36 @@ func TestSelectors(t *testing.T) {
 	for _, bad := range []*Selector{expr("tier", "Equals", "a"), expr("tier", "In"), expr("tier", "Exists", "a"), expr("", "Exists")} {
 		if _, err := Matches(bad, labels); !errors.Is(err, ErrInvalidSelector) {
 			t.Errorf("%v: %v", bad.MatchExpressions, err)
+		}
+	}
+}
+
+// TestTheSharedSelectorCorpus runs the label selector cases every SDK and the host agree on
+// (tests/conformance/label-selectors.json).
+func TestTheSharedSelectorCorpus(t *testing.T) {
+	text, err := os.ReadFile("../../../tests/conformance/label-selectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var corpus struct {
+		Labels map[string]string `json:"labels"`
+		Cases  []struct {
+			Name     string    `json:"name"`
+			Selector *Selector `json:"selector"`
+			Expect   any       `json:"expect"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(text, &corpus); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range corpus.Cases {
+		got, err := Matches(c.Selector, corpus.Labels)
+		if c.Expect == "invalid" {
+			if !errors.Is(err, ErrInvalidSelector) {
+				t.Errorf("%s: got %v, %v; want ErrInvalidSelector", c.Name, got, err)
+			}
+		} else if err != nil || got != c.Expect {
+			t.Errorf("%s: got %v, %v; want %v", c.Name, got, err, c.Expect)
 		}
 	}
 }

@@ -45,3 +45,16 @@ test("selectors", () => {
     assert.throws(() => meta.selectorMatches(bad, labels), meta.InvalidSelector);
   }
 });
+
+test("every case of the label selector corpus every SDK and the host agree on", async () => {
+  const { readFile } = await import("node:fs/promises");
+  const url = new URL("../../../tests/conformance/label-selectors.json", import.meta.url);
+  const corpus = JSON.parse(await readFile(url, "utf8"));
+  for (const c of corpus.cases) {
+    if (c.expect === "invalid") {
+      assert.throws(() => meta.selectorMatches(c.selector, corpus.labels), meta.InvalidSelector, c.name);
+    } else {
+      assert.equal(meta.selectorMatches(c.selector, corpus.labels), c.expect, c.name);
+    }
+  }
+});

@@ -3,6 +3,7 @@ apimachinery's GetControllerOf and LabelSelectorAsSelector, and controller-runti
 SetControllerReference."""
 
 import importlib.util
+import json
 import os
 import unittest
 from types import SimpleNamespace
@@ -106,3 +107,20 @@ class Selectors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SharedCorpus(unittest.TestCase):
+    """The label selector cases every SDK and the host agree on
+    (tests/conformance/label-selectors.json)."""
+
+    def test_every_case_of_the_shared_corpus(self):
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "conformance", "label-selectors.json")
+        with open(path, encoding="utf-8") as f:
+            corpus = json.load(f)
+        for case in corpus["cases"]:
+            with self.subTest(case["name"]):
+                if case["expect"] == "invalid":
+                    with self.assertRaises(meta.InvalidSelector):
+                        meta.selector_matches(case["selector"], corpus["labels"])
+                else:
+                    self.assertEqual(meta.selector_matches(case["selector"], corpus["labels"]), case["expect"])

@@ -85,4 +85,4 @@ __all__ = [
 WIT_VERSION = "0.4.0"
 
 #: The version of this SDK (semver; see CHANGELOG.md).
-__version__ = "0.4.0"
+__version__ = "0.4.1"

@@ -80,10 +80,13 @@ def selector_matches(selector: Optional[Mapping[str, Any]], labels: Mapping[str,
     ``LabelSelectorAsSelector`` has it."""
     if selector is None:
         return False
+    # Every expression is checked first: a selector the API server would refuse is refused
+    # whatever the labels, as LabelSelectorAsSelector converts it whole before matching.
+    expressions = list(_expressions(selector.get("matchExpressions") or []))
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
-    return all(_requirement(e, labels) for e in _expressions(selector.get("matchExpressions") or []))
+    return all(_requirement(e, labels) for e in expressions)
 
 
 def _expressions(expressions: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:

@@ -115,3 +115,28 @@ fn parse_errors() {
     assert!(matches!(err(&long), SelectorError::InvalidValue { .. }));
     assert!(err("a in (x").to_string().contains("end of input"));
 }
+
+/// The label selector cases every SDK and the host agree on
+/// (`tests/conformance/label-selectors.json`): each valid one read from its object form, and
+/// again from the string form the API server writes for it. (The host reads selectors of
+/// objects the API server accepted: the cases it refuses are the SDKs' to refuse.)
+#[test]
+fn the_shared_selector_corpus() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/label-selectors.json");
+    let corpus: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let labels: BTreeMap<String, String> = serde_json::from_value(corpus["labels"].clone()).unwrap();
+    let mut checked = 0;
+    for case in corpus["cases"].as_array().unwrap() {
+        let (name, selector) = (&case["name"], &case["selector"]);
+        let Some(expect) = case["expect"].as_bool() else { continue };
+        if selector.is_null() {
+            continue; // no selector: the caller's to say (LabelSelectorAsSelector's "nothing")
+        }
+        let parsed = LabelSelector::of_object(selector);
+        assert_eq!(parsed.matches(&labels), expect, "{name}: {parsed}");
+        let again = sel(&parsed.to_string());
+        assert_eq!(again.matches(&labels), expect, "{name}, as the string {parsed}");
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} cases checked");
+}
