@@ -312,6 +312,11 @@ impl std::fmt::Debug for ClientGoConsumer {
 }
 
 impl ClientGoConsumer {
+    /// The Go program's process id (for its CPU time, [`crate::cpu::of_process`]).
+    pub fn pid(&self) -> u32 {
+        self.peer.child.lock().id()
+    }
+
     /// Waits until the informer's WATCH is held at its gate ([`Mode::Stream`]).
     pub async fn held(&self) {
         let mut rx = self.peer.shared.signals.subscribe();

@@ -20,6 +20,7 @@
 pub mod client_go;
 pub mod cluster;
 pub mod consumers;
+pub mod cpu;
 pub mod gate;
 pub mod mem;
 pub mod plugins;

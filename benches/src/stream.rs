@@ -66,6 +66,9 @@ pub struct StreamRun {
     pub watch: Duration,
     /// Handler calls (or stream events) observed.
     pub calls: u64,
+    /// The consumer's own CPU time over both timed phases (see [`crate::cpu`]): the process's
+    /// outside the API server's threads, or client-go's program's.
+    pub cpu: Duration,
 }
 
 impl StreamRun {
@@ -98,6 +101,7 @@ impl StreamRun {
             list: pick(|r| r.list),
             watch: pick(|r| r.watch),
             calls: runs.iter().map(|r| r.calls).max().unwrap_or(0),
+            cpu: pick(|r| r.cpu),
         }
     }
 }
@@ -119,8 +123,17 @@ pub async fn run_stream(
     let progress = Progress::new(cluster.len(), listeners);
     let list_profiled = crate::profile::Section::start_if(crate::profile::Phase::List);
     let started = Instant::now();
+    let own_cpu = crate::cpu::outside_server();
     let running = start(client, progress.clone());
+    let consumer_cpu = |running: &Running| match running {
+        Running::ClientGo(c) => crate::cpu::of_process(c.pid()),
+        Running::Wink(_) | Running::KubeRs(_) => crate::cpu::outside_server(),
+    };
+    // client-go's program ran before this run (it waits between runs): its count starts
+    // once it is told to start, a few microseconds late.
+    let cpu_started = if let Running::ClientGo(_) = running { consumer_cpu(&running) } else { own_cpu };
     let synced = progress.synced().await;
+    let list_cpu = consumer_cpu(&running).saturating_sub(cpu_started);
     drop(list_profiled);
     running.held(&gate).await;
     // Not timed: the server records the events while the consumer's watch waits.
@@ -131,14 +144,21 @@ pub async fn run_stream(
     progress.expect(targets, listeners);
     let profiled = crate::profile::Section::start_if(crate::profile::Phase::Watch);
     let released = Instant::now();
+    let cpu_released = consumer_cpu(&running);
     running.open(&gate);
     let done = progress.done().await;
+    let watch_cpu = consumer_cpu(&running).saturating_sub(cpu_released);
     drop(profiled);
     let (started, released) = match &running {
         Running::ClientGo(c) => (c.started().unwrap_or(started), c.opened().unwrap_or(released)),
         Running::Wink(_) | Running::KubeRs(_) => (started, released),
     };
-    let run = StreamRun { list: synced - started, watch: done - released, calls: progress.calls() };
+    let run = StreamRun {
+        list: synced - started,
+        watch: done - released,
+        calls: progress.calls(),
+        cpu: list_cpu + watch_cpu,
+    };
     running.stop().await;
     run
 }
