@@ -199,30 +199,44 @@ pub async fn replay(options: &ReplayOptions) -> Result<ReplayReport, ReplayError
             continue;
         }
         let at = line_at(line);
-        if let Some(keys) = &keys {
-            reconcile(keys, &mut report, (at, resource, api_version, kind), line, &obj, &metrics, &dry_run).await;
-            continue;
-        }
-        let traps = metrics.traps();
-        let (event, result) = match line {
-            Line::Add { initial, .. } => ("add", handler.on_add(&obj, *initial).await),
-            Line::Update { old, .. } => {
-                let old = Object::from_string(old.to_string()).unwrap_or_else(|_| obj.clone());
-                ("update", handler.on_update(&old, &obj).await)
+        match &keys {
+            Some(keys) => {
+                reconcile(keys, &mut report, (at, resource, api_version, kind), line, &obj, &metrics, &dry_run).await;
             }
-            Line::Delete { unknown, .. } => ("delete", handler.on_delete(&obj, *unknown).await),
-            Line::Header { .. } => continue,
-        };
-        let trapped = metrics.traps() > traps;
-        report.calls += 1;
-        if result.is_err() || trapped {
-            report.failed += 1;
+            None => handle(&handler, &mut report, (at, resource), line, &obj, &metrics, &dry_run).await,
         }
-        report.lines.push(format!("{at:>7}ms {event} {resource} {}: {}", obj.key(), outcome(&result, trapped)));
-        report.lines.extend(dry_run.take().into_iter().map(|w| format!("          {w}")));
     }
     factory.shutdown().await;
     Ok(report)
+}
+
+/// Replays one notification to a handler: one line with its outcome, then its writes.
+async fn handle(
+    handler: &PluginHandler,
+    report: &mut ReplayReport,
+    (at, resource): (u64, &str),
+    line: &Line,
+    obj: &Object,
+    metrics: &PluginMetrics,
+    dry_run: &DryRun,
+) {
+    let traps = metrics.traps();
+    let (event, result) = match line {
+        Line::Add { initial, .. } => ("add", handler.on_add(obj, *initial).await),
+        Line::Update { old, .. } => {
+            let old = Object::from_string(old.to_string()).unwrap_or_else(|_| obj.clone());
+            ("update", handler.on_update(&old, obj).await)
+        }
+        Line::Delete { unknown, .. } => ("delete", handler.on_delete(obj, *unknown).await),
+        Line::Header { .. } => return,
+    };
+    let trapped = metrics.traps() > traps;
+    report.calls += 1;
+    if result.is_err() || trapped {
+        report.failed += 1;
+    }
+    report.lines.push(format!("{at:>7}ms {event} {resource} {}: {}", obj.key(), outcome(&result, trapped)));
+    report.lines.extend(dry_run.take().into_iter().map(|w| format!("          {w}")));
 }
 
 /// Replays one notification to a reconciler: one line per key it reconciled, each with its
