@@ -140,23 +140,13 @@ fn report(runs: &BTreeMap<(PodSize, Consumer), Vec<StreamRun>>, json_sizes: &BTr
          phases: the process's outside the server's threads, or the Go program's; CPU ÷ wall above 1 means it \
          kept more than one core busy.",
     );
-    let mut table = Table::new(
-        "",
-        &[
-            "Pods",
-            "consumer",
-            "runs",
-            "list + sync",
-            "50k events",
-            "total",
-            "events/s",
-            "handler calls",
-            "consumer CPU",
-            "CPU ÷ wall",
-            "wink ÷ this",
-            "by CPU",
-        ],
-    );
+    let columns = [
+        &["Pods", "consumer", "runs"][..],
+        &StreamRun::COLUMNS,
+        &["consumer CPU", "CPU ÷ wall", "wink ÷ this", "by CPU"],
+    ]
+    .concat();
+    let mut table = Table::new("", &columns);
     for size in PodSize::ALL {
         let median = |c: Consumer| runs.get(&(size, c)).map(|r| (r.len(), StreamRun::median_of(r)));
         let Some((_, wink)) = median(Consumer::Wink) else { continue };

@@ -82,6 +82,9 @@ impl StreamRun {
         (OBJECTS + EVENTS) as f64 / self.total().as_secs_f64()
     }
 
+    /// The headings of [`cells`](Self::cells).
+    pub const COLUMNS: [&str; 5] = ["list + sync", "50k events", "total", "events/s", "handler calls"];
+
     /// The table cells shared by the stream benchmarks: list + sync, watch, total, events/s,
     /// handler calls.
     pub fn cells(&self) -> [String; 5] {
