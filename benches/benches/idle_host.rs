@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wink::app::{Host, RunOptions, SourceSpec, default_cache_dir};
 use wink::plugin::{PluginRegistry, ScanStats};
-use wink_benches::mem::{cpu_time, human_bytes};
+use wink_benches::cpu;
+use wink_benches::mem::human_bytes;
 use wink_benches::results::{Goal, Report, Table, human_duration, verdict};
 
 const QUIET: Duration = Duration::from_secs(10);
@@ -38,22 +39,6 @@ struct Usage {
     scans: ScanStats,
 }
 
-/// User + system CPU time of each thread of the process by name (`/proc/self/task/*/stat`,
-/// 10 ms ticks).
-fn cpu_by_thread() -> BTreeMap<String, Duration> {
-    let mut by_name = BTreeMap::new();
-    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
-        let name = stat[open + 1..close].to_owned();
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line: 12 and 13 after the ')'.
-        let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
-        *by_name.entry(name).or_insert(Duration::ZERO) += Duration::from_millis(ticks * 10);
-    }
-    by_name
-}
-
 /// `rchar` and `read_bytes` of `/proc/self/io` (zero where unavailable).
 fn io_counters() -> (u64, u64) {
     let text = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
@@ -68,7 +53,7 @@ fn io_counters() -> (u64, u64) {
 /// measurement, only one read of `/proc/self/io` (subtracted: [`own_reads`]).
 fn usage(registry: &PluginRegistry, at_start: bool) -> Usage {
     let io_first = (!at_start).then(io_counters);
-    let (cpu, threads, scans) = (cpu_time(), cpu_by_thread(), registry.scan_stats());
+    let (cpu, threads, scans) = (cpu::of_this_process(), cpu::by_thread(), registry.scan_stats());
     let (rchar, read_bytes) = io_first.unwrap_or_else(io_counters);
     Usage { cpu, threads, rchar, read_bytes, scans }
 }

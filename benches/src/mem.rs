@@ -106,18 +106,6 @@ fn statm_bytes(index: usize) -> usize {
     pages * 4096
 }
 
-/// CPU time (user + system) this process has used so far (`/proc/self/stat`).
-pub fn cpu_time() -> std::time::Duration {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return std::time::Duration::ZERO };
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the ')'.
-    let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
-    // Linux reports clock ticks of 1/100 s (USER_HZ) on every mainstream configuration.
-    std::time::Duration::from_millis(ticks * 10)
-}
-
 /// Formats a byte count as `12.3 MiB`, `4.1 KiB` or `512 B`.
 pub fn human_bytes(bytes: f64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];

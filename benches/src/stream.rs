@@ -38,6 +38,15 @@ impl Running {
         }
     }
 
+    /// Its own CPU time so far: the process's outside the API server's threads, or the Go
+    /// program's ([`crate::cpu`]).
+    fn cpu(&self) -> Duration {
+        match self {
+            Self::ClientGo(c) => crate::cpu::of_process(c.pid()),
+            Self::Wink(_) | Self::KubeRs(_) => crate::cpu::outside_server(),
+        }
+    }
+
     /// Waits until its first WATCH is held: at `gate` (the kube client's), or at the Go
     /// program's own gate.
     async fn held(&self, gate: &WatchGate) {
@@ -128,15 +137,11 @@ pub async fn run_stream(
     let started = Instant::now();
     let own_cpu = crate::cpu::outside_server();
     let running = start(client, progress.clone());
-    let consumer_cpu = |running: &Running| match running {
-        Running::ClientGo(c) => crate::cpu::of_process(c.pid()),
-        Running::Wink(_) | Running::KubeRs(_) => crate::cpu::outside_server(),
-    };
     // client-go's program ran before this run (it waits between runs): its count starts
     // once it is told to start, a few microseconds late.
-    let cpu_started = if let Running::ClientGo(_) = running { consumer_cpu(&running) } else { own_cpu };
+    let cpu_started = if let Running::ClientGo(_) = running { running.cpu() } else { own_cpu };
     let synced = progress.synced().await;
-    let list_cpu = consumer_cpu(&running).saturating_sub(cpu_started);
+    let list_cpu = running.cpu().saturating_sub(cpu_started);
     drop(list_profiled);
     running.held(&gate).await;
     // Not timed: the server records the events while the consumer's watch waits.
@@ -147,10 +152,10 @@ pub async fn run_stream(
     progress.expect(targets, listeners);
     let profiled = crate::profile::Section::start_if(crate::profile::Phase::Watch);
     let released = Instant::now();
-    let cpu_released = consumer_cpu(&running);
+    let cpu_released = running.cpu();
     running.open(&gate);
     let done = progress.done().await;
-    let watch_cpu = consumer_cpu(&running).saturating_sub(cpu_released);
+    let watch_cpu = running.cpu().saturating_sub(cpu_released);
     drop(profiled);
     let (started, released) = match &running {
         Running::ClientGo(c) => (c.started().unwrap_or(started), c.opened().unwrap_or(released)),
