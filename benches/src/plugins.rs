@@ -36,7 +36,7 @@ pub fn bench_noop_v02() -> PathBuf {
 pub enum Language {
     /// Python (componentize-py).
     Python,
-    /// JavaScript (componentize-js or componentize-qjs).
+    /// JavaScript (ComponentizeJS).
     JavaScript,
 }
 

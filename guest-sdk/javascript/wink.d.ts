@@ -20,25 +20,48 @@ export interface OwnerReference {
   controller: boolean;
 }
 
-/** A Kubernetes object: metadata parsed by the host, and the whole object as JSON. */
+/** A lent object was read after its handler call returned. */
+export class ExpiredObject extends Error {}
+
+/** A Kubernetes object: metadata parsed by the host, and the whole object as JSON. A
+ * handler's objects are lent for the call and read on demand (each part once); those from
+ * `cache` and `cluster` are whole. */
 export class KubeObject {
-  apiVersion: string;
-  kind: string;
-  namespace: string | null;
-  name: string;
-  uid: string;
-  resourceVersion: string;
-  generation: number | null;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-  deletionTimestamp: string | null;
-  ownerReferences: OwnerReference[];
-  json: string;
+  readonly apiVersion: string;
+  readonly kind: string;
+  /** null for cluster-scoped objects. */
+  readonly namespace: string | null;
+  readonly name: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  readonly generation: number | null;
+  readonly labels: Record<string, string>;
+  readonly annotations: Record<string, string>;
+  readonly deletionTimestamp: string | null;
+  readonly ownerReferences: OwnerReference[];
+  /** The object as JSON text, exactly as served. */
+  readonly json: string;
+  /** `namespace/name`, or `name`. */
   readonly key: string;
+  /** The whole object, parsed from `json` once. */
   readonly body: any;
   label(key: string): string | undefined;
   annotation(key: string): string | undefined;
   owner(kind: string): OwnerReference | undefined;
+  /** This object read whole, valid after the handler returns. */
+  snapshot(): KubeObject;
+  /** The whole object (`JSON.stringify(obj)`). */
+  toJSON(): any;
+}
+
+/** The key of a reconciler's primary object. */
+export class Key {
+  constructor(namespace: string | null | undefined, name: string);
+  static of(obj: { namespace?: string | null; name: string }): Key;
+  readonly namespace: string | null;
+  readonly name: string;
+  /** `namespace/name`, or `name`: the cache key. */
+  readonly key: string;
 }
 
 type LogFn = (...args: unknown[]) => void;
@@ -47,7 +70,7 @@ export const log: { trace: LogFn; debug: LogFn; info: LogFn; warn: LogFn; error:
 export const cache: {
   NAMESPACE_INDEX: "namespace";
   OWNER_UID_INDEX: "owner-uid";
-  get(apiVersion: string, kind: string, key: string): KubeObject | null;
+  get(apiVersion: string, kind: string, key: string | Key): KubeObject | null;
   list(apiVersion: string, kind: string, namespace?: string | null): KubeObject[];
   byIndex(apiVersion: string, kind: string, index: string, value: string): KubeObject[];
 };
@@ -109,7 +132,7 @@ export interface Plugin {
   onDelete?(obj: KubeObject, finalStateUnknown: boolean): void | Requeue;
 }
 
-/** The component's `handler` export, as componentize-qjs expects it. */
+/** The component's `handler` export, as ComponentizeJS expects it. */
 export interface HandlerExport {
   init(config: string): void;
   onAdd(obj: unknown, initialList: boolean): unknown;
@@ -117,4 +140,35 @@ export interface HandlerExport {
   onDelete(obj: unknown, finalStateUnknown: boolean): unknown;
 }
 
-export function definePlugin(plugin: Plugin | (() => Plugin)): HandlerExport;
+export function definePlugin(plugin: Plugin | (() => Plugin) | (new () => Plugin)): HandlerExport;
+
+/** Another object is the controller already. */
+export class AlreadyOwned extends Error {}
+/** A LabelSelector the API server would refuse. */
+export class InvalidSelector extends Error {}
+
+interface Owned {
+  ownerReferences?: OwnerReference[];
+}
+interface Owner {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  namespace?: string | null;
+}
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: "In" | "NotIn" | "Exists" | "DoesNotExist"; values?: string[] }[];
+}
+
+/** The owner reference of `obj` with `controller: true`, or undefined. */
+export function controllerOf(obj: Owned): OwnerReference | undefined;
+/** Whether `owner` is the controller of `obj`, matched by uid. */
+export function isControlledBy(obj: Owned, owner: Owner): boolean;
+/** The owner reference naming `owner` as controller (blockOwnerDeletion set). */
+export function controllerReference(owner: Owner): OwnerReference & { blockOwnerDeletion: true };
+/** Adds `owner` as the controller of `obj` (a plain object with metadata); returns `obj`. */
+export function setControllerReference<T extends { metadata?: any }>(owner: Owner, obj: T): T;
+/** Whether `labels` match `selector` (null or undefined matches nothing; `{}` everything). */
+export function selectorMatches(selector: LabelSelector | null | undefined, labels: Record<string, string>): boolean;

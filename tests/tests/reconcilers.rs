@@ -235,6 +235,11 @@ async fn keys_are_enqueued_by_the_plugin_and_failures_retried_while_others_proce
     probe_scenario("probes/reconcile-probe-c", "probe-c").await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_enqueued_by_the_plugin_and_failures_retried_while_others_proceed_javascript() {
+    probe_scenario("probes/reconcile-probe-js", "probe-javascript").await;
+}
+
 /// The probe scenario, run by the probe built at `built` deployed as `name`: the same
 /// outcomes whatever language the reconciler is written in.
 async fn probe_scenario(built: &str, name: &str) {

@@ -74,7 +74,7 @@ pub fn install(
 ) -> Result<Installed> {
     let surface =
         Surface::of_component(component).with_context(|| format!("plugin {name}: reading the component's world"))?;
-    // A language runtime (CPython, QuickJS) imports parts of WASI the host refuses (calls
+    // A language runtime (CPython, SpiderMonkey) imports parts of WASI the host refuses (calls
     // trap); they are not the plugin's contract.
     let checked = if runtime_wasi { surface.without_runtime_wasi() } else { surface.clone() };
     checked.check_only_wink_imports().with_context(|| format!("plugin {name}"))?;

@@ -113,6 +113,18 @@ fn bindgen_paths(crate_dir: &Path, file: &str) -> Vec<(usize, PathBuf)> {
         .collect()
 }
 
+/// `source` and the files beside it with its extension (the other modules of its SDK).
+fn siblings(source: &Path) -> Vec<PathBuf> {
+    let dir = source.parent().expect("an SDK source is in a folder");
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("listing {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a folder entry").path())
+        .filter(|path| path.is_file() && path.extension() == source.extension())
+        .collect();
+    files.sort();
+    files
+}
+
 fn read(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
@@ -161,11 +173,13 @@ fn every_sdk_names_the_version_of_the_folder_it_is_built_from() {
             )),
             _ => wrong.push(format!("{} defines `{}…` {} times, not once", sdk.source, sdk.constant, constants.len())),
         }
-        for named in interface_name_versions(&text).into_iter().filter(|v| *v != built_from) {
-            wrong.push(format!(
-                "{} names a wink:plugin interface @{named}, but it is built from {built_from}",
-                sdk.source
-            ));
+        for file in siblings(&repo.join(sdk.source)) {
+            for named in interface_name_versions(&read(&file)).into_iter().filter(|v| *v != built_from) {
+                wrong.push(format!(
+                    "{} names a wink:plugin interface @{named}, but it is built from {built_from}",
+                    file.display()
+                ));
+            }
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

@@ -1,20 +1,24 @@
-//! JavaScript plugins, built with componentize-qjs (from npm) in a project-local
+//! JavaScript plugins, built with ComponentizeJS (from npm) in a project-local
 //! `node_modules`.
 //!
-//! componentize-qjs embeds the QuickJS engine: a component is about 1.6 MB and compiles in
-//! wasmtime in a second or two, against 12 MB and ~14 s for SpiderMonkey (componentize-js).
-//! Its npm package ships a prebuilt native module per platform (an optional dependency), so
-//! the install needs nothing but Node.js and npm.
+//! ComponentizeJS embeds SpiderMonkey (StarlingMonkey) and snapshots the plugin's module
+//! with Wizer: a component is about 12.8 MB and takes wasmtime several seconds to compile
+//! (the host's compile cache keeps it), against 1.6 MB and a second or two for QuickJS
+//! (componentize-qjs). QuickJS is not used: every published componentize-qjs (0.4.5 on npm,
+//! 0.5.0 on crates.io) releases a synchronous export's borrowed handles after the call ended,
+//! which wasmtime refuses as a trap, so it cannot take `wink:plugin@0.3.0`'s lent objects.
 //!
-//! Install: a `package.json` pinning `componentize-qjs` in `<toolchains>/javascript`, then
-//! `npm install` there.
+//! Install: a `package.json` pinning ComponentizeJS and esbuild in `<toolchains>/javascript`,
+//! then `npm install` there (prebuilt binaries, Node.js and npm only).
 //!
 //! Build: the plugin's files are staged into a build folder with the SDK as
-//! `node_modules/wink-guest`, so `import … from "wink-guest"` resolves as it would in an npm
-//! project; then `componentize-qjs --wit wit/v0.2.0 --world handler-plugin --js app.js --module-root
-//! <stage> --sync` (`--sync` picks the runtime without the component-model async ABI). The
-//! QuickJS runtime imports parts of WASI: the host gives it the clocks and randomness and
-//! refuses the rest (files, environment, streams: calls trap), so `Date` works.
+//! `node_modules/wink-guest`, so `import … from "wink-guest"` resolves as in an npm project;
+//! esbuild bundles `app.js` with what it imports into one ES module (ComponentizeJS resolves
+//! relative imports only), leaving the `wink:` and `wasi:` interfaces to the component; then
+//! `componentize-js bundle.js --wit wit/v0.4.0 --world-name <world> --disable http fetch-event
+//! stdio`. The world is the manifest's (`reconcile:` makes a reconciler). The engine imports
+//! parts of WASI: the host gives it the clocks and randomness and refuses the rest (files,
+//! environment, streams), so `Date` and `Math.random` work.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,22 +28,41 @@ use anyhow::{Context, Result, bail};
 
 use super::tools::{self, InstallLock};
 
-/// The componentize-qjs version installed from npm.
-pub const COMPONENTIZE_QJS: &str = "0.4.5";
+/// The ComponentizeJS version installed from npm.
+pub const COMPONENTIZE_JS: &str = "0.23.0";
+
+/// The esbuild version installed from npm (bundles a plugin with the SDK).
+pub const ESBUILD: &str = "0.28.2";
+
+/// The npm package of ComponentizeJS.
+const COMPONENTIZE_JS_PACKAGE: &str = "@bytecodealliance/componentize-js";
+
+/// The WASI shim ComponentizeJS 0.23.0 imports without declaring it (its splicer runs as a
+/// component in Node): installed beside it, at the version it was released with.
+const PREVIEW2_SHIM: (&str, &str) = ("@bytecodealliance/preview2-shim", "0.25.0");
 
 /// The name plugins import the SDK by.
 pub const SDK_PACKAGE: &str = "wink-guest";
 
-/// An installed componentize-qjs.
+/// The engine features left out: the host has no sockets or HTTP, and the SDK routes the
+/// console to the host's log.
+const DISABLED_FEATURES: [&str; 3] = ["http", "fetch-event", "stdio"];
+
+/// An installed ComponentizeJS and esbuild.
 pub struct Toolchain {
     node: String,
-    cli: PathBuf,
+    componentize: PathBuf,
+    esbuild: PathBuf,
 }
 
 impl Toolchain {
-    /// What the build depends on besides its sources: the tool's version and flags.
+    /// What the build depends on besides its sources: the tools' versions and flags.
     pub fn fingerprint(&self) -> String {
-        format!("componentize-qjs {COMPONENTIZE_QJS} --sync")
+        format!(
+            "componentize-js {COMPONENTIZE_JS} (preview2-shim {}) esbuild {ESBUILD} --disable {}",
+            PREVIEW2_SHIM.1,
+            DISABLED_FEATURES.join(" ")
+        )
     }
 
     /// Builds the plugin in `plugin_dir` into a component under `work`; returns its path.
@@ -48,59 +71,88 @@ impl Toolchain {
         tools::fresh_dir(&stage)?;
         tools::copy_tree(plugin_dir, &stage, &["plugin.yaml", "README.md"])?;
         let sdk = stage.join("node_modules").join(SDK_PACKAGE);
-        tools::copy_tree(&repo.join("guest-sdk").join("javascript"), &sdk, &["README.md"])?;
+        tools::copy_tree(&repo.join("guest-sdk").join("javascript"), &sdk, &["README.md", "CHANGELOG.md", "tests"])?;
+        let bundle = work.join("bundle.js");
+        tools::run(
+            Command::new(&self.esbuild)
+                .current_dir(&stage)
+                .args(["app.js", "--bundle", "--format=esm", "--platform=neutral", "--log-level=warning"])
+                .args(["--external:wink:*", "--external:wasi:*"])
+                .arg(format!("--outfile={}", bundle.display())),
+        )
+        .context("bundling app.js with the SDK (esbuild)")?;
         let output = work.join("component.wasm");
         tools::run(
             Command::new(&self.node)
                 .current_dir(work)
-                .arg(&self.cli)
+                .arg(&self.componentize)
+                .arg(&bundle)
                 .arg("--wit")
                 .arg(super::sdk_contract(repo, super::Language::JavaScript))
-                .args(["--world", "handler-plugin", "--js"])
-                .arg(stage.join("app.js"))
-                .arg("--module-root")
-                .arg(&stage)
-                .args(["--sync", "-o"])
+                .arg("--world-name")
+                .arg(super::world_of(plugin_dir)?)
+                .arg("--disable")
+                .args(DISABLED_FEATURES)
+                .arg("-o")
                 .arg(&output),
         )?;
         Ok(output)
     }
 }
 
-/// Installs componentize-qjs into `<toolchains>/javascript` unless the pinned version is there.
+/// Installs ComponentizeJS and esbuild into `<toolchains>/javascript` unless the pinned
+/// versions are there.
 pub fn install(toolchains: &Path) -> Result<Toolchain> {
     let dir = toolchains.join("javascript");
-    let package = dir.join("node_modules").join("componentize-qjs");
+    let modules = dir.join("node_modules");
     let node = find_node()?;
-    let toolchain = Toolchain { node: node.clone(), cli: package.join("bin").join("componentize-qjs") };
-    if installed_version(&package).as_deref() == Some(COMPONENTIZE_QJS) && runs(&toolchain) {
+    let toolchain = Toolchain {
+        node,
+        componentize: modules.join(COMPONENTIZE_JS_PACKAGE).join("src").join("cli.js"),
+        esbuild: modules.join("esbuild").join("bin").join("esbuild"),
+    };
+    let ready = |t: &Toolchain| {
+        installed_version(&modules.join(COMPONENTIZE_JS_PACKAGE)).as_deref() == Some(COMPONENTIZE_JS)
+            && installed_version(&modules.join("esbuild")).as_deref() == Some(ESBUILD)
+            && installed_version(&modules.join(PREVIEW2_SHIM.0)).as_deref() == Some(PREVIEW2_SHIM.1)
+            && runs(t)
+    };
+    if ready(&toolchain) {
         return Ok(toolchain);
     }
     let _lock = InstallLock::acquire(toolchains)?;
-    if installed_version(&package).as_deref() == Some(COMPONENTIZE_QJS) && runs(&toolchain) {
+    if ready(&toolchain) {
         return Ok(toolchain);
     }
-    eprintln!("xtask: installing componentize-qjs {COMPONENTIZE_QJS} from npm into {}", dir.display());
+    eprintln!(
+        "xtask: installing ComponentizeJS {COMPONENTIZE_JS} and esbuild {ESBUILD} from npm into {} (about 400 MB)",
+        dir.display()
+    );
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let manifest = serde_json::json!({
         "name": "wink-javascript-toolchain",
         "private": true,
-        "description": "Installed by `cargo xtask build-plugins`: the tool that builds wink's JavaScript plugins.",
-        "dependencies": { "componentize-qjs": COMPONENTIZE_QJS },
+        "description": "Installed by `cargo xtask build-plugins`: the tools that build wink's JavaScript plugins.",
+        "dependencies": {
+            COMPONENTIZE_JS_PACKAGE: COMPONENTIZE_JS,
+            PREVIEW2_SHIM.0: PREVIEW2_SHIM.1,
+            "esbuild": ESBUILD,
+        },
     });
     fs::write(dir.join("package.json"), serde_json::to_string_pretty(&manifest)? + "\n")
         .with_context(|| format!("writing {}/package.json", dir.display()))?;
     let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
     tools::run(Command::new(npm).current_dir(&dir).args(["install", "--no-audit", "--no-fund", "--loglevel=error"]))
-        .context("installing componentize-qjs from npm (is npm installed?)")?;
-    match installed_version(&package) {
-        Some(v) if v == COMPONENTIZE_QJS && runs(&toolchain) => Ok(toolchain),
-        Some(v) if v == COMPONENTIZE_QJS => bail!(
-            "componentize-qjs {v} is installed but does not run: its native module for this \
-             platform (an optional dependency, @andreiltd/componentize-qjs-binding-*) is missing"
-        ),
-        other => bail!("npm installed componentize-qjs {other:?}, not {COMPONENTIZE_QJS}"),
+        .context("installing ComponentizeJS and esbuild from npm (is npm installed?)")?;
+    if ready(&toolchain) {
+        return Ok(toolchain);
     }
+    bail!(
+        "npm installed ComponentizeJS {:?} and esbuild {:?} (wanted {COMPONENTIZE_JS} and {ESBUILD}), or they do not \
+         run: their prebuilt binaries for this platform (optional dependencies) may be missing",
+        installed_version(&modules.join(COMPONENTIZE_JS_PACKAGE)),
+        installed_version(&modules.join("esbuild")),
+    )
 }
 
 fn installed_version(package: &Path) -> Option<String> {
@@ -109,12 +161,14 @@ fn installed_version(package: &Path) -> Option<String> {
     value.get("version")?.as_str().map(str::to_owned)
 }
 
-/// Whether the CLI starts (its native module loads).
+/// Whether both tools start (their native parts load).
 fn runs(toolchain: &Toolchain) -> bool {
-    Command::new(&toolchain.node).arg(&toolchain.cli).arg("--help").output().is_ok_and(|o| o.status.success())
+    let ok = |c: &mut Command| c.output().is_ok_and(|o| o.status.success());
+    ok(Command::new(&toolchain.node).arg(&toolchain.componentize).arg("--help"))
+        && ok(Command::new(&toolchain.esbuild).arg("--version"))
 }
 
-/// `node` (18 or newer, which componentize-qjs needs), or an error saying what to install.
+/// `node` (18 or newer, which ComponentizeJS needs), or an error saying what to install.
 fn find_node() -> Result<String> {
     let output = Command::new("node")
         .arg("--version")
@@ -124,7 +178,7 @@ fn find_node() -> Result<String> {
     let major: Option<u32> = version.trim_start_matches('v').split('.').next().and_then(|m| m.parse().ok());
     match major {
         Some(m) if m >= 18 => Ok("node".to_owned()),
-        _ => bail!("node {version} is too old: componentize-qjs needs Node.js 18 or newer"),
+        _ => bail!("node {version} is too old: ComponentizeJS needs Node.js 18 or newer"),
     }
 }
 

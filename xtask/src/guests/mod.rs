@@ -35,15 +35,13 @@ use crate::package;
 use crate::report::{BuiltPlugin, Report, seconds};
 
 /// The WIT package a language's SDK implements: `wink:plugin@0.4.0` (objects lent as
-/// `event-object` handles; the reconciler world beside the handler one) for Go, Python and C;
-/// `wink:plugin@0.2.0` (objects copied as records) for JavaScript: componentize-qjs (0.4.5,
-/// the newest on npm, and 0.5.0) releases a synchronous export's borrowed handles in its
-/// post-return step, after the call ended, which wasmtime refuses as a trap ("borrow handles
-/// still remain at the end of the call"). The host serves both.
+/// `event-object` handles; the reconciler world beside the handler one) for every language.
+/// Named per language because a language's SDK may lag a new version (JavaScript stayed on
+/// 0.2.0 while componentize-qjs could not release lent handles in time); the host serves
+/// every version.
 pub fn sdk_contract(repo: &Path, language: Language) -> PathBuf {
     let version = match language {
-        Language::Go | Language::Python | Language::C => "v0.4.0",
-        Language::JavaScript => "v0.2.0",
+        Language::Go | Language::Python | Language::C | Language::JavaScript => "v0.4.0",
     };
     repo.join("wit").join(version)
 }
@@ -77,7 +75,7 @@ pub struct Context<'a> {
 pub enum Language {
     /// componentize-py.
     Python,
-    /// componentize-qjs.
+    /// ComponentizeJS, after esbuild.
     JavaScript,
     /// clang + wasi-libc + wit-bindgen's C generator.
     C,

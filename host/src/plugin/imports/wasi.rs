@@ -1,7 +1,7 @@
 //! The WASI a plugin gets: the clocks and randomness; every other WASI interface a component
 //! imports is linked to functions that trap when called, naming the interface and function.
 //!
-//! Language runtimes (CPython, QuickJS) import parts of WASI whether or not a plugin uses
+//! Language runtimes (CPython, SpiderMonkey) import parts of WASI whether or not a plugin uses
 //! them. The host grants none of them (no files, environment, standard streams, randomness
 //! or sockets), so a plugin that tries one traps with a message that says so; the clocks are
 //! real (`now` and `resolution`; `subscribe-*`, which needs `wasi:io/poll`, is refused too),

@@ -1,0 +1,56 @@
+// What a handler or reconcile call returns to the host: an `action`, or a thrown
+// `handler-error`.
+
+import { Fatal, RequestError, Retry } from "./errors.js";
+import { log } from "./log.js";
+
+const REQUEUE = Symbol("requeue");
+
+/** What a handler (or reconcile) returns to be called again after `ms` milliseconds, with the
+ * newest state (controller-runtime's RequeueAfter). */
+export function requeueAfter(ms) {
+  return { [REQUEUE]: Math.max(0, Math.floor(ms)) };
+}
+
+/** The WIT `action` of what a handler returned. */
+export function action(result) {
+  if (result && typeof result === "object" && REQUEUE in result) {
+    return { tag: "requeue-after", val: BigInt(result[REQUEUE]) };
+  }
+  return { tag: "await-change" };
+}
+
+export function describe(e) {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+/** Runs `fn` (a handler, or reconcile) and turns its outcome into the WIT result: an
+ * `action`, or a thrown `handler-error`. `what` names the call in the log. */
+export function outcome(what, fn) {
+  try {
+    return action(fn());
+  } catch (e) {
+    if (e instanceof Retry) throw { tag: "retry", val: e.message };
+    if (e instanceof Fatal) throw { tag: "fatal", val: e.message };
+    if (e instanceof RequestError) throw { tag: e.transient ? "retry" : "fatal", val: `${e.reason}: ${e.message}` };
+    // A bug, or a failure not foreseen: say where, then retry (as controller-runtime and
+    // kopf do), so that a new version's bug leaves its work waiting rather than dropped.
+    log.error(`${what} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
+    throw { tag: "retry", val: describe(e) };
+  }
+}
+
+const isClass = (f) => /^class[\s{]/.test(Function.prototype.toString.call(f));
+
+/** Starts a plugin: `plugin` is an object, or a class or factory called on every init; its `init` gets
+ * the manifest's config parsed (null when absent). A throw refuses the config (the WIT error
+ * is a string). */
+export function start(plugin, config) {
+  try {
+    const instance = typeof plugin !== "function" ? plugin : isClass(plugin) ? new plugin() : plugin();
+    if (typeof instance.init === "function") instance.init(config.trim() ? JSON.parse(config) : null);
+    return instance;
+  } catch (e) {
+    throw e instanceof Error ? e.message : String(e);
+  }
+}
