@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A shareable, typed underlying error.
-pub type BoxedError = Arc<dyn Error + Send + Sync + 'static>;
+pub(crate) type BoxedError = Arc<dyn Error + Send + Sync + 'static>;
 
 /// What was being done when something failed, and the typed error underneath, if any.
 #[derive(Clone)]
@@ -75,7 +75,7 @@ impl From<&str> for Cause {
 }
 
 /// Displays an error followed by each of its sources, separated by `": "`.
-pub struct Chain<'a>(pub &'a (dyn Error + 'static));
+pub(crate) struct Chain<'a>(pub &'a (dyn Error + 'static));
 
 impl fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

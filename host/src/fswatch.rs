@@ -87,7 +87,7 @@ impl Changes {
 /// Whether an event of this kind changes what a folder holds: creation, data written (or a
 /// file closed after writing), rename, removal, and the backends' unspecific kinds. Opening,
 /// reading and closing without writing are not changes; neither are metadata changes.
-pub fn is_change(kind: &EventKind) -> bool {
+pub(crate) fn is_change(kind: &EventKind) -> bool {
     match kind {
         EventKind::Create(_) | EventKind::Remove(_) | EventKind::Any | EventKind::Other => true,
         EventKind::Modify(ModifyKind::Metadata(_)) => false,
@@ -109,7 +109,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 /// Calls `on_change` (on a tokio task) after changes under `root` settle for `debounce`,
 /// until `cancel` fires. Bursts of changes are folded into one call; reads never call it.
 /// The first call, made once the watch is in place, asks for a rescan (see the module docs).
-pub fn watch_folder<F>(
+pub(crate) fn watch_folder<F>(
     root: &Path,
     debounce: Duration,
     cancel: CancellationToken,
@@ -122,7 +122,7 @@ where
 }
 
 /// [`watch_folder`], telling the callback which paths changed.
-pub fn watch_folder_changes<F>(
+pub(crate) fn watch_folder_changes<F>(
     root: &Path,
     debounce: Duration,
     cancel: CancellationToken,

@@ -22,7 +22,7 @@ pub enum LogFormat {
 }
 
 /// The filter of `wink`'s log: `RUST_LOG` if set, else info (wasmtime and cranelift at warn).
-pub fn default_filter() -> EnvFilter {
+pub(crate) fn default_filter() -> EnvFilter {
     EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,cranelift=warn,wasmtime=warn".into())
 }
 

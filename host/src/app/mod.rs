@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-pub use check::{CheckReport, check};
+pub use check::check;
 pub use host::{CustomSource, Host, HostBuilder};
 
 use crate::crd::ControllerOptions;

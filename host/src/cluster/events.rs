@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use super::{Cause, ClusterClient, Identity, PatchType, Request, RequestError, Verb};
 
 /// How often series are refreshed, and how long an unobserved series is kept.
-pub const REFRESH: Duration = Duration::from_secs(6 * 60);
+pub(crate) const REFRESH: Duration = Duration::from_secs(6 * 60);
 
 /// The most series remembered per recorder (the oldest are forgotten first).
 const MAX_SERIES: usize = 4096;
@@ -75,9 +75,9 @@ pub struct EventSpec {
 }
 
 /// The longest `reason` and `action` the API server accepts.
-pub const REASON_MAX: usize = 128;
+pub(crate) const REASON_MAX: usize = 128;
 /// The longest `note` the API server accepts, in bytes.
-pub const NOTE_MAX: usize = 1024;
+pub(crate) const NOTE_MAX: usize = 1024;
 
 impl EventSpec {
     /// Checks the fields the API server bounds (`reason` and `action`: 1 to 128 characters,

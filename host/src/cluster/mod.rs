@@ -16,12 +16,12 @@ mod events;
 mod kube_client;
 mod request;
 
-pub use error::{Cause, RequestError};
+pub use error::Cause;
+pub use error::RequestError;
 pub use events::{EventRecorder, EventSpec, EventType, Regarding};
 pub use kube_client::KubeClient;
-pub use request::{
-    DeleteOptions, Identity, MAX_BODY_BYTES, PatchType, Preconditions, PropagationPolicy, Request, Subresource, Verb,
-};
+pub(crate) use request::MAX_BODY_BYTES;
+pub use request::{DeleteOptions, Identity, PatchType, Preconditions, PropagationPolicy, Request, Subresource, Verb};
 
 use async_trait::async_trait;
 

@@ -10,7 +10,7 @@ use super::{Cause, RequestError};
 pub use wink_apiserver::{DeleteOptions, PatchType, Preconditions, PropagationPolicy, Subresource};
 
 /// The largest request body the API server reads (3 MiB); a larger one is answered `413`.
-pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// A Kubernetes API verb, as RBAC names it.
 #[derive(Clone, Debug, PartialEq, Eq)]

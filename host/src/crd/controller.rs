@@ -62,7 +62,7 @@ struct Tracked {
 }
 
 /// The reconciler (an [`EventHandler`] of the `WinkPlugin` informer).
-pub struct WinkPluginController {
+pub(crate) struct WinkPluginController {
     registry: Arc<PluginRegistry>,
     oci: Arc<OciClient>,
     cluster: Arc<dyn ClusterClient>,
@@ -89,7 +89,7 @@ pub fn plugin_name(namespace: &str, name: &str) -> String {
 
 /// The `plugin.yaml` of a spec: the spec without `image`, with the plugin's name and the
 /// artifact's component.
-pub fn manifest_of(spec: &WinkPluginSpec, name: &str, component: &str) -> Result<String, String> {
+pub(crate) fn manifest_of(spec: &WinkPluginSpec, name: &str, component: &str) -> Result<String, String> {
     let mut value = serde_json::to_value(spec).map_err(|e| e.to_string())?;
     let map = value.as_object_mut().ok_or("the spec is not an object")?;
     map.remove("image");

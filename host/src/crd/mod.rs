@@ -2,14 +2,15 @@
 //! controller that deploys, replaces and removes plugins as those objects change and writes
 //! their status ([`controller`]).
 
-pub mod controller;
-pub mod types;
+pub(crate) mod controller;
+pub(crate) mod types;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 
-pub use controller::{ControllerOptions, WinkPluginController, manifest_of, plugin_name, resource};
+pub(crate) use controller::WinkPluginController;
+pub use controller::{ControllerOptions, plugin_name, resource};
 pub use types::{Phase, WinkPlugin, WinkPluginSpec, WinkPluginStatus};
 
 /// The `WinkPlugin` CustomResourceDefinition, as YAML (what `deploy/crd.yaml` holds and

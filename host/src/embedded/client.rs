@@ -41,7 +41,7 @@ pub enum NamespacePhase {
 }
 
 /// The namespaces every cluster has from its start.
-pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-node-lease", "kube-public", "kube-system"];
+pub(crate) const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-node-lease", "kube-public", "kube-system"];
 
 /// The in-memory cluster a client writes to.
 pub trait EmbeddedCluster: Send + Sync + 'static {
@@ -70,7 +70,7 @@ pub trait EmbeddedCluster: Send + Sync + 'static {
 }
 
 /// The phase of the Namespace object `namespace` stored in `cluster`, if any.
-pub fn stored_namespace_phase(cluster: &dyn EmbeddedCluster, namespace: &str) -> Option<NamespacePhase> {
+pub(crate) fn stored_namespace_phase(cluster: &dyn EmbeddedCluster, namespace: &str) -> Option<NamespacePhase> {
     let stored = cluster.collection("v1", "Namespace")?.source.get(namespace)?;
     Some(if stored.meta().deletion_timestamp.is_some() { NamespacePhase::Terminating } else { NamespacePhase::Active })
 }

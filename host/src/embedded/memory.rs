@@ -144,7 +144,7 @@ impl Inner {
 
 /// The longest object a store takes by default, as etcd's default request limit (1.5 MiB): a
 /// write of a longer one is refused, whoever makes it.
-pub const MAX_OBJECT_BYTES: usize = 3 * 512 * 1024;
+pub(crate) const MAX_OBJECT_BYTES: usize = 3 * 512 * 1024;
 
 /// Options of a [`MemorySource`].
 #[derive(Clone, Debug)]

@@ -31,7 +31,7 @@ pub struct ListPage {
 }
 
 /// Which objects a LIST or WATCH selects.
-pub type Selects = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
+pub(crate) type Selects = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
 
 fn bad_request(message: String) -> SourceError {
     SourceError::Api(Status { code: 400, reason: "BadRequest".into(), message })

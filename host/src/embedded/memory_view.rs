@@ -39,7 +39,10 @@ impl Conversion for EventsForm {
 
 /// Where the objects of (`api_version`, `kind`) are stored when another kind's store holds
 /// them: that kind's (apiVersion, kind) and the conversion of the view over it.
-pub fn shared_storage(api_version: &str, kind: &str) -> Option<(&'static str, &'static str, Arc<dyn Conversion>)> {
+pub(crate) fn shared_storage(
+    api_version: &str,
+    kind: &str,
+) -> Option<(&'static str, &'static str, Arc<dyn Conversion>)> {
     events::is_events_form(api_version, kind)
         .then(|| (events::CORE, "Event", Arc::new(EventsForm) as Arc<dyn Conversion>))
 }

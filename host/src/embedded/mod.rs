@@ -27,16 +27,19 @@ mod memory_read;
 mod memory_rewind;
 mod memory_view;
 mod rules;
-pub mod typed;
+pub(crate) mod typed;
 
-pub use client::{
-    Collection, EmbeddedClient, EmbeddedCluster, NamespacePhase, SYSTEM_NAMESPACES, stored_namespace_phase,
-};
-pub use http::{ApiOptions, Served, ServedCluster, router, serve_api};
-pub use memory::{MemorySource, MemorySourceOptions, Revision, Write};
+pub use client::NamespacePhase;
+pub(crate) use client::SYSTEM_NAMESPACES;
+pub(crate) use client::stored_namespace_phase;
+pub use client::{Collection, EmbeddedClient, EmbeddedCluster};
+pub use http::{ApiOptions, Served, router, serve_api};
+pub use memory::Revision;
+pub use memory::{MemorySource, MemorySourceOptions, Write};
 pub use memory_cluster::MemoryCluster;
-pub use memory_read::{ListPage, ResourceVersionMatch, Selects};
+pub(crate) use memory_read::Selects;
+pub use memory_read::{ListPage, ResourceVersionMatch};
 #[cfg(any(test, feature = "testing"))]
 pub use memory_rewind::{Recorded, RewindError};
-pub use memory_view::{Conversion, shared_storage};
+pub(crate) use memory_view::shared_storage;
 pub use rules::Outcome;

@@ -26,7 +26,7 @@ const RETURN_DELETED_OBJECT: &[(&str, &str)] = &[
 
 /// Whether a DELETE that removes an object of the built-in kind `kind` of `group` answers
 /// with the object (else with a `Status`).
-pub fn returns_deleted_object(group: &str, kind: &str) -> bool {
+pub(crate) fn returns_deleted_object(group: &str, kind: &str) -> bool {
     RETURN_DELETED_OBJECT.iter().any(|(g, k)| *g == group && *k == kind)
 }
 

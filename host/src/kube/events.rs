@@ -24,7 +24,7 @@
 use serde_json::{Map, Value};
 
 /// The storage form's apiVersion.
-pub const CORE: &str = "v1";
+pub(crate) const CORE: &str = "v1";
 
 /// The other form's apiVersion.
 pub const EVENTS: &str = "events.k8s.io/v1";
@@ -100,17 +100,17 @@ fn events_zeros(event: &mut Map<String, Value>) {
 }
 
 /// An `events.k8s.io/v1` Event in its storage form, `v1`.
-pub fn to_core(event: Value) -> Value {
+pub(crate) fn to_core(event: Value) -> Value {
     convert(event, CORE, true, wink_apiserver::defaults::core_event_zeros)
 }
 
 /// A `v1` Event in its `events.k8s.io/v1` form.
-pub fn to_events(event: Value) -> Value {
+pub(crate) fn to_events(event: Value) -> Value {
     convert(event, EVENTS, false, events_zeros)
 }
 
 /// Whether (`api_version`, `kind`) is the `events.k8s.io/v1` form of Events.
-pub fn is_events_form(api_version: &str, kind: &str) -> bool {
+pub(crate) fn is_events_form(api_version: &str, kind: &str) -> bool {
     api_version == EVENTS && kind == "Event"
 }
 

@@ -69,7 +69,7 @@ const BUILT_IN_FIELDS: &[(&str, &str, &[Field])] = &[
 
 /// The selectable fields of a built-in kind (besides `metadata.name` and
 /// `metadata.namespace`), as (label, JSON pointer).
-pub fn built_in_fields(group: &str, kind: &str) -> Vec<(String, String)> {
+pub(crate) fn built_in_fields(group: &str, kind: &str) -> Vec<(String, String)> {
     BUILT_IN_FIELDS
         .iter()
         .find(|(g, k, _)| *g == group && *k == kind)

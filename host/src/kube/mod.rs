@@ -19,25 +19,27 @@
 //! - [`yaml11`]: YAML documents read into JSON as kubectl reads them, and [`nesting`]: how
 //!   deeply a document nests, measured before it is parsed.
 
-pub mod deletion;
-pub mod events;
-pub mod fields;
-pub mod names;
-pub mod nesting;
-pub mod printers;
-pub mod rbac;
-pub mod rbac_check;
-pub mod resource;
-pub mod scale;
-pub mod scope;
-pub mod selector;
-pub mod versions;
-pub mod yaml11;
+pub(crate) mod deletion;
+pub(crate) mod events;
+pub(crate) mod fields;
+pub(crate) mod names;
+pub(crate) mod nesting;
+pub(crate) mod printers;
+pub(crate) mod rbac;
+pub(crate) mod rbac_check;
+pub(crate) mod resource;
+pub(crate) mod scale;
+pub(crate) mod scope;
+pub(crate) mod selector;
+pub(crate) mod versions;
+pub(crate) mod yaml11;
 
-pub use rbac::{Attributes, PolicyRule};
+pub use rbac::Attributes;
+pub use rbac::PolicyRule;
 pub use resource::ResourceDef;
 pub use scope::Scope;
-pub use selector::{LabelSelector, LabelSet, SelectorError};
+pub use selector::LabelSelector;
+pub use selector::LabelSet;
 
 /// The deepest nesting of JSON arrays and objects (the top-level object counts as one) that
 /// wink reads from untrusted text: `serde_json`'s recursion limit. The YAML reader refuses

@@ -64,13 +64,13 @@ fn lookup(table: &'static [(&str, &str, &[&str])], group: &str, kind: &str) -> &
 }
 
 /// The short names of the built-in kind `kind` of `group` (none for a kind without).
-pub fn short_names(group: &str, kind: &str) -> &'static [&'static str] {
+pub(crate) fn short_names(group: &str, kind: &str) -> &'static [&'static str] {
     lookup(SHORT_NAMES, group, kind)
 }
 
 /// The categories of the built-in kind `kind` of `group` (`all` for what `kubectl get all`
 /// lists).
-pub fn categories(group: &str, kind: &str) -> &'static [&'static str] {
+pub(crate) fn categories(group: &str, kind: &str) -> &'static [&'static str] {
     lookup(CATEGORIES, group, kind)
 }
 

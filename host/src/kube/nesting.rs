@@ -13,15 +13,15 @@
 
 /// Documents whose estimated flow depth exceeds this are refused before parsing: twice the
 /// deepest object, leaving room for brackets in plain text that the estimate counts.
-pub const FLOW_PRESCAN_LIMIT: usize = 256;
+pub(crate) const FLOW_PRESCAN_LIMIT: usize = 256;
 
 /// Documents whose estimated overall depth exceeds this are refused before parsing.
 /// Generous, as the estimate counts indentation columns rather than levels.
-pub const PRESCAN_LIMIT: usize = 1024;
+pub(crate) const PRESCAN_LIMIT: usize = 1024;
 
 /// How deeply a document may nest, estimated from its text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// The most flow collections (`[`, `{`) open at once.
     pub flow: usize,
     /// An upper bound on the nesting overall: one, plus the largest indentation (spaces and
@@ -75,7 +75,7 @@ pub(crate) fn split_documents(text: &str) -> Documents<'_> {
 
 /// Estimates how deeply a YAML document's collections nest (see [`Estimate`]), skipping
 /// quoted scalars and comments.
-pub fn estimated_depth(text: &str) -> Estimate {
+pub(crate) fn estimated_depth(text: &str) -> Estimate {
     let bytes = text.as_bytes();
     let (mut flow, mut max, mut max_flow) = (0usize, 0usize, 0usize);
     let mut quote: Option<u8> = None;
@@ -140,7 +140,7 @@ pub fn estimated_depth(text: &str) -> Estimate {
 }
 
 /// How deeply a JSON value's arrays and objects nest (a scalar is 0), without recursion.
-pub fn value_depth(value: &serde_json::Value) -> usize {
+pub(crate) fn value_depth(value: &serde_json::Value) -> usize {
     let mut deepest = 0;
     let mut stack = vec![(value, 1)];
     while let Some((v, depth)) = stack.pop() {

@@ -52,12 +52,12 @@ const VERB_SYNONYMS: &[(&str, &str)] = &[
 
 /// A rule entry that can never match, as `(field, message)`: `field` is the rule's list
 /// and index (`verbs[1]`), `message` says why and what to write instead.
-pub type RuleError = (String, String);
+pub(crate) type RuleError = (String, String);
 
 /// Checks one rule. `sendable` lists the verbs its user can send (`None`: any verb, as on
 /// an API server). Returns the warnings (entries that are valid but can never be used by
 /// this user), or the first entry that can never match.
-pub fn check_rule(rule: &PolicyRule, sendable: Option<&[&str]>) -> Result<Vec<String>, RuleError> {
+pub(crate) fn check_rule(rule: &PolicyRule, sendable: Option<&[&str]>) -> Result<Vec<String>, RuleError> {
     for (field, list) in [("apiGroups", &rule.api_groups), ("resources", &rule.resources), ("verbs", &rule.verbs)] {
         if list.is_empty() {
             return Err((field.to_owned(), "is empty, so the rule matches nothing".to_owned()));

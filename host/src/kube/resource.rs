@@ -55,7 +55,10 @@ pub fn built_in(api_version: &str, kind: &str) -> Option<ResourceDef> {
 
 /// A kind as an API server's discovery describes it (kube-rs's `ApiResource` and
 /// `ApiCapabilities`); built in when this room knows it as such.
-pub fn discovered(resource: &kube::core::ApiResource, capabilities: &kube::discovery::ApiCapabilities) -> ResourceDef {
+pub(crate) fn discovered(
+    resource: &kube::core::ApiResource,
+    capabilities: &kube::discovery::ApiCapabilities,
+) -> ResourceDef {
     ResourceDef {
         group: resource.group.clone(),
         version: resource.version.clone(),

@@ -62,7 +62,7 @@ fn pointer(path: &str) -> String {
 
 /// `object` seen through its scale subresource: an `autoscaling/v1` Scale with the object's
 /// name, namespace, uid, resourceVersion and creation time.
-pub fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
+pub(crate) fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
     let meta = &object["metadata"];
     let mut metadata = json!({});
     for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
@@ -85,7 +85,7 @@ pub fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
 }
 
 /// `object` with its desired replicas set to `replicas` (the fields on the way created).
-pub fn with_replicas(object: &Value, paths: &ScalePaths, replicas: i64) -> Value {
+pub(crate) fn with_replicas(object: &Value, paths: &ScalePaths, replicas: i64) -> Value {
     let mut scaled = object.clone();
     let mut at = &mut scaled;
     let parts: Vec<String> =

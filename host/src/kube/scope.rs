@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 const REMOVED: &[(&str, &str, &str)] = &[("policy", "PodSecurityPolicy", "1.25")];
 
 /// The Kubernetes release that removed a built-in kind, if one did.
-pub fn removed_in(group: &str, kind: &str) -> Option<&'static str> {
+pub(crate) fn removed_in(group: &str, kind: &str) -> Option<&'static str> {
     REMOVED.iter().find(|(g, k, _)| *g == group && *k == kind).map(|(_, _, release)| *release)
 }
 
@@ -113,7 +113,7 @@ const BUILT_IN: &[(&str, &str, Scope)] = &[
 ];
 
 /// The group of an apiVersion: `apps` of `apps/v1`, "" of `v1`.
-pub fn group_of(api_version: &str) -> &str {
+pub(crate) fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
@@ -122,12 +122,12 @@ fn version_of(api_version: &str) -> &str {
 }
 
 /// Every built-in kind: (group, kind, scope).
-pub fn built_ins() -> impl Iterator<Item = (&'static str, &'static str, Scope)> {
+pub(crate) fn built_ins() -> impl Iterator<Item = (&'static str, &'static str, Scope)> {
     BUILT_IN.iter().copied()
 }
 
 /// The built-in kinds of an API group (`""`: the core group), in table order.
-pub fn built_in_kinds(group: &str) -> impl Iterator<Item = &'static str> + '_ {
+pub(crate) fn built_in_kinds(group: &str) -> impl Iterator<Item = &'static str> + '_ {
     BUILT_IN.iter().filter(move |(g, _, _)| *g == group).map(|(_, kind, _)| *kind)
 }
 
@@ -140,13 +140,13 @@ pub fn built_in(api_version: &str, kind: &str) -> Option<Scope> {
 /// The kinds the CustomResourceDefinitions of a folder define: (group, version, kind) →
 /// scope. Compared between scans to tell whether objects must be placed again.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Scopes {
+pub(crate) struct Scopes {
     custom: BTreeMap<(String, String, String), CustomKind>,
 }
 
 /// A kind a CustomResourceDefinition defines, in one served version.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CustomKind {
+pub(crate) struct CustomKind {
     /// Its scope.
     pub scope: Scope,
     /// Its plural resource name (`spec.names.plural`).

@@ -41,7 +41,7 @@ const SERVED_VERSIONS: &[(&str, &[&str])] = &[
 /// The versions an embedded cluster serves a built-in group's kinds at, the preferred first:
 /// every stable one (`autoscaling/v2` and `autoscaling/v1`), or the preferred one of a group
 /// with none. (Which beta or alpha version serves which kind differs kind by kind.)
-pub fn embedded_versions(group: &str) -> Vec<&'static str> {
+pub(crate) fn embedded_versions(group: &str) -> Vec<&'static str> {
     let Some((_, versions)) = SERVED_VERSIONS.iter().find(|(g, _)| *g == group) else { return Vec::new() };
     let stable = |v: &&str| v.strip_prefix('v').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     let served: Vec<&'static str> = versions.iter().copied().filter(stable).collect();
@@ -51,7 +51,7 @@ pub fn embedded_versions(group: &str) -> Vec<&'static str> {
 /// Why `api_version` of a built-in API group is not served (a removed version such as
 /// `policy/v1beta1`, or none such as `apps/v42`), or `None` when it is, or when its group is
 /// not built in. The reason is one sentence.
-pub fn unserved_version(api_version: &str) -> Option<String> {
+pub(crate) fn unserved_version(api_version: &str) -> Option<String> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     if group == "extensions" {
         return Some(format!(
@@ -76,7 +76,7 @@ pub fn unserved_version(api_version: &str) -> Option<String> {
 
 /// Why `kind` of a well-formed `api_version` may not be served, or `None` when it is a
 /// built-in kind. The reason is one sentence for a warning.
-pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
+pub(crate) fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
     let (group, _) = api_version.split_once('/').unwrap_or(("", api_version));
     if let Some(why) = unserved_version(api_version) {
         return Some(why);

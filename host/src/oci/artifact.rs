@@ -10,13 +10,13 @@ use std::path::{Component, Path, PathBuf};
 use crate::plugin::manifest::{MANIFEST_FILE, Manifest};
 
 /// The `artifactType` of a wink plugin's OCI manifest.
-pub const ARTIFACT_TYPE: &str = "application/vnd.wink.plugin.v1";
+pub(crate) const ARTIFACT_TYPE: &str = "application/vnd.wink.plugin.v1";
 /// The media type of the config blob: the plugin's `plugin.yaml`.
-pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.wink.plugin.manifest.v1+yaml";
+pub(crate) const MANIFEST_MEDIA_TYPE: &str = "application/vnd.wink.plugin.manifest.v1+yaml";
 /// The media type of the layer: the WebAssembly component.
-pub const COMPONENT_MEDIA_TYPE: &str = "application/wasm";
+pub(crate) const COMPONENT_MEDIA_TYPE: &str = "application/wasm";
 /// The annotation that names a layer's file.
-pub const TITLE_ANNOTATION: &str = "org.opencontainers.image.title";
+pub(crate) const TITLE_ANNOTATION: &str = "org.opencontainers.image.title";
 
 /// Why a plugin folder cannot be published, or a pulled artifact cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +56,7 @@ pub enum ArtifactError {
 
 /// A plugin's manifest and component, as published.
 #[derive(Clone, Debug)]
-pub struct PluginArtifact {
+pub(crate) struct PluginArtifact {
     /// The plugin's name (from its manifest).
     pub name: String,
     /// `plugin.yaml`, byte for byte.

@@ -7,7 +7,7 @@ use docker_credential::{CredentialRetrievalError, DockerCredential};
 use oci_client::secrets::RegistryAuth;
 
 /// The credentials for `registry` (`host[:port]`), anonymous when none are configured.
-pub fn registry_auth(registry: &str) -> Result<RegistryAuth, CredentialRetrievalError> {
+pub(crate) fn registry_auth(registry: &str) -> Result<RegistryAuth, CredentialRetrievalError> {
     // Docker Hub's credentials are stored under its legacy index URL.
     let server =
         if registry == "docker.io" || registry == "index.docker.io" { "https://index.docker.io/v1/" } else { registry };

@@ -17,7 +17,7 @@ use super::store::{BadDigest, BlobStore, sha256_digest};
 use crate::errors::Cause;
 
 /// The largest `plugin.yaml` or OCI manifest accepted from a registry.
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 /// How the client reaches registries.
 #[derive(Clone, Debug)]
@@ -92,7 +92,7 @@ pub enum OciError {
 
 /// A pulled plugin and the manifest digest it was pulled at.
 #[derive(Clone, Debug)]
-pub struct Pulled {
+pub(crate) struct Pulled {
     /// `sha256:…` of the OCI manifest.
     pub digest: String,
     /// The plugin's files.
@@ -100,7 +100,7 @@ pub struct Pulled {
 }
 
 /// An OCI registry client for plugin artifacts.
-pub struct OciClient {
+pub(crate) struct OciClient {
     client: Client,
     store: BlobStore,
     options: OciOptions,
@@ -129,7 +129,7 @@ fn plain_http_hint(error: &(dyn std::error::Error + 'static), registry: &str) ->
 }
 
 /// Parses `reference` (`registry/repository:tag` or `…@sha256:…`).
-pub fn parse_reference(reference: &str) -> Result<Reference, OciError> {
+pub(crate) fn parse_reference(reference: &str) -> Result<Reference, OciError> {
     reference.parse().map_err(|source| OciError::Reference { reference: reference.to_owned(), source })
 }
 

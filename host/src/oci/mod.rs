@@ -23,6 +23,9 @@ pub(crate) mod client;
 pub(crate) mod refresh;
 pub(crate) mod store;
 
-pub use artifact::{ARTIFACT_TYPE, COMPONENT_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, PluginArtifact};
-pub use client::{OciClient, OciError, OciOptions, Pulled};
-pub use refresh::{OciPlugins, RefreshOptions};
+pub(crate) use artifact::PluginArtifact;
+pub(crate) use client::OciClient;
+pub use client::OciError;
+pub use client::OciOptions;
+pub(crate) use refresh::OciPlugins;
+pub use refresh::RefreshOptions;

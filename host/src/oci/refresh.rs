@@ -30,7 +30,7 @@ pub struct RefreshOptions {
 }
 
 /// The plugins a host runs from references.
-pub struct OciPlugins {
+pub(crate) struct OciPlugins {
     client: Arc<OciClient>,
     registry: Arc<PluginRegistry>,
     options: RefreshOptions,
@@ -45,7 +45,7 @@ impl std::fmt::Debug for OciPlugins {
 }
 
 /// The folder a reference's plugin is pulled into: readable, and unique per reference.
-pub fn folder_for(pull_dir: &Path, reference: &str) -> PathBuf {
+pub(crate) fn folder_for(pull_dir: &Path, reference: &str) -> PathBuf {
     let readable: String = reference
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// The digest of `bytes` in OCI form: `sha256:<hex>`.
-pub fn sha256_digest(bytes: &[u8]) -> String {
+pub(crate) fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
@@ -30,7 +30,7 @@ fn hex_of(digest: &str) -> Result<&str, BadDigest> {
 
 /// The cache folder.
 #[derive(Clone, Debug)]
-pub struct BlobStore {
+pub(crate) struct BlobStore {
     dir: PathBuf,
 }
 

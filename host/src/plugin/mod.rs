@@ -41,32 +41,29 @@ pub(crate) mod runtime;
 pub(crate) mod test_guests;
 pub(crate) mod threads;
 
-pub use contract::bindings::{WitVersion, World};
-pub use contract::guest_text::{GuestText, MAX_GUEST_TEXT};
+pub use contract::bindings::WitVersion;
+pub use contract::guest_text::MAX_GUEST_TEXT;
 pub use contract::outcome::{CallOutcome, TrapKind};
-pub use delivery::runner::{PluginHandler, RecyclePolicy, Recycler};
-pub use deploy::registry::{DEPLOY_RETRY, Ownership, PluginRegistry, PluginStatus, RegistryError, ScanStats};
+pub use delivery::runner::{PluginHandler, RecyclePolicy};
+pub use deploy::registry::Ownership;
+pub use deploy::registry::{PluginRegistry, PluginStatus, RegistryError, ScanStats};
 pub use deploy::start::PluginStart;
 pub use imports::cache::NoCache;
-pub use imports::log::{LOG_TARGET, MAX_LOG_MESSAGE, MAX_LOGS_PER_CALL};
-pub use imports::{CacheResolver, CacheScope, ClusterAccess, ClusterContext, ClusterLink, NamespaceGrant};
-pub use manifest::permissions::{
-    Attributes, Permissions, Policy, PolicyEntry, PolicyError, PolicyRule, Refusal, RequestLimits, ServiceAccountRef,
-};
-pub use manifest::{
-    FailurePolicy, MANIFEST_FILE, Manifest, ManifestError, MapTo, OnError, Reconcile, ShardBy, WatchedResource,
-    format_bytes, parse_byte_size,
-};
+pub use imports::log::LOG_TARGET;
+pub use imports::{CacheResolver, CacheScope, ClusterContext, ClusterLink};
+pub(crate) use manifest::MANIFEST_FILE;
+pub use manifest::WatchedResource;
+pub use manifest::permissions::{Attributes, PolicyEntry, PolicyError, Refusal, RequestLimits, ServiceAccountRef};
+pub use manifest::permissions::{Permissions, Policy, PolicyRule};
+pub use manifest::{FailurePolicy, Manifest, OnError, Reconcile, parse_byte_size};
 pub use metrics::{MetricsRegistry, PluginMetrics};
-pub use runtime::budget::{BudgetExceeded, BudgetFull, InstanceReservation, MemoryBudget, MemoryReservation};
-pub use runtime::engine::{
-    Allocation, CacheOutcome, DEFAULT_MAX_INSTANCES, EngineConfig, EngineError, PluginEngine, PoolLimits,
-};
-pub use runtime::footprint::InitialMemory;
+pub use runtime::budget::{BudgetExceeded, MemoryBudget};
+pub use runtime::engine::EngineError;
+pub use runtime::engine::{Allocation, CacheOutcome, DEFAULT_MAX_INSTANCES, EngineConfig, PluginEngine, PoolLimits};
 pub use runtime::instance::{PluginInstance, Sandbox, SandboxSettings};
 pub use runtime::loader::{LoadError, LoadLimits, LoadedPlugin, load_plugin};
 pub use threads::executor::runtime_builder;
-pub use threads::pool::{GuestPool, GuestPoolError};
+pub use threads::pool::GuestPool;
 
 /// The `bindgen!` types of the WIT world, for benchmarks that call a component through
 /// wasmtime directly as a baseline. Not a stable API.

@@ -14,7 +14,7 @@ use crate::informer::Object;
 use crate::kube::ResourceDef;
 
 /// A [`ClusterClient`] that applies writes in memory and notes them.
-pub struct DryRun {
+pub(crate) struct DryRun {
     inner: EmbeddedClient,
     writes: Mutex<Vec<String>>,
 }

@@ -172,7 +172,7 @@ pub fn read(path: &Path) -> Result<Recording, FormatError> {
 }
 
 /// One line's text.
-pub fn to_line(line: &Line) -> String {
+pub(crate) fn to_line(line: &Line) -> String {
     let mut text = serde_json::to_string(line).unwrap_or_default();
     text.push('\n');
     text

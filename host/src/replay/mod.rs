@@ -4,11 +4,11 @@
 //! writes shown as a dry run ([`dry_run`]) — how a plugin author tests a change against last
 //! week's real traffic.
 
-pub mod dry_run;
-pub mod format;
+pub(crate) mod dry_run;
+pub(crate) mod format;
 mod keys;
-pub mod player;
-pub mod recorder;
+pub(crate) mod player;
+pub(crate) mod recorder;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,9 +20,11 @@ use crate::informer::{InformerFactory, Registration, ResourceKey, SourceError};
 use crate::plugin::{EngineError, LoadError};
 use crate::source::{DirSourceError, KubeSourceError, OpenError, OpenOptions, SourceSpec};
 
-pub use format::{FormatError, Line, Recording};
-pub use player::{ReplayOptions, ReplayReport, replay};
-pub use recorder::{Recorder, Sink};
+pub use format::FormatError;
+pub use format::Recording;
+pub use player::{ReplayOptions, replay};
+pub use recorder::Recorder;
+pub use recorder::Sink;
 
 /// Why recording or replaying failed.
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +93,7 @@ fn source_name(source: &SourceSpec) -> String {
 }
 
 /// Registers a [`Recorder`] writing into `sink` on each of `resources`' informers.
-pub fn record_into(
+pub(crate) fn record_into(
     factory: &InformerFactory,
     resources: &[ResourceKey],
     sink: &Arc<Sink>,
@@ -108,7 +110,7 @@ pub fn record_into(
 }
 
 /// Creates the recording file and its sink.
-pub fn open_sink(
+pub(crate) fn open_sink(
     path: &std::path::Path,
     source: &str,
     resources: Vec<String>,

@@ -30,7 +30,7 @@ use crate::plugin::{Ownership, PluginRegistry};
 
 /// How a member takes part in its group, beyond its Lease.
 #[derive(Clone, Debug)]
-pub struct GroupOptions {
+pub(crate) struct GroupOptions {
     /// How long a plugin gained from a live member waits before starting (the others' look
     /// period: one renew period).
     pub grace: Duration,
@@ -53,7 +53,7 @@ struct ShardMetrics {
 }
 
 /// A member of a shard group (its [`Ownership`] view is shared with the registry).
-pub struct ShardGroup {
+pub(crate) struct ShardGroup {
     view: RwLock<View>,
     options: GroupOptions,
     metrics: ShardMetrics,

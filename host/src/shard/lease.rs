@@ -18,7 +18,7 @@ use kube::api::{Api, ListParams, PostParams};
 use tokio::time::Instant;
 
 /// The label naming a Lease's shard group.
-pub const GROUP_LABEL: &str = "wink.dev/shard-group";
+pub(crate) const GROUP_LABEL: &str = "wink.dev/shard-group";
 
 /// How a member takes part in its group.
 #[derive(Clone, Debug)]
@@ -45,7 +45,7 @@ impl LeaseOptions {
 }
 
 /// A member's Lease and what it has observed of the others'.
-pub struct Membership {
+pub(crate) struct Membership {
     api: Api<Lease>,
     options: LeaseOptions,
     /// Each Lease's last resourceVersion seen, its holder, and when it was seen to change.

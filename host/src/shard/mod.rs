@@ -10,9 +10,10 @@
 //! - [`group`]: the member's loop — renew, look at the group, hand plugins over — and the
 //!   [`Ownership`](crate::plugin::Ownership) the registry deploys by.
 
-pub mod group;
-pub mod lease;
+pub(crate) mod group;
+pub(crate) mod lease;
 
 pub use crate::plugin::deploy::assignment::Assignment;
-pub use group::{GroupOptions, ShardGroup};
-pub use lease::{LeaseOptions, Membership};
+pub(crate) use group::{GroupOptions, ShardGroup};
+pub use lease::LeaseOptions;
+pub(crate) use lease::Membership;

@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::dir_cluster::file_write;
 use super::dir_read::{manifest_files, read_manifest};
-pub(crate) use super::documents::{ManifestObject, parse_manifest_file};
+pub use super::documents::{ManifestObject, parse_manifest_file};
 use super::placement::{ObjectId, Placer};
 use crate::embedded::{MemorySource, MemorySourceOptions, Revision, SYSTEM_NAMESPACES, Write};
 

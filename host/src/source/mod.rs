@@ -9,8 +9,11 @@ mod kube_config;
 pub(crate) mod placement;
 mod spec;
 
-pub use dir::{DirSource, DirSourceError, DirSourceOptions};
-pub use documents::{ManifestObject, ParsedManifest, parse_manifest_file};
-pub use kube::{KubeListerWatcher, KubeSource, KubeSourceError};
+pub use dir::DirSource;
+pub use dir::{DirSourceError, DirSourceOptions};
+pub use documents::parse_manifest_file;
+pub use kube::KubeSourceError;
+pub use kube::{KubeListerWatcher, KubeSource};
 pub use kube_config::load_config;
-pub use spec::{OpenError, OpenOptions, OpenedSource, SourceSpec, UnknownSource};
+pub use spec::{OpenError, OpenedSource};
+pub use spec::{OpenOptions, SourceSpec};

@@ -31,11 +31,11 @@ pub(super) type ObjectId = (String, String, String);
 const UID_NAMESPACE: uuid::Uuid = uuid::uuid!("a706067c-f1c9-44e2-a808-af8de5f9300f");
 
 /// The namespace objects go to when neither they nor the options name one.
-pub const DEFAULT_NAMESPACE: &str = "default";
+pub(crate) const DEFAULT_NAMESPACE: &str = "default";
 
 /// The uid wink gives an object its file gives none: the same for the same group, kind,
 /// namespace ("" when cluster-scoped) and name, wherever and whenever it is computed.
-pub fn synthetic_uid(group: &str, kind: &str, namespace: &str, name: &str) -> String {
+pub(crate) fn synthetic_uid(group: &str, kind: &str, namespace: &str, name: &str) -> String {
     let identity = serde_json::json!([group, kind, namespace, name]).to_string();
     uuid::Uuid::new_v5(&UID_NAMESPACE, identity.as_bytes()).hyphenated().to_string()
 }

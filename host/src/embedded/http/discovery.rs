@@ -55,7 +55,7 @@ fn platform() -> String {
 }
 
 /// `/api`.
-pub fn core_versions() -> Value {
+pub(crate) fn core_versions() -> Value {
     json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
 }
 

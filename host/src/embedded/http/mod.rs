@@ -56,7 +56,7 @@ mod options;
 mod paths;
 mod protobuf;
 mod query;
-pub mod rbac;
+pub(crate) mod rbac;
 mod read;
 mod reviews;
 mod scale;

@@ -5,7 +5,7 @@ use super::openapi::OpenApi;
 
 /// A path to a resource, a collection of it, or one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourcePath {
+pub(crate) struct ResourcePath {
     /// The group ("" for the core group).
     pub group: String,
     /// The version.
@@ -62,7 +62,7 @@ pub enum Route {
 
 /// What a request asks of a part of a cluster the embedded one does not run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Unserved {
+pub(crate) enum Unserved {
     /// A subresource a kubelet answers: `log`, `exec`, `attach`, `portforward`, `proxy`, as
     /// `pods/log`.
     Kubelet(String),

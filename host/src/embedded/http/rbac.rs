@@ -78,7 +78,7 @@ fn bound_rules(cluster: &dyn ServedCluster, binding: &Value, namespace: Option<&
 
 /// Every rule that applies to `user` in `namespace` (none: at the cluster scope): those of
 /// the ClusterRoles bound to it cluster-wide, and of the roles bound to it in the namespace.
-pub fn rules_for(cluster: &dyn ServedCluster, user: &User, namespace: Option<&str>) -> Vec<PolicyRule> {
+pub(crate) fn rules_for(cluster: &dyn ServedCluster, user: &User, namespace: Option<&str>) -> Vec<PolicyRule> {
     let bound = |binding: &Value| {
         binding["subjects"].as_array().into_iter().flatten().any(|subject| subject_matches(subject, user))
     };
@@ -100,7 +100,7 @@ pub fn rules_for(cluster: &dyn ServedCluster, user: &User, namespace: Option<&st
 
 /// Whether `user` may make the request `attributes` describes. The error is the API
 /// server's message.
-pub fn authorize(cluster: &dyn ServedCluster, user: &User, attributes: &Attributes<'_>) -> Result<(), String> {
+pub(crate) fn authorize(cluster: &dyn ServedCluster, user: &User, attributes: &Attributes<'_>) -> Result<(), String> {
     let allowed = rules_for(cluster, user, attributes.namespace).iter().any(|rule| rule.allows(attributes));
     if allowed {
         return Ok(());

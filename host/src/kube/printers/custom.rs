@@ -9,12 +9,12 @@ use super::{NAME, since};
 
 /// The columns of one custom resource version.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CustomColumns {
+pub(crate) struct CustomColumns {
     columns: Vec<(Value, String)>,
 }
 
 /// The columns `crd` (a CustomResourceDefinition) gives its `version`.
-pub fn custom_columns(crd: &Value, version: &str) -> CustomColumns {
+pub(crate) fn custom_columns(crd: &Value, version: &str) -> CustomColumns {
     let declared = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)

@@ -10,7 +10,7 @@ mod workloads;
 
 use serde_json::{Value, json};
 
-pub use custom::{CustomColumns, custom_columns};
+pub(crate) use custom::custom_columns;
 
 /// One column of a Table.
 #[derive(Clone, Debug, PartialEq, Eq)]

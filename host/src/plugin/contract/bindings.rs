@@ -75,7 +75,7 @@ mod generated_v0_1 {
 /// Checks that a component's handler export has the functions and types of `version`'s
 /// world (a component with the right export names but the wrong types is refused here, at
 /// load, rather than at its first instantiation).
-pub fn check_exports<T: 'static>(
+pub(crate) fn check_exports<T: 'static>(
     pre: &wasmtime::component::InstancePre<T>,
     version: WitVersion,
     world: World,
@@ -215,10 +215,10 @@ impl WitVersion {
 }
 
 /// The WASI interfaces every plugin gets: the wall clock and the monotonic clock.
-pub const CLOCKS: [&str; 2] = ["wasi:clocks/wall-clock", "wasi:clocks/monotonic-clock"];
+pub(crate) const CLOCKS: [&str; 2] = ["wasi:clocks/wall-clock", "wasi:clocks/monotonic-clock"];
 
 /// Whether `name` is one of the WASI clocks at a `0.2.x` version.
-pub fn is_clock_import(name: &str) -> bool {
+pub(crate) fn is_clock_import(name: &str) -> bool {
     CLOCKS.iter().any(|clock| {
         name.strip_prefix(clock)
             .and_then(|rest| rest.strip_prefix("@0.2."))
@@ -230,7 +230,7 @@ pub fn is_clock_import(name: &str) -> bool {
 /// escaped [`GuestText`].
 #[derive(ComponentType, Lift, Clone, Debug, PartialEq, Eq)]
 #[component(variant)]
-pub enum GuestHandlerError {
+pub(crate) enum GuestHandlerError {
     /// `retry(reason)`.
     #[component(name = "retry")]
     Retry(GuestText),
@@ -271,7 +271,7 @@ impl WitObjectKey {
 /// The WIT `action` variant as a 0.2.0 handler returns it.
 #[derive(ComponentType, Lift, Clone, Copy, Debug, PartialEq, Eq)]
 #[component(variant)]
-pub enum GuestAction {
+pub(crate) enum GuestAction {
     /// `await-change`.
     #[component(name = "await-change")]
     AwaitChange,

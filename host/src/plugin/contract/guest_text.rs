@@ -121,7 +121,7 @@ impl From<GuestText> for String {
 /// Whether `c` could end, rewrite or disguise a log line: control characters (C0, DEL, C1),
 /// the Unicode line and paragraph separators, and the bidi embedding, override, isolate and
 /// mark characters.
-pub fn needs_escape(c: char) -> bool {
+pub(crate) fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(
             c,

@@ -7,5 +7,5 @@
 //! - [`outcome`]: what came of one call: success, the guest's own error, or a trap by kind.
 
 pub mod bindings;
-pub mod guest_text;
-pub mod outcome;
+pub(crate) mod guest_text;
+pub(crate) mod outcome;

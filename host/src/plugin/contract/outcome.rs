@@ -21,7 +21,7 @@ use crate::plugin::contract::guest_text::GuestText;
 /// A guest tried to grow its linear memory past its cap (or the growth itself failed).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("out of memory: growing linear memory to {desired} bytes exceeds the limit of {limit} bytes")]
-pub struct MemoryCapExceeded {
+pub(crate) struct MemoryCapExceeded {
     /// The total linear memory the store would have reached, in bytes (0 when the host
     /// could not provide memory below the limit).
     pub desired: usize,

@@ -4,4 +4,4 @@
 //! in is [`metrics`](super::metrics)'.
 
 pub(crate) mod placement;
-pub mod runner;
+pub(crate) mod runner;

@@ -22,7 +22,7 @@ use crate::plugin::runtime::file_identity::{FileIdentity, KnownDigests, settled_
 
 /// How much file work fingerprinting took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HashStats {
+pub(crate) struct HashStats {
     /// Files read and hashed.
     pub files_hashed: u64,
     /// Bytes read to hash them.
@@ -42,7 +42,7 @@ struct Remembered {
 
 /// The digests of plugin files, remembered by (size, modification time).
 #[derive(Default)]
-pub struct FileDigests {
+pub(crate) struct FileDigests {
     files: HashMap<PathBuf, Remembered>,
     /// Digests of settled component files, by identity (shared by hard links).
     by_identity: KnownDigests<[u8; 32]>,
@@ -112,7 +112,7 @@ impl FileDigests {
 
 /// A plugin's fingerprint, and its manifest when it was read to take it.
 #[derive(Debug, Default)]
-pub struct Fingerprinted {
+pub(crate) struct Fingerprinted {
     /// See [`FileDigests::fingerprint`].
     pub fingerprint: Option<String>,
     /// The manifest the fingerprint covers, if it was read now and parses.

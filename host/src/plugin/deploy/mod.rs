@@ -8,7 +8,7 @@
 //! A plugin's files become a runnable plugin in [`loader`](super::runtime::loader); what its
 //! manifest says is [`manifest`](super::manifest)'s.
 
-pub mod assignment;
-pub mod fingerprint;
-pub mod registry;
-pub mod start;
+pub(crate) mod assignment;
+pub(crate) mod fingerprint;
+pub(crate) mod registry;
+pub(crate) mod start;

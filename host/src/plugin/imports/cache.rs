@@ -21,7 +21,7 @@ use crate::plugin::contract::bindings::types::Resource;
 use crate::plugin::contract::bindings::{WitObject, WitVersion, to_wit};
 
 /// A store's data with a cache access: what the `cache` functions use.
-pub trait HasCache: 'static {
+pub(crate) trait HasCache: 'static {
     /// The plugin's cache access.
     fn cache(&mut self) -> &mut CacheAccess;
 }

@@ -31,7 +31,7 @@ use crate::plugin::threads::pool::block_in_place;
 use super::refusals::RefusalLog;
 
 /// The most kinds one plugin's link remembers as resolved.
-pub const RESOLVED_KINDS: usize = 256;
+pub(crate) const RESOLVED_KINDS: usize = 256;
 
 type Limiter = RateLimiter<governor::state::NotKeyed, governor::state::InMemoryState, DefaultClock>;
 

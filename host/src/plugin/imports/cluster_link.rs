@@ -19,7 +19,7 @@ use crate::informer::Object;
 use crate::plugin::contract::bindings::{WitObject, WitVersion, cluster as wit, to_wit, types};
 
 /// A store's data with a cluster access: what the `cluster` functions use.
-pub trait HasCluster: 'static {
+pub(crate) trait HasCluster: 'static {
     /// The plugin's cluster access.
     fn cluster(&mut self) -> &mut ClusterAccess;
     /// The plugin's name: the field manager of its server-side applies.

@@ -19,7 +19,7 @@ use crate::informer::Object;
 use crate::plugin::contract::bindings::{WitVersion, object_ref, types};
 
 /// A store's data that lends a call's objects: what the `event-object` methods read.
-pub trait HasLent: 'static {
+pub(crate) trait HasLent: 'static {
     /// The objects lent to the call in progress.
     fn lent(&self) -> &LentObjects;
 }

@@ -2,7 +2,7 @@
 //!
 //! The import is defined by hand ([`link`]) rather than through
 //! bindgen's `Host` trait, so that the message is lifted as a [`GuestText`]: escaped onto one
-//! line and bounded to [`MAX_LOG_MESSAGE`] bytes while still in guest memory (a guest that
+//! line and bounded to [`MAX_GUEST_TEXT`](crate::plugin::MAX_GUEST_TEXT) bytes while still in guest memory (a guest that
 //! logs 100 MB costs the host 4 KiB). Each record carries the plugin's name in a `plugin`
 //! field the host writes before the message, so a message cannot pass for another plugin's
 //! record or for the host's own.
@@ -17,12 +17,10 @@ use wasmtime::component::Linker;
 
 use crate::plugin::contract::bindings::WitVersion;
 use crate::plugin::contract::bindings::log::Level;
-use crate::plugin::contract::guest_text::{GuestText, MAX_GUEST_TEXT};
+use crate::plugin::contract::guest_text::GuestText;
 
-/// The longest message emitted, in bytes of escaped text; longer ones are truncated.
-pub const MAX_LOG_MESSAGE: usize = MAX_GUEST_TEXT;
 /// The most log records emitted per call into the plugin; the rest are dropped and counted.
-pub const MAX_LOGS_PER_CALL: u32 = 1000;
+pub(crate) const MAX_LOGS_PER_CALL: u32 = 1000;
 
 /// The `tracing` target of plugin log records.
 pub const LOG_TARGET: &str = "wink::plugin::guest";

@@ -13,23 +13,28 @@
 //! host only reads them. The WASI a component imports is linked per component ([`wasi`]):
 //! the clocks ([`clocks`]) and randomness; nothing else: no files, no sockets.
 
-pub mod cache;
-pub mod clocks;
-pub mod cluster;
-pub mod cluster_link;
-pub mod event_object;
-pub mod log;
-pub mod queue;
-pub mod refusals;
-pub mod wasi;
+pub(crate) mod cache;
+pub(crate) mod clocks;
+pub(crate) mod cluster;
+pub(crate) mod cluster_link;
+pub(crate) mod event_object;
+pub(crate) mod log;
+pub(crate) mod queue;
+pub(crate) mod refusals;
+pub(crate) mod wasi;
 
-pub use cache::HasCache;
-pub use cache::{CacheAccess, CacheResolver, CacheScope, NamespaceGrant};
-pub use cluster::{ClusterAccess, ClusterContext, ClusterLink};
-pub use cluster_link::HasCluster;
-pub use event_object::{HasLent, LentObjects};
-pub use log::{HasLog, LogSink};
-pub use queue::{HasQueue, QueueAccess};
+pub use cache::CacheAccess;
+pub(crate) use cache::HasCache;
+pub use cache::{CacheResolver, CacheScope};
+pub use cluster::ClusterAccess;
+pub use cluster::{ClusterContext, ClusterLink};
+pub(crate) use cluster_link::HasCluster;
+pub(crate) use event_object::HasLent;
+pub use event_object::LentObjects;
+pub use log::HasLog;
+pub use log::LogSink;
+pub(crate) use queue::HasQueue;
+pub use queue::QueueAccess;
 
 /// Links every host import of the contract (all versions) into `linker`.
 pub fn link<T: HasLog + HasCache + HasCluster + HasLent + HasQueue>(

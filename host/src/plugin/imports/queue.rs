@@ -17,11 +17,11 @@ use crate::plugin::contract::bindings::{WitObjectKey, WitVersion};
 use crate::workqueue::WorkQueue;
 
 /// The most keys one call into a plugin may enqueue; the rest are dropped with a warning.
-pub const MAX_ENQUEUES_PER_CALL: u32 = 1000;
+pub(crate) const MAX_ENQUEUES_PER_CALL: u32 = 1000;
 
 /// The longest delay a key may be enqueued with (client-go's rate limiter caps its delays
 /// at 1000 s; a day is generous).
-pub const MAX_ENQUEUE_DELAY: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const MAX_ENQUEUE_DELAY: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The host state behind a plugin's `queue` import.
 #[derive(Debug, Default)]
@@ -66,7 +66,7 @@ impl QueueAccess {
 }
 
 /// A store's data with queue access.
-pub trait HasQueue: 'static {
+pub(crate) trait HasQueue: 'static {
     /// The plugin's queue access.
     fn queue(&mut self) -> &mut QueueAccess;
     /// The plugin's name, for warnings.

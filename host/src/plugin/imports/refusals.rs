@@ -17,15 +17,15 @@ use governor::{Quota, RateLimiter};
 use crate::plugin::contract::guest_text::GuestText;
 
 /// Refusal lines a plugin may cause per second, sustained.
-pub const PER_SECOND: u32 = 1;
+pub(crate) const PER_SECOND: u32 = 1;
 /// Refusal lines a plugin may cause at once.
-pub const BURST: u32 = 5;
+pub(crate) const BURST: u32 = 5;
 
 type Limiter = RateLimiter<governor::state::NotKeyed, governor::state::InMemoryState, DefaultClock>;
 
 /// The refusals of one plugin. See the module docs.
 #[derive(Debug)]
-pub struct RefusalLog {
+pub(crate) struct RefusalLog {
     lines: Limiter,
     left_out: AtomicU64,
 }

@@ -43,16 +43,16 @@ use crate::plugin::manifest::permissions::{PolicyRule, RequestLimits, ServiceAcc
 use crate::kube::LabelSelector;
 
 /// The file name the loader looks for in a plugin folder.
-pub const MANIFEST_FILE: &str = "plugin.yaml";
+pub(crate) const MANIFEST_FILE: &str = "plugin.yaml";
 
 /// The default memory cap: 64 MiB.
-pub const DEFAULT_MEMORY: MemorySize = MemorySize(64 << 20);
+pub(crate) const DEFAULT_MEMORY: MemorySize = MemorySize(64 << 20);
 /// The default per-call deadline: 1 s.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(1);
 /// The default number of consecutive traps before a plugin is quarantined.
-pub const DEFAULT_QUARANTINE_AFTER: u32 = 5;
+pub(crate) const DEFAULT_QUARANTINE_AFTER: u32 = 5;
 /// The largest memory cap a manifest may ask for: 4 GiB, all of a 32-bit linear memory.
-pub const MAX_MEMORY: u64 = 4 << 30;
+pub(crate) const MAX_MEMORY: u64 = 4 << 30;
 
 /// Why a manifest could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -349,7 +349,7 @@ impl FromStr for MemorySize {
 
 /// A byte count for people: a whole number of the largest binary unit that fits when it is
 /// one (`64Mi`), else that unit with one decimal (`22.9Mi`); bytes below 1 KiB.
-pub fn format_bytes(bytes: u64) -> String {
+pub(crate) fn format_bytes(bytes: u64) -> String {
     let Some((suffix, shift)) =
         [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)].into_iter().find(|(_, s)| bytes >> s > 0)
     else {
@@ -559,7 +559,7 @@ impl Manifest {
 /// subdomain and version a DNS-1035 label (`v1`, `v1beta2`, a custom resource's `stable`).
 /// So `deployments` or `apps` (a resource or a group, no version), `apps/v1/x` and an empty
 /// string are refused.
-pub fn check_api_version(s: &str) -> Result<(), String> {
+pub(crate) fn check_api_version(s: &str) -> Result<(), String> {
     let bad = |why: &str| format!("`{s}` is not an apiVersion: {why} (e.g. `v1`, `apps/v1`)");
     let Some((group, version)) = s.split_once('/') else {
         return match s {
@@ -595,10 +595,11 @@ fn check_dns_label(s: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-pub mod permissions;
-pub mod reconcile;
+pub(crate) mod permissions;
+pub(crate) mod reconcile;
 
-pub use reconcile::{MapTo, Reconcile, Role};
+pub use reconcile::MapTo;
+pub use reconcile::{Reconcile, Role};
 pub(crate) mod schema;
 
 #[cfg(test)]

@@ -28,19 +28,20 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use crate::kube::rbac::{Attributes, PolicyRule, allowed};
+pub use crate::kube::rbac::Attributes;
+pub use crate::kube::rbac::{PolicyRule, allowed};
 use crate::kube::rbac_check::check_rule;
 
 /// The verbs a plugin's requests are checked as: it gets, creates, updates, patches and
 /// deletes one object at a time, and never lists or watches the API (it reads lists from
 /// the cache).
-pub const PLUGIN_VERBS: &[&str] = &["get", "create", "update", "patch", "delete"];
+pub(crate) const PLUGIN_VERBS: &[&str] = &["get", "create", "update", "patch", "delete"];
 
 /// Checks a manifest's `permissions` before its plugin runs: the first rule with an entry
 /// that can never match is an error `(field, message)` (`permissions[1].verbs[0]`, with
 /// what to write instead); otherwise the warnings, for rules that are valid but partly
 /// unusable and for Events that could be created but not recorded again.
-pub fn check_permissions(rules: &[PolicyRule]) -> Result<Vec<String>, (String, String)> {
+pub(crate) fn check_permissions(rules: &[PolicyRule]) -> Result<Vec<String>, (String, String)> {
     let mut warnings = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
         let found =
@@ -111,9 +112,9 @@ impl Default for RequestLimits {
 }
 
 /// The largest `requests.qps`, `requests.burst` and `requests.perCall` a manifest may ask for.
-pub const MAX_REQUEST_COUNT: u32 = 1000;
+pub(crate) const MAX_REQUEST_COUNT: u32 = 1000;
 /// The longest `requests.timeout` a manifest may ask for.
-pub const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl RequestLimits {
     /// Checks that each value is within its bounds: `qps` above 0 and at most

@@ -29,7 +29,7 @@ use crate::kube::rbac::{Attributes, PolicyRule, allowed};
 use crate::workqueue::RateLimits;
 
 /// The most reconciles a plugin may run at once.
-pub const MAX_WORKERS: u32 = 16;
+pub(crate) const MAX_WORKERS: u32 = 16;
 
 /// What a reconciler reconciles, and what leads to it.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]

@@ -33,7 +33,7 @@ static BOUNDS: LazyLock<[f64; BUCKETS]> = LazyLock::new(|| {
 
 /// Durations by bucket (the last one above every bound, `+Inf`), and their sum.
 #[derive(Clone, Debug)]
-pub struct LatencyHistogram(Arc<Inner>);
+pub(crate) struct LatencyHistogram(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {

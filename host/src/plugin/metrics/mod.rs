@@ -11,8 +11,8 @@
 //! families to a `prometheus_client` registry for the HTTP endpoint;
 //! [`PluginMetrics::summary`] is a one-line digest for logs.
 
-pub mod latency;
-pub mod workqueue;
+pub(crate) mod latency;
+pub(crate) mod workqueue;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ use crate::plugin::contract::outcome::TrapKind;
 use crate::plugin::metrics::latency::LatencyHistogram;
 
 /// The trap kinds counted separately, as [`TrapKind::label`] names them.
-pub const TRAP_KINDS: [&str; 6] =
+pub(crate) const TRAP_KINDS: [&str; 6] =
     ["interrupt", "out_of_memory", "stack_overflow", "other", "instantiation", "init_rejected"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

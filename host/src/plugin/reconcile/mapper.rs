@@ -20,7 +20,7 @@ use crate::plugin::manifest::{MapTo, Role};
 use crate::workqueue::WorkQueue;
 
 /// Maps one informer's events to primary keys in a reconciler's work queue.
-pub struct KeyMapper {
+pub(crate) struct KeyMapper {
     role: Role,
     /// For an owned resource: whether the primary's objects live in namespaces.
     primary_namespaced: bool,

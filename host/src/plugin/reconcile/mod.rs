@@ -26,7 +26,7 @@ mod mapper;
 
 use std::sync::Arc;
 
-pub use mapper::KeyMapper;
+pub(crate) use mapper::KeyMapper;
 
 use crate::informer::{Action, HandlerError};
 use crate::plugin::delivery::runner::PluginHandler;

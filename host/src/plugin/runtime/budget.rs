@@ -41,19 +41,19 @@ use crate::plugin::manifest::{Manifest, format_bytes};
 
 /// Instances a handler plugin runs at once. The runner keeps one instance per plugin (calls
 /// into a plugin are serial); a reconciler runs one per worker ([`instances_of`]).
-pub const INSTANCES_PER_PLUGIN: u64 = 1;
+pub(crate) const INSTANCES_PER_PLUGIN: u64 = 1;
 
 /// The instances a plugin runs at once: one, or a reconciler's `workers`.
-pub fn instances_of(manifest: &Manifest) -> u64 {
+pub(crate) fn instances_of(manifest: &Manifest) -> u64 {
     manifest.reconcile.as_ref().map_or(INSTANCES_PER_PLUGIN, |r| u64::from(r.workers))
 }
 
 /// The budget when the machine's memory cannot be read: 2 GiB.
-pub const FALLBACK_BUDGET: u64 = 2 << 30;
+pub(crate) const FALLBACK_BUDGET: u64 = 2 << 30;
 
 /// The memory a plugin reserves from the budget: its `limits.memory` for each of its
 /// instances.
-pub fn reservation_of(manifest: &Manifest) -> u64 {
+pub(crate) fn reservation_of(manifest: &Manifest) -> u64 {
     manifest.limits.memory.bytes().saturating_mul(instances_of(manifest))
 }
 
@@ -281,7 +281,7 @@ pub struct BudgetFull {
 
 /// Half of the smaller of the physical memory and the cgroup limit; [`FALLBACK_BUDGET`]
 /// when neither is known.
-pub fn default_budget(physical: Option<u64>, cgroup_limit: Option<u64>) -> u64 {
+pub(crate) fn default_budget(physical: Option<u64>, cgroup_limit: Option<u64>) -> u64 {
     match (physical, cgroup_limit) {
         (Some(p), Some(c)) => p.min(c) / 2,
         (Some(m), None) | (None, Some(m)) => m / 2,
@@ -290,7 +290,7 @@ pub fn default_budget(physical: Option<u64>, cgroup_limit: Option<u64>) -> u64 {
 }
 
 /// The machine's physical memory, in bytes.
-pub fn physical_memory() -> Option<u64> {
+pub(crate) fn physical_memory() -> Option<u64> {
     #[cfg(unix)]
     {
         #[allow(unsafe_code, reason = "sysconf(3) reads two system constants")]
@@ -306,7 +306,7 @@ pub fn physical_memory() -> Option<u64> {
 
 /// The memory limit of this process's cgroup (v2 `memory.max`, else v1
 /// `memory.limit_in_bytes`), in bytes; `None` when there is none.
-pub fn cgroup_memory_limit() -> Option<u64> {
+pub(crate) fn cgroup_memory_limit() -> Option<u64> {
     let root = Path::new("/sys/fs/cgroup");
     let own = std::fs::read_to_string("/proc/self/cgroup").ok().and_then(|text| {
         text.lines().find_map(|l| l.strip_prefix("0::")).map(|p| root.join(p.trim_start_matches('/')))

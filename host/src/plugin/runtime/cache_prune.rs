@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// Temporary files (a write in progress) older than this are left-overs of a crash.
-pub const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
+pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
 
 /// What [`prune`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -34,13 +34,13 @@ use crate::plugin::threads::cpu::{self, ThreadCpu};
 use crate::plugin::threads::pool::{self, DEFAULT_SLOW_CALL};
 
 /// How long an event call runs at full speed before it is paused between ticks.
-pub const THROTTLE_AFTER: Duration = DEFAULT_SLOW_CALL;
+pub(crate) const THROTTLE_AFTER: Duration = DEFAULT_SLOW_CALL;
 
 /// How much longer past [`THROTTLE_AFTER`] a call must run for each further tick of pause.
-pub const PAUSE_RAMP: Duration = Duration::from_millis(100);
+pub(crate) const PAUSE_RAMP: Duration = Duration::from_millis(100);
 
 /// The most ticks a paused call sleeps for every tick it runs.
-pub const MAX_PAUSE_TICKS: u32 = 9;
+pub(crate) const MAX_PAUSE_TICKS: u32 = 9;
 
 /// A call's deadline: the call's timeout, less the time the guest ran (or was paused), not
 /// counting the time it waited on the cluster.

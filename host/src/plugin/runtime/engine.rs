@@ -56,10 +56,10 @@ use super::ticker::{EpochTicker, GuestRunning};
 const CACHE_FORMAT: &str = "wink-cwasm-1";
 
 /// The default bound of the compile cache folder: 1 GiB.
-pub const DEFAULT_CACHE_MAX_SIZE: u64 = 1 << 30;
+pub(crate) const DEFAULT_CACHE_MAX_SIZE: u64 = 1 << 30;
 
 /// How many distinct compiled components the engine keeps in memory for reuse.
-pub const MEMORY_CACHE_SIZE: usize = 32;
+pub(crate) const MEMORY_CACHE_SIZE: usize = 32;
 
 /// Why the engine could not be built or a component could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -232,7 +232,7 @@ pub enum CacheOutcome {
 
 /// A compiled component's pre-linked form, set by the first plugin that links it and shared
 /// by every plugin using the same component (linking resolves the same imports each time).
-pub type Linked = Arc<std::sync::OnceLock<PluginPre>>;
+pub(crate) type Linked = Arc<std::sync::OnceLock<PluginPre>>;
 
 /// A compiled component and where it came from.
 #[derive(Clone)]

@@ -22,7 +22,7 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 const MAX_REMEMBERED: usize = 1 << 16;
 
 /// Whether a file last modified at `modified` had been left alone for [`SETTLE`] by `now`.
-pub fn settled_by(modified: SystemTime, now: SystemTime) -> bool {
+pub(crate) fn settled_by(modified: SystemTime, now: SystemTime) -> bool {
     modified.checked_add(SETTLE).is_some_and(|t| t <= now)
 }
 
@@ -64,7 +64,7 @@ impl FileIdentity {
 
 /// Digests of files by identity, bounded.
 #[derive(Debug, Default)]
-pub struct KnownDigests<D> {
+pub(crate) struct KnownDigests<D> {
     digests: Mutex<HashMap<FileIdentity, D>>,
 }
 

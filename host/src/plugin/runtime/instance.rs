@@ -338,7 +338,7 @@ struct ReconcileFuncs {
 }
 
 /// The most keys one `map-to-keys` call is taken at (the rest are dropped with a warning).
-pub const MAX_MAPPED_KEYS: usize = 1000;
+pub(crate) const MAX_MAPPED_KEYS: usize = 1000;
 
 struct Handlers {
     init: TypedFunc<(&'static str,), InitResult>,

@@ -14,15 +14,15 @@
 
 use wasmtime::ResourceLimiter;
 
-pub use crate::plugin::contract::outcome::MemoryCapExceeded;
+pub(crate) use crate::plugin::contract::outcome::MemoryCapExceeded;
 
 /// The most table elements one table may grow to.
-pub const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+pub(crate) const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
 /// A guest tried to grow a table past [`MAX_TABLE_ELEMENTS`] or its declared maximum.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("table growth to {desired} elements exceeds the limit of {limit}")]
-pub struct TableCapExceeded {
+pub(crate) struct TableCapExceeded {
     /// The number of elements asked for.
     pub desired: usize,
     /// The limit in force.

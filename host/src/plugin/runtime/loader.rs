@@ -29,7 +29,7 @@ use crate::plugin::runtime::instance::{PluginPre, Sandbox, SandboxSettings, link
 
 /// The default largest component file the loader reads: 128 MiB (a Python or JavaScript
 /// runtime with its libraries is a few tens of MiB).
-pub const DEFAULT_MAX_COMPONENT_SIZE: u64 = 128 << 20;
+pub(crate) const DEFAULT_MAX_COMPONENT_SIZE: u64 = 128 << 20;
 
 /// Bounds on what the loader reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +241,7 @@ pub fn load_plugin(path: impl AsRef<Path>, engine: &PluginEngine) -> Result<Load
 }
 
 /// The manifest of the plugin in a folder (which holds `plugin.yaml`), or in a manifest file.
-pub fn load_plugin_manifest(path: impl AsRef<Path>) -> Result<Manifest, ManifestError> {
+pub(crate) fn load_plugin_manifest(path: impl AsRef<Path>) -> Result<Manifest, ManifestError> {
     let path = path.as_ref();
     let manifest_path = if path.is_dir() { path.join(MANIFEST_FILE) } else { path.to_owned() };
     Manifest::load(&manifest_path)
@@ -250,7 +250,7 @@ pub fn load_plugin_manifest(path: impl AsRef<Path>) -> Result<Manifest, Manifest
 /// Loads the plugin of a manifest already read: checks its memory limit against the engine,
 /// then reads (at most `limits.max_component_size` bytes), checks, compiles and links its
 /// component. Blocking, like [`load_plugin`].
-pub fn load_manifest(
+pub(crate) fn load_manifest(
     manifest: Manifest,
     engine: &PluginEngine,
     limits: &LoadLimits,
@@ -369,7 +369,7 @@ fn check_header(bytes: &[u8], path: &Path) -> Result<(), LoadError> {
 /// Compiles component bytes (through the cache) and checks them against the world; `path`
 /// names the file in errors.
 /// `identity` is the file the bytes were read from, where known (see [`FileIdentity`]).
-pub fn prepare_component(
+pub(crate) fn prepare_component(
     bytes: &[u8],
     identity: Option<FileIdentity>,
     path: &Path,

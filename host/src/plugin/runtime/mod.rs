@@ -12,13 +12,13 @@
 //!   [`footprint`]: a component's memory before its first call.
 //! - [`file_identity`]: which file some bytes came from, so that a file is hashed once.
 
-pub mod budget;
-pub mod cache_prune;
-pub mod deadline;
-pub mod engine;
-pub mod file_identity;
-pub mod footprint;
-pub mod instance;
-pub mod limits;
-pub mod loader;
-pub mod ticker;
+pub(crate) mod budget;
+pub(crate) mod cache_prune;
+pub(crate) mod deadline;
+pub(crate) mod engine;
+pub(crate) mod file_identity;
+pub(crate) mod footprint;
+pub(crate) mod instance;
+pub(crate) mod limits;
+pub(crate) mod loader;
+pub(crate) mod ticker;

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// call that starts meanwhile (events a few milliseconds apart) then wakes no thread — waking
 /// the parked ticker is a system call and a thread wake-up, a sizeable part of a lone event's
 /// cost — while an idle host still parks it within a tenth of a second (at the default tick).
-pub const LINGER_TICKS: u32 = 10;
+pub(crate) const LINGER_TICKS: u32 = 10;
 
 /// Guest code running now, which is when the epoch ticker has to tick.
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ thread_local! {
 }
 
 /// Starts collecting [`sample`]s on this thread, forgetting earlier ones.
-pub fn begin_sampling() {
+pub(crate) fn begin_sampling() {
     SAMPLED.with(|s| s.set(None));
 }
 
@@ -30,13 +30,13 @@ pub fn sample(cpu: Duration) {
 
 /// The CPU time sampled on this thread since [`begin_sampling`]; `None` when no call ran
 /// past an epoch tick (or the platform has no thread CPU clock).
-pub fn take_samples() -> Option<Duration> {
+pub(crate) fn take_samples() -> Option<Duration> {
     SAMPLED.with(Cell::take)
 }
 
 /// A reading of this thread's CPU clock.
 #[derive(Clone, Copy, Debug)]
-pub struct ThreadCpu(Option<Duration>);
+pub(crate) struct ThreadCpu(Option<Duration>);
 
 impl ThreadCpu {
     /// This thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`); unknown where the platform

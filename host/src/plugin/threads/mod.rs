@@ -6,8 +6,8 @@
 //! - [`cpu`]: the CPU time a thread has used; `priority` (Linux): a thread's kernel id and
 //!   moving a thread to the lowest CPU priority.
 
-pub mod cpu;
-pub mod executor;
-pub mod pool;
+pub(crate) mod cpu;
+pub(crate) mod executor;
+pub(crate) mod pool;
 #[cfg(target_os = "linux")]
 mod priority;

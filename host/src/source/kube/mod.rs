@@ -61,7 +61,7 @@ mod decode;
 use decode::{FrameSplitter, decode_event, decode_list, status_from_body};
 
 /// How long after its requested timeout a watch may stay open before the client ends it.
-pub const WATCH_DEADLINE_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const WATCH_DEADLINE_GRACE: Duration = Duration::from_secs(30);
 
 /// Why a [`KubeSource`] could not be created.
 #[derive(Debug, thiserror::Error)]

@@ -22,7 +22,7 @@ const LIST_META_NAME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 
 /// Which OpenAPI version a schema is written for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// OpenAPI v2: references under `#/definitions/`.
     V2,
     /// OpenAPI v3: references under `#/components/schemas/`.
@@ -49,7 +49,7 @@ impl Dialect {
 
 /// One served version of a kind a CustomResourceDefinition defines.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CustomKind {
+pub(crate) struct CustomKind {
     /// Its group.
     pub group: String,
     /// Its version.
@@ -140,13 +140,13 @@ impl CustomKind {
 }
 
 /// A schema's name: the group's labels reversed, the version and the kind, dotted.
-pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
+pub(crate) fn definition_name(group: &str, version: &str, kind: &str) -> String {
     let group: Vec<&str> = group.split('.').rev().collect();
     format!("{}.{version}.{kind}", group.join("."))
 }
 
 /// The kinds the CustomResourceDefinitions `crds` define, each served version once.
-pub fn custom_kinds(crds: &[Value]) -> Vec<CustomKind> {
+pub(crate) fn custom_kinds(crds: &[Value]) -> Vec<CustomKind> {
     let mut kinds = Vec::new();
     for crd in crds {
         let spec = &crd["spec"];
@@ -189,7 +189,7 @@ fn properties(schema: &mut Value) -> Option<&mut Map<String, Value>> {
 /// `ToStructuralOpenAPIV2`): v2 has no `allOf`, `anyOf`, `oneOf`, `not` or `nullable`,
 /// and kubectl cannot read a nullable or unknown-fields-preserving node with properties or
 /// items, nor an array without items.
-pub fn to_v2(mut schema: Value) -> Value {
+pub(crate) fn to_v2(mut schema: Value) -> Value {
     let Some(map) = schema.as_object_mut() else { return schema };
     for junctor in ["allOf", "anyOf", "oneOf", "not"] {
         map.remove(junctor);

@@ -34,7 +34,7 @@ pub fn pool() -> Result<&'static DescriptorPool> {
 }
 
 /// The descriptor of `openapi.v2.Document`.
-pub fn document_descriptor() -> Result<MessageDescriptor> {
+pub(crate) fn document_descriptor() -> Result<MessageDescriptor> {
     pool()?
         .get_message_by_name("openapi.v2.Document")
         .ok_or_else(|| Error::Descriptors("no openapi.v2.Document".into()))

@@ -30,14 +30,14 @@ use super::media::accepted;
 use super::status::{failure, json_response};
 use crate::cluster::RequestError;
 
-pub use crd::CustomKind;
+pub(crate) use crd::CustomKind;
 
 /// The media type of gnostic's OpenAPI v2 protobuf message, as kube-openapi answers it.
-pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+pub(crate) const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// The name client-go before 1.27 asks for it by; Go's `mime` cannot parse it, so it is
 /// answered as [`V2_PROTOBUF`].
-pub const V2_PROTOBUF_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+pub(crate) const V2_PROTOBUF_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
 /// The forms `/openapi/v2` is served in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Which OpenAPI document a path asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OpenApi {
+pub(crate) enum OpenApi {
     /// `/openapi/v2`.
     V2,
     /// `/openapi/v3`: the URLs of the group-versions' documents.

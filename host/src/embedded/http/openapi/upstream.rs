@@ -35,7 +35,7 @@ pub fn swagger() -> Result<&'static Value> {
 }
 
 /// One upstream OpenAPI v3 document: its JSON text and its hash.
-pub struct V3Document {
+pub(crate) struct V3Document {
     /// The JSON text, served as it is.
     pub text: Box<RawValue>,
     /// Its SHA-512 in upper-case hex, as kube-apiserver names a document's version.
@@ -62,7 +62,7 @@ pub fn v3() -> Result<&'static BTreeMap<String, V3Document>> {
 
 /// The schemas of one upstream v3 document (`components.schemas`), parsed once: where the
 /// documents of custom resources take `ObjectMeta`, `ListMeta` and what they refer to.
-pub fn v3_meta_schemas() -> Result<&'static serde_json::Map<String, Value>> {
+pub(crate) fn v3_meta_schemas() -> Result<&'static serde_json::Map<String, Value>> {
     static SCHEMAS: OnceLock<std::result::Result<serde_json::Map<String, Value>, String>> = OnceLock::new();
     let schemas = SCHEMAS.get_or_init(|| {
         // The smallest document with both metas: CustomResourceDefinitions' own.

@@ -14,7 +14,7 @@ use super::crd::{CustomKind, Dialect, references};
 use super::upstream;
 
 /// One group-version's document: its JSON text and hash.
-pub struct Document {
+pub(crate) struct Document {
     /// The JSON text.
     pub text: String,
     /// Its hash (the `hash` of its URL).
@@ -22,7 +22,7 @@ pub struct Document {
 }
 
 /// The path under `/openapi/v3/` of an `apiVersion`: `api/v1`, `apis/apps/v1`.
-pub fn group_version_path(api_version: &str) -> String {
+pub(crate) fn group_version_path(api_version: &str) -> String {
     match api_version.split_once('/') {
         Some((group, version)) => format!("apis/{group}/{version}"),
         None => format!("api/{api_version}"),

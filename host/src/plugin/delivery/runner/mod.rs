@@ -63,11 +63,12 @@ use crate::plugin::threads::pool::here::HAND_OVER_AFTER;
 use crate::plugin::threads::pool::{GuestPoolError, HandOver};
 use batch::{Ran, call_guest, run_batch, timed};
 use policy::apply_policy;
-pub use recycle::{RecyclePolicy, Recycler};
+pub use recycle::RecyclePolicy;
+pub use recycle::Recycler;
 
 /// How long one batch may keep calling a plugin before the rest of it is put back in the
 /// listener's queue (a call already started always completes, within its deadline).
-pub const BATCH_BUDGET: Duration = Duration::from_millis(1);
+pub(crate) const BATCH_BUDGET: Duration = Duration::from_millis(1);
 
 /// The budget of a batch run on its delivering thread: half of what holds that thread's other
 /// tasks up too long ([`HAND_OVER_AFTER`]), so that a batch of fast calls never does (the
@@ -109,7 +110,7 @@ struct Shared {
 }
 
 /// Says whether a plugin may be called: every informer it watches or reads has synced.
-pub type StartGate = Arc<dyn Fn() -> bool + Send + Sync>;
+pub(crate) type StartGate = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// How often a closed start gate is checked (client-go's WaitForCacheSync polls too).
 const START_GATE_POLL: Duration = Duration::from_millis(10);
@@ -573,7 +574,7 @@ impl EventHandler for PluginHandler {
 mod batch;
 mod keyed;
 mod policy;
-pub mod recycle;
+pub(crate) mod recycle;
 
 #[cfg(test)]
 mod tests;

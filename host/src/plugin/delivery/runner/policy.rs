@@ -18,7 +18,7 @@ pub(super) fn restart_delay(backoff: &BackoffConfig, failures: u32) -> Duration 
 /// The shortest requeue a plugin gets: a `requeue-after` of less (0 ms) waits this long, as
 /// controller-runtime's rate-limited queue starts its delays at 5 ms, so that a plugin that
 /// requeues at once cannot keep a core busy calling itself.
-pub const MIN_REQUEUE_AFTER: Duration = Duration::from_millis(5);
+pub(crate) const MIN_REQUEUE_AFTER: Duration = Duration::from_millis(5);
 
 /// The delay of a plugin's `requeue-after(delay)`: never below [`MIN_REQUEUE_AFTER`].
 fn requeue_delay(asked: Duration) -> Duration {

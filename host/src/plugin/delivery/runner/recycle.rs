@@ -42,7 +42,7 @@ use crate::plugin::metrics::PluginMetrics;
 use crate::plugin::runtime::instance::PluginInstance;
 
 /// How long an instance may go without a call before it is recycled, by default.
-pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(300);
 
 /// When instances are recycled (see [`Recycler`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

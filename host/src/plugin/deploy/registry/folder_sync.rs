@@ -26,7 +26,7 @@ use crate::plugin::manifest::MANIFEST_FILE;
 
 /// The retry schedule of a failed deploy: 1 s, doubling, at most 5 minutes, stretched by up
 /// to 10 % at random so that plugins that failed together do not retry in step.
-pub const DEPLOY_RETRY: BackoffConfig = BackoffConfig {
+pub(crate) const DEPLOY_RETRY: BackoffConfig = BackoffConfig {
     initial: Duration::from_secs(1),
     factor: 2.0,
     max: Duration::from_secs(300),

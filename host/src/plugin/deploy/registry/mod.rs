@@ -73,7 +73,8 @@ mod ownership;
 use load::{Read, Started, Starting};
 pub use ownership::Ownership;
 
-pub use folder_sync::{DEPLOY_RETRY, ScanStats};
+pub(crate) use folder_sync::DEPLOY_RETRY;
+pub use folder_sync::ScanStats;
 
 /// Why a plugin could not be deployed.
 #[derive(Debug, thiserror::Error)]

@@ -42,7 +42,7 @@ use crate::plugin::threads::executor::{self, Here};
 
 /// How long a job run on an executor thread with [`HandOver::IfItStalls`] holds the thread's
 /// other tasks without a break before its next epoch tick hands them over.
-pub const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
+pub(crate) const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
 
 /// How long a job that stalls on an executor thread waits, as it hands the thread's tasks
 /// over, for another thread to take them (tokio's `block_in_place` takes them back if none
@@ -132,7 +132,7 @@ pub(super) fn leave_to_wait<R, W: FnOnce() -> R>(wait: W) -> Result<R, W> {
 /// tasks past [`HAND_OVER_AFTER`] hands them to another thread; one past the slow-call
 /// threshold gives its place in the pool back, as the watchdog does for the pool's own
 /// threads (it is not woken for such jobs). Does nothing on any other thread, or before.
-pub fn on_tick() {
+pub(crate) fn on_tick() {
     let due = BORROWED.with_borrow_mut(|borrowed| {
         let b = borrowed.as_mut().filter(|b| b.running)?;
         let elapsed = b.started.elapsed();
@@ -160,7 +160,7 @@ pub fn on_tick() {
 /// Whether the job run on this executor thread ([`GuestPool::try_run_here`]) held the
 /// executor's other tasks past [`HAND_OVER_AFTER`] (and handed them over then). A job asks
 /// it as it ends.
-pub fn stalled_executor() -> bool {
+pub(crate) fn stalled_executor() -> bool {
     BORROWED.with_borrow(|b| b.as_ref().is_some_and(|b| b.running && b.stalled))
 }
 

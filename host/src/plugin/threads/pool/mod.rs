@@ -39,7 +39,7 @@ use crate::informer::crash::panic_message;
 use crate::plugin::threads::priority::{current_tid, lower_priority};
 
 /// The default slow-call threshold.
-pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);
+pub(crate) const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(10);
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -132,7 +132,7 @@ thread_local! {
 /// When the pool's job running on this thread started ([`GuestPool::run`] or
 /// [`GuestPool::try_run_here`]; `None` outside a job): the pool reads the clock to watch its
 /// jobs anyway, and a job that times itself from the same reading saves reading it again.
-pub fn job_started() -> Option<Instant> {
+pub(crate) fn job_started() -> Option<Instant> {
     JOB_STARTED.with(std::cell::Cell::get)
 }
 
@@ -144,7 +144,7 @@ pub fn job_started() -> Option<Instant> {
 /// if the thread still holds the executor's other tasks, the request itself perhaps among
 /// them, so they go on on another thread.
 /// Outside a guest thread (or on one that already left the pool) it just runs `wait`.
-pub fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
+pub(crate) fn block_in_place<R>(wait: impl FnOnce() -> R) -> R {
     let wait = match here::leave_to_wait(wait) {
         Ok(waited) => return waited,
         Err(wait) => wait,
@@ -444,7 +444,9 @@ fn watchdog_loop(shared: &Arc<Shared>) {
 
 pub(crate) mod here;
 
-pub use here::{HandOver, on_tick, stalled_executor};
+pub use here::HandOver;
+pub(crate) use here::on_tick;
+pub(crate) use here::stalled_executor;
 
 #[cfg(test)]
 mod tests;
