@@ -71,7 +71,7 @@ impl std::io::Write for Captured {
 mod tests {
     use super::*;
     use crate::plugin::contract::bindings::log::Level;
-    use crate::plugin::imports::LogSink;
+    use crate::plugin::imports::log::LogSink;
 
     /// The lines written in `format` while `f` runs.
     fn lines(format: LogFormat, f: impl FnOnce()) -> Vec<String> {

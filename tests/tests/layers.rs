@@ -263,7 +263,9 @@ fn the_reader_sees_paths_and_skips_comments() {
     assert_eq!(rooms_used("wink_crate::x", "crate::"), BTreeSet::new(), "only a path that starts with `crate::`");
     let grouped = rooms_used("use crate::{plugin::Manifest, source};", "crate::");
     assert_eq!(grouped, BTreeSet::from(["plugin".to_owned(), "source".to_owned()]));
-    let inside =
-        rooms_used("use crate::plugin::{imports::HasLog, manifest};\nuse crate::informer::Object;", "crate::plugin::");
+    let inside = rooms_used(
+        "use crate::plugin::{imports::HasImports, manifest};\nuse crate::informer::Object;",
+        "crate::plugin::",
+    );
     assert_eq!(inside, BTreeSet::from(["imports".to_owned(), "manifest".to_owned()]));
 }

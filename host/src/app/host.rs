@@ -30,7 +30,7 @@ use crate::plugin::{GuestPool, MetricsRegistry, PluginEngine, PluginRegistry};
 use crate::replay;
 use crate::serve::{Endpoints, serve};
 use crate::shard::{GroupOptions, LeaseOptions, Membership, ShardGroup};
-use crate::source::{DirSource, KubeSourceError, OpenOptions, OpenedSource, SourceSpec};
+use crate::source::{DirSource, KubeSourceError, OpenError, OpenOptions, OpenedSource, SourceSpec};
 
 /// What a source gives the host: the informers' provider, the plugins' access to the
 /// cluster, and a raw kube client when the source is an API server (for Leases).
@@ -299,7 +299,7 @@ async fn open_source(options: &RunOptions, cancel: &CancellationToken) -> Result
             Ok(Opened { provider: dir.clone(), client: Some(client), impersonate: false, kube: None, dir: Some(dir) })
         }
         OpenedSource::Kube { source, config } => {
-            let client_error = |e| AppError::KubeSource(KubeSourceError::Client(e));
+            let client_error = |e| AppError::Source(OpenError::Kube(KubeSourceError::Client(e)));
             let raw = kube::Client::try_from(*config.clone()).map_err(client_error)?;
             let client: Arc<dyn ClusterClient> = Arc::new(KubeClient::new(*config).map_err(client_error)?);
             tracing::info!(source = ?options.source, "watching a Kubernetes API server");

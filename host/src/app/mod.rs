@@ -31,8 +31,8 @@ use crate::plugin::{
 };
 use crate::replay;
 use crate::shard::LeaseOptions;
+use crate::source::OpenError;
 pub use crate::source::SourceSpec;
-use crate::source::{DirSourceError, KubeSourceError};
 
 /// Errors of the subcommands.
 #[derive(Debug, thiserror::Error)]
@@ -40,12 +40,10 @@ pub enum AppError {
     /// The wasm engine could not start.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The directory source failed.
+    /// The source could not be opened or read: its folder, or the API server's
+    /// configuration and client.
     #[error(transparent)]
-    DirSource(#[from] DirSourceError),
-    /// No Kubernetes client could be configured.
-    #[error(transparent)]
-    KubeSource(#[from] KubeSourceError),
+    Source(#[from] OpenError),
     /// The plugins folder could not be read.
     #[error(transparent)]
     Registry(#[from] RegistryError),
@@ -255,13 +253,4 @@ fn engine(cache_dir: Option<PathBuf>, bounds: &Bounds) -> Result<PluginEngine, E
 /// Runs plugins until `shutdown` fires; returns one summary line per plugin.
 pub async fn run(options: RunOptions, shutdown: CancellationToken) -> Result<Vec<String>, AppError> {
     Host::build(options, shutdown).await?.run().await
-}
-
-impl From<crate::source::OpenError> for AppError {
-    fn from(e: crate::source::OpenError) -> Self {
-        match e {
-            crate::source::OpenError::Dir(e) => Self::DirSource(e),
-            crate::source::OpenError::Kube(e) => Self::KubeSource(e),
-        }
-    }
 }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::informer::{InformerFactory, Registration, ResourceKey, SourceError};
 use crate::plugin::{EngineError, LoadError};
-use crate::source::{DirSourceError, KubeSourceError, OpenError, OpenOptions, SourceSpec};
+use crate::source::{OpenError, OpenOptions, SourceSpec};
 
 pub use format::FormatError;
 pub use format::Recording;
@@ -47,12 +47,10 @@ pub enum ReplayError {
     /// The wasm engine could not start.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The directory source failed.
+    /// The source could not be opened or read: its folder, or the API server's
+    /// configuration and client.
     #[error(transparent)]
-    DirSource(#[from] DirSourceError),
-    /// No Kubernetes client could be configured.
-    #[error(transparent)]
-    KubeSource(#[from] KubeSourceError),
+    Source(#[from] OpenError),
     /// A resource cannot be watched.
     #[error("cannot watch {resource}")]
     Watch {
@@ -160,13 +158,4 @@ pub async fn record(options: RecordOptions, shutdown: CancellationToken) -> Resu
     cancel.cancel();
     factory.shutdown().await;
     Ok(sink.written())
-}
-
-impl From<OpenError> for ReplayError {
-    fn from(e: OpenError) -> Self {
-        match e {
-            OpenError::Dir(e) => Self::DirSource(e),
-            OpenError::Kube(e) => Self::KubeSource(e),
-        }
-    }
 }

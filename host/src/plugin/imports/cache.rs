@@ -16,15 +16,10 @@ use crate::plugin::manifest::{Manifest, ResourceRef};
 use wasmtime::StoreContextMut;
 use wasmtime::component::Linker;
 
+use super::state::HasImports;
 use crate::plugin::contract::bindings::cache::{CacheError, Host};
 use crate::plugin::contract::bindings::types::Resource;
 use crate::plugin::contract::bindings::{WitObject, WitVersion, to_wit};
-
-/// A store's data with a cache access: what the `cache` functions use.
-pub(crate) trait HasCache: 'static {
-    /// The plugin's cache access.
-    fn cache(&mut self) -> &mut CacheAccess;
-}
 
 /// Finds the shared cache of a resource. Implemented by the layer that owns the informers.
 pub trait CacheResolver: Send + Sync {
@@ -154,6 +149,7 @@ impl CacheAccess {
         Self { scope, resolver }
     }
 
+    #[cfg(test)]
     /// The scope this access enforces.
     pub fn scope(&self) -> &CacheScope {
         &self.scope
@@ -223,26 +219,26 @@ impl Host for CacheAccess {
 }
 
 /// Defines the `cache` functions in the interface of every contract version.
-pub fn link<T: HasCache>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+pub fn link<T: HasImports>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     for version in WitVersion::ALL {
         link_version(linker, version)?;
     }
     Ok(())
 }
 
-fn link_version<T: HasCache>(linker: &mut Linker<T>, version: WitVersion) -> wasmtime::Result<()> {
+fn link_version<T: HasImports>(linker: &mut Linker<T>, version: WitVersion) -> wasmtime::Result<()> {
     type Store<'a, T> = StoreContextMut<'a, T>;
     let mut instance = linker.instance(&version.interface("cache"))?;
     instance.func_wrap("get", |mut store: Store<'_, T>, (resource, key): (Resource, String)| {
-        Ok((store.data_mut().cache().get(resource, key),))
+        Ok((store.data_mut().imports_mut().cache.get(resource, key),))
     })?;
     instance.func_wrap("list", |mut store: Store<'_, T>, (resource, namespace): (Resource, Option<String>)| {
-        Ok((store.data_mut().cache().list(resource, namespace),))
+        Ok((store.data_mut().imports_mut().cache.list(resource, namespace),))
     })?;
     instance.func_wrap(
         "by-index",
         |mut store: Store<'_, T>, (resource, index, value): (Resource, String, String)| {
-            Ok((store.data_mut().cache().by_index(resource, index, value),))
+            Ok((store.data_mut().imports_mut().cache.by_index(resource, index, value),))
         },
     )?;
     Ok(())

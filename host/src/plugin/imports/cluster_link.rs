@@ -2,31 +2,19 @@
 //! through [`ClusterAccess`](super::cluster::ClusterAccess), and the outcome back to WIT.
 //!
 //! After each request the time spent waiting is given back to the call's CPU deadline
-//! ([`HasCluster::waited`]).
-
-use std::time::Duration;
+//! ([`HasImports::waited`]).
 
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, LinkerInstance};
 
-use super::ClusterAccess;
 use super::cluster::requests::with_body;
+use super::state::HasImports;
 use crate::cluster::{
     DeleteOptions, EventSpec, EventType, PatchType, Preconditions, PropagationPolicy, Regarding, Request, RequestError,
     Subresource, Verb,
 };
 use crate::informer::Object;
 use crate::plugin::contract::bindings::{WitObject, WitVersion, cluster as wit, to_wit, types};
-
-/// A store's data with a cluster access: what the `cluster` functions use.
-pub(crate) trait HasCluster: 'static {
-    /// The plugin's cluster access.
-    fn cluster(&mut self) -> &mut ClusterAccess;
-    /// The plugin's name: the field manager of its server-side applies.
-    fn plugin(&self) -> &str;
-    /// Gives `waited`, time the guest spent waiting on the cluster, back to the call's deadline.
-    fn waited(&mut self, waited: Duration);
-}
 
 type Store<'a, T> = StoreContextMut<'a, T>;
 type Answer = (Result<WitObject, wit::RequestError>,);
@@ -77,17 +65,17 @@ fn patch_request(
         .with_subresource(subresource)
 }
 
-fn run<T: HasCluster>(
+fn run<T: HasImports>(
     store: &mut Store<'_, T>,
     request: Result<Request, RequestError>,
 ) -> Result<Option<Object>, RequestError> {
-    let result = request.and_then(|request| store.data_mut().cluster().execute(request));
+    let result = request.and_then(|request| store.data_mut().imports_mut().cluster.execute(request));
     after_wait(store.data_mut());
     result
 }
 
-fn after_wait<T: HasCluster>(state: &mut T) {
-    let waited = state.cluster().take_waited();
+fn after_wait<T: HasImports>(state: &mut T) {
+    let waited = state.imports_mut().cluster.take_waited();
     state.waited(waited);
 }
 
@@ -99,14 +87,14 @@ fn object(result: Result<Option<Object>, RequestError>) -> Answer {
 
 /// Defines the `cluster` functions in the interface of every contract version that has it
 /// (0.2.0 on).
-pub fn link<T: HasCluster>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+pub fn link<T: HasImports>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     for version in WitVersion::since(WitVersion::V0_2) {
         link_version(&mut linker.instance(&version.interface("cluster"))?)?;
     }
     Ok(())
 }
 
-fn link_version<T: HasCluster>(instance: &mut LinkerInstance<'_, T>) -> wasmtime::Result<()> {
+fn link_version<T: HasImports>(instance: &mut LinkerInstance<'_, T>) -> wasmtime::Result<()> {
     instance.func_wrap(
         "get",
         |mut store: Store<'_, T>, (resource, namespace, name): (types::Resource, Option<String>, String)| {
@@ -128,7 +116,7 @@ fn link_version<T: HasCluster>(instance: &mut LinkerInstance<'_, T>) -> wasmtime
             function,
             move |mut store: Store<'_, T>,
                   (resource, namespace, name, patch): (types::Resource, Option<String>, String, wit::PatchDocument)| {
-                let plugin = store.data().plugin().to_owned();
+                let plugin = store.data().imports().plugin().to_owned();
                 let request = patch_request(resource, namespace, name, patch, &plugin, subresource);
                 Ok(object(run(&mut store, Ok(request))))
             },
@@ -171,7 +159,7 @@ fn link_version<T: HasCluster>(instance: &mut LinkerInstance<'_, T>) -> wasmtime
             action: event.action,
             note: event.note,
         };
-        let result = store.data_mut().cluster().record_event(spec);
+        let result = store.data_mut().imports_mut().cluster.record_event(spec);
         after_wait(store.data_mut());
         Ok((result.map_err(wit::RequestError::from),))
     })?;

@@ -15,14 +15,9 @@
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, LinkerInstance, Resource, ResourceType};
 
+use super::state::HasImports;
 use crate::informer::Object;
 use crate::plugin::contract::bindings::{WitVersion, object_ref, types};
-
-/// A store's data that lends a call's objects: what the `event-object` methods read.
-pub(crate) trait HasLent: 'static {
-    /// The objects lent to the call in progress.
-    fn lent(&self) -> &LentObjects;
-}
 
 /// The host's type behind `event-object` handles (bindgen's placeholder for the resource).
 pub type EventObject = types::EventObject;
@@ -56,14 +51,14 @@ impl LentObjects {
 
 /// Defines the `event-object` resource and its methods in `types` of every contract version
 /// that has it (0.3.0 on).
-pub fn link<T: HasLent>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+pub fn link<T: HasImports>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     for version in WitVersion::since(WitVersion::V0_3) {
         link_types(&mut linker.instance(&version.interface("types"))?)?;
     }
     Ok(())
 }
 
-fn link_types<T: HasLent>(types: &mut LinkerInstance<'_, T>) -> wasmtime::Result<()> {
+fn link_types<T: HasImports>(types: &mut LinkerInstance<'_, T>) -> wasmtime::Result<()> {
     // The guest only ever holds borrows of host-owned objects: there is nothing to destroy.
     types.resource("event-object", ResourceType::host::<EventObject>(), |_, _| Ok(()))?;
     method(types, "api-version", |obj| obj.meta().api_version.to_owned())?;
@@ -81,7 +76,7 @@ fn link_types<T: HasLent>(types: &mut LinkerInstance<'_, T>) -> wasmtime::Result
 }
 
 /// Links `[method]event-object.<name>`, which reads one part of the object.
-fn method<T: HasLent, R>(
+fn method<T: HasImports, R>(
     types: &mut LinkerInstance<'_, T>,
     name: &str,
     read: impl Fn(&Object) -> R + Send + Sync + 'static,
@@ -92,13 +87,13 @@ where
     types.func_wrap(
         &format!("[method]event-object.{name}"),
         move |store: StoreContextMut<'_, T>, (this,): (Resource<EventObject>,)| {
-            Ok((read(store.data().lent().get(&this)?),))
+            Ok((read(store.data().imports().lent.get(&this)?),))
         },
     )
 }
 
 /// Links `[method]event-object.<name>(key)`, a lookup by key.
-fn keyed<T: HasLent>(
+fn keyed<T: HasImports>(
     types: &mut LinkerInstance<'_, T>,
     name: &str,
     read: impl Fn(&Object, &str) -> Option<String> + Send + Sync + 'static,
@@ -107,7 +102,7 @@ fn keyed<T: HasLent>(
         &format!("[method]event-object.{name}"),
         move |store: StoreContextMut<'_, T>, (this, key): (Resource<EventObject>, wasmtime::component::WasmStr)| {
             let key = key.to_str(&store)?;
-            Ok((read(store.data().lent().get(&this)?, &key),))
+            Ok((read(store.data().imports().lent.get(&this)?, &key),))
         },
     )
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use wasmtime::StoreContextMut;
 use wasmtime::component::Linker;
 
+use super::state::HasImports;
 use crate::plugin::contract::bindings::WitVersion;
 use crate::plugin::contract::bindings::log::Level;
 use crate::plugin::contract::guest_text::GuestText;
@@ -65,6 +66,7 @@ impl LogSink {
         dropped
     }
 
+    #[cfg(test)]
     /// Records dropped since the current call began.
     pub fn dropped(&self) -> u32 {
         self.dropped
@@ -89,19 +91,13 @@ impl LogSink {
     }
 }
 
-/// A store's data with a log sink: what the `log` function writes to.
-pub trait HasLog: 'static {
-    /// The plugin's log sink.
-    fn log_sink(&mut self) -> &mut LogSink;
-}
-
 /// Defines `log` in the interface of every contract version.
-pub fn link<T: HasLog>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+pub fn link<T: HasImports>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     for version in WitVersion::ALL {
         linker.instance(&version.interface("log"))?.func_wrap(
             "log",
             |mut store: StoreContextMut<'_, T>, (level, message): (Level, GuestText)| {
-                store.data_mut().log_sink().log(level, message);
+                store.data_mut().imports_mut().log.log(level, message);
                 Ok(())
             },
         )?;

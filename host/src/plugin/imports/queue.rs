@@ -13,6 +13,7 @@ use std::time::Duration;
 use wasmtime::StoreContextMut;
 use wasmtime::component::Linker;
 
+use super::state::HasImports;
 use crate::plugin::contract::bindings::{WitObjectKey, WitVersion};
 use crate::workqueue::WorkQueue;
 
@@ -65,22 +66,14 @@ impl QueueAccess {
     }
 }
 
-/// A store's data with queue access.
-pub(crate) trait HasQueue: 'static {
-    /// The plugin's queue access.
-    fn queue(&mut self) -> &mut QueueAccess;
-    /// The plugin's name, for warnings.
-    fn queue_owner(&self) -> &str;
-}
-
 /// Defines `queue.enqueue` in every contract version that has it (0.4.0 on).
-pub fn link<T: HasQueue>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+pub fn link<T: HasImports>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     for version in WitVersion::since(WitVersion::V0_4) {
         linker.instance(&version.interface("queue"))?.func_wrap(
             "enqueue",
             |mut store: StoreContextMut<'_, T>, (key, after_ms): (WitObjectKey, u64)| {
-                let plugin = store.data().queue_owner().to_owned();
-                store.data_mut().queue().enqueue(&plugin, key, Duration::from_millis(after_ms));
+                let plugin = store.data().imports().plugin().to_owned();
+                store.data_mut().imports_mut().queue.enqueue(&plugin, key, Duration::from_millis(after_ms));
                 Ok(())
             },
         )?;

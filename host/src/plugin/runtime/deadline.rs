@@ -2,7 +2,7 @@
 //!
 //! Every call gets `callTimeout` of real time, less nothing for the time it spends waiting on
 //! the cluster (a `cluster` request gives its wait back, see
-//! [`HasCluster::waited`](crate::plugin::imports::HasCluster::waited)). The store's epoch deadline is always one
+//! [`HasImports::waited`](crate::plugin::imports::HasImports::waited)). The store's epoch deadline is always one
 //! tick ahead and the store's epoch callback ([`CallDeadline::on_tick`]) decides, on every
 //! tick a call is still running, what happens next:
 //!

@@ -33,33 +33,23 @@ use crate::plugin::contract::bindings::{
 use crate::plugin::contract::guest_text::GuestText;
 use crate::plugin::contract::outcome::{CallOutcome, TrapKind};
 use crate::plugin::imports::event_object::EventObject;
-use crate::plugin::imports::{
-    CacheAccess, CacheResolver, CacheScope, ClusterAccess, ClusterLink, HasCache, HasCluster, HasLent, HasLog,
-    HasQueue, LentObjects, LogSink, QueueAccess,
-};
+use crate::plugin::imports::{CacheResolver, CacheScope, ClusterLink, HasImports, ImportContext, ImportState};
 use crate::plugin::runtime::budget::{InstanceReservation, MemoryBudget};
 use crate::plugin::runtime::deadline::CallDeadline;
 use crate::plugin::runtime::engine::PluginEngine;
 use crate::plugin::runtime::limits::PluginLimiter;
 use crate::workqueue::WorkQueue;
 
-/// The data of a plugin's store: the state behind its imports, and its limiter.
+/// The data of a plugin's store: the state behind its imports, its limiter and the deadline
+/// of the call in progress.
 #[derive(Debug)]
 pub struct HostState {
-    /// The `log` import.
-    pub log: LogSink,
-    /// The `cache` import.
-    pub cache: CacheAccess,
-    /// The `cluster` import.
-    pub cluster: ClusterAccess,
+    /// The imports' state (see [`ImportState`]).
+    imports: ImportState,
     /// The memory cap.
-    pub limiter: PluginLimiter,
+    limiter: PluginLimiter,
     /// The deadline of the call in progress.
-    pub deadline: CallDeadline,
-    /// The objects lent to the call in progress (0.3.0 handlers).
-    pub lent: LentObjects,
-    /// The `queue` import (a reconciler's work queue).
-    pub queue: QueueAccess,
+    deadline: CallDeadline,
 }
 
 /// A pre-linked component, and the contract version it implements.
@@ -104,45 +94,17 @@ pub fn linker(engine: &PluginEngine) -> wasmtime::Result<Linker<HostState>> {
     Ok(linker)
 }
 
-impl HasLog for HostState {
-    fn log_sink(&mut self) -> &mut LogSink {
-        &mut self.log
-    }
-}
-
-impl HasCache for HostState {
-    fn cache(&mut self) -> &mut CacheAccess {
-        &mut self.cache
-    }
-}
-
-impl HasCluster for HostState {
-    fn cluster(&mut self) -> &mut ClusterAccess {
-        &mut self.cluster
+impl HasImports for HostState {
+    fn imports(&self) -> &ImportState {
+        &self.imports
     }
 
-    fn plugin(&self) -> &str {
-        self.log.plugin()
+    fn imports_mut(&mut self) -> &mut ImportState {
+        &mut self.imports
     }
 
     fn waited(&mut self, waited: Duration) {
         self.deadline.after_wait(waited);
-    }
-}
-
-impl HasQueue for HostState {
-    fn queue(&mut self) -> &mut QueueAccess {
-        &mut self.queue
-    }
-
-    fn queue_owner(&self) -> &str {
-        self.log.plugin()
-    }
-}
-
-impl HasLent for HostState {
-    fn lent(&self) -> &LentObjects {
-        &self.lent
     }
 }
 
@@ -151,14 +113,11 @@ pub struct Sandbox {
     name: Arc<str>,
     engine: PluginEngine,
     pre: PluginPre,
-    scope: Arc<CacheScope>,
-    cluster: Option<Arc<ClusterLink>>,
-    resolver: Arc<dyn CacheResolver>,
+    /// What each instance's imports are made from.
+    imports: ImportContext,
     memory_limit: u64,
     call_timeout: Duration,
     config_json: Arc<str>,
-    /// A reconciler's work queue, for its `queue` import.
-    queue: Option<WorkQueue<String>>,
     /// The budget each instance reserves its memory limit from while it lives (`None`: the
     /// plugin reserved at deploy, or nothing bounds it).
     budget: Option<MemoryBudget>,
@@ -199,17 +158,21 @@ impl Sandbox {
         settings: SandboxSettings,
         resolver: Arc<dyn CacheResolver>,
     ) -> Self {
+        let imports = ImportContext {
+            name: settings.name.clone(),
+            scope: settings.scope,
+            resolver,
+            cluster: settings.cluster,
+            queue: None,
+        };
         Self {
             name: settings.name,
             engine,
             pre,
-            scope: settings.scope,
-            cluster: settings.cluster,
-            resolver,
+            imports,
             memory_limit: settings.memory_limit,
             call_timeout: settings.call_timeout,
             config_json: settings.config_json,
-            queue: None,
             budget: None,
         }
     }
@@ -225,7 +188,7 @@ impl Sandbox {
     /// Gives the plugin's instances `queue` behind their `queue` import (a reconciler's).
     #[must_use]
     pub fn with_queue(mut self, queue: WorkQueue<String>) -> Self {
-        self.queue = Some(queue);
+        self.imports.queue = Some(queue);
         self
     }
 
@@ -268,13 +231,9 @@ impl Sandbox {
         };
         let _running = self.engine.guest_running();
         let state = HostState {
-            log: LogSink::new(self.name.clone()),
-            cache: CacheAccess::new(self.scope.clone(), self.resolver.clone()),
-            cluster: ClusterAccess::new(self.cluster.clone()),
+            imports: self.imports.instance_state(),
             limiter: PluginLimiter::new(self.memory_limit),
             deadline: CallDeadline::new(self.engine.clone(), self.call_timeout),
-            lent: LentObjects::default(),
-            queue: QueueAccess::new(self.queue.clone()),
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
@@ -417,7 +376,7 @@ pub struct PluginInstance {
 impl std::fmt::Debug for PluginInstance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginInstance")
-            .field("plugin", &self.store.data().log)
+            .field("plugin", &self.store.data().imports.plugin())
             .field("poisoned", &self.poisoned)
             .field("calls", &self.calls)
             .finish_non_exhaustive()
@@ -464,13 +423,11 @@ impl PluginInstance {
         let _running = self.engine.guest_running();
         self.store.set_epoch_deadline(1);
         let state = self.store.data_mut();
-        state.log.begin_call();
-        state.cluster.begin_call();
-        state.queue.begin_call();
+        state.imports.begin_call();
         state.deadline.begin(throttled, started);
         let result = f(&mut self.store);
         let state = self.store.data_mut();
-        state.log.end_call();
+        state.imports.end_call();
         state.deadline.end();
         result.map_err(|e| {
             self.poisoned = true;
@@ -509,20 +466,20 @@ impl PluginInstance {
         outcome(self.call(true, started, |s| {
             let result = match call {
                 EventCall::Add(obj, initial) => {
-                    let obj = s.data_mut().lent.lend(0, obj);
+                    let obj = s.data_mut().imports.lent.lend(0, obj);
                     funcs.on_add.call(&mut *s, (obj, initial))
                 }
                 EventCall::Update(old, new) => {
-                    let lent = &mut s.data_mut().lent;
+                    let lent = &mut s.data_mut().imports.lent;
                     let (old, new) = (lent.lend(0, old), lent.lend(1, new));
                     funcs.on_update.call(&mut *s, (old, new))
                 }
                 EventCall::Delete(obj, unknown) => {
-                    let obj = s.data_mut().lent.lend(0, obj);
+                    let obj = s.data_mut().imports.lent.lend(0, obj);
                     funcs.on_delete.call(&mut *s, (obj, unknown))
                 }
             };
-            s.data_mut().lent.clear();
+            s.data_mut().imports.lent.clear();
             result.map(|(r,)| r)
         }))
     }
@@ -555,13 +512,13 @@ impl PluginInstance {
             return Err(CallOutcome::HandlerError(HandlerError::Fatal("the plugin is not a reconciler".into())));
         };
         let keys = self.call(true, Instant::now(), |s| {
-            let lent = s.data_mut().lent.lend(0, obj);
+            let lent = s.data_mut().imports.lent.lend(0, obj);
             let result = func.map.call(&mut *s, (lent,));
-            s.data_mut().lent.clear();
+            s.data_mut().imports.lent.clear();
             result.map(|(keys,)| keys)
         })?;
         if keys.len() > MAX_MAPPED_KEYS {
-            tracing::warn!(plugin = %self.store.data().log.plugin(), mapped = keys.len(), "map-to-keys returned more than {MAX_MAPPED_KEYS} keys; the rest are dropped");
+            tracing::warn!(plugin = %self.store.data().imports.plugin(), mapped = keys.len(), "map-to-keys returned more than {MAX_MAPPED_KEYS} keys; the rest are dropped");
         }
         Ok(keys.iter().take(MAX_MAPPED_KEYS).filter(|k| !k.name.is_empty()).map(WitObjectKey::cache_key).collect())
     }

@@ -52,11 +52,6 @@ impl PluginLimiter {
         }
     }
 
-    /// The cap, in bytes.
-    pub fn memory_limit(&self) -> usize {
-        self.memory_limit
-    }
-
     /// The largest total size the store's memories were allowed to grow to, in bytes.
     pub fn peak_memory(&self) -> usize {
         self.peak_memory
