@@ -8,6 +8,11 @@
 //!   deploys them onto shared informers.
 //! - [`app`]: the `wink` command's subcommands, as library functions.
 //! - [`logging`]: the `wink` command's log output (text or JSON lines).
+#![allow(
+    rustdoc::private_intra_doc_links,
+    reason = "module docs describe the rooms inside them (`cargo doc --document-private-items`)"
+)]
+
 pub mod app;
 pub mod cluster;
 pub mod crd;

@@ -2,9 +2,9 @@
 //! --plugin-ref REF`, which deploys plugins straight from a registry.
 //!
 //! A plugin is published as an OCI image manifest (image-spec 1.1) whose `artifactType` is
-//! [`ARTIFACT_TYPE`]; its config blob is the plugin's `plugin.yaml`, verbatim
-//! ([`MANIFEST_MEDIA_TYPE`]), and its one layer is the component ([`COMPONENT_MEDIA_TYPE`],
-//! `application/wasm`, as the CNCF Wasm OCI artifact layout uses), titled with the component's
+//! [`ARTIFACT_TYPE`](artifact::ARTIFACT_TYPE); its config blob is the plugin's `plugin.yaml`,
+//! verbatim ([`MANIFEST_MEDIA_TYPE`](artifact::MANIFEST_MEDIA_TYPE)), and its one layer is
+//! the component ([`COMPONENT_MEDIA_TYPE`](artifact::COMPONENT_MEDIA_TYPE), `application/wasm`, as the CNCF Wasm OCI artifact layout uses), titled with the component's
 //! file name (`org.opencontainers.image.title`, as ORAS does). Any OCI-conformant registry
 //! stores it; `oras` and `crane` can copy it.
 //!
