@@ -3,6 +3,7 @@
 
 import { Fatal, RequestError, Retry } from "./errors.js";
 import { log } from "./log.js";
+import { Key } from "./objects.js";
 
 const REQUEUE = Symbol("requeue");
 
@@ -12,30 +13,35 @@ export function requeueAfter(ms) {
   return { [REQUEUE]: Math.max(0, Math.floor(ms)) };
 }
 
+// The action of a handler that returned nothing: one object, never changed.
+const AWAIT_CHANGE = Object.freeze({ tag: "await-change" });
+
 /** The WIT `action` of what a handler returned. */
 export function action(result) {
   if (result && typeof result === "object" && REQUEUE in result) {
     return { tag: "requeue-after", val: BigInt(result[REQUEUE]) };
   }
-  return { tag: "await-change" };
+  return AWAIT_CHANGE;
 }
 
 export function describe(e) {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
-/** Runs `fn` (a handler, or reconcile) and turns its outcome into the WIT result: an
- * `action`, or a thrown `handler-error`. `what` names the call in the log. */
-export function outcome(what, fn) {
+/** Calls `method` on `self` with `a` and `b` (a handler, or reconcile) and turns its outcome
+ * into the WIT result: an `action`, or a thrown `handler-error`. `what` names the call in
+ * the log, with `a` when it is a key. (No closure per call: the engine interprets.) */
+export function outcome(what, method, self, a, b) {
   try {
-    return action(fn());
+    return action(method.call(self, a, b));
   } catch (e) {
     if (e instanceof Retry) throw { tag: "retry", val: e.message };
     if (e instanceof Fatal) throw { tag: "fatal", val: e.message };
     if (e instanceof RequestError) throw { tag: e.transient ? "retry" : "fatal", val: `${e.reason}: ${e.message}` };
     // A bug, or a failure not foreseen: say where, then retry (as controller-runtime and
     // kopf do), so that a new version's bug leaves its work waiting rather than dropped.
-    log.error(`${what} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
+    const where = a instanceof Key ? `${what} ${a}` : what;
+    log.error(`${where} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
     throw { tag: "retry", val: describe(e) };
   }
 }

@@ -62,8 +62,7 @@ export function defineReconciler(reconciler) {
     },
     reconcile(key) {
       if (current === null) throw { tag: "fatal", val: "wink: reconcile called before a successful init" };
-      const wanted = new Key(key.namespace, key.name);
-      return outcome(`reconcile ${wanted}`, () => current.reconcile(wanted));
+      return outcome("reconcile", current.reconcile, current, new Key(key.namespace, key.name));
     },
     mapToKeys(handle) {
       if (current === null || typeof current.mapToKeys !== "function") return [];

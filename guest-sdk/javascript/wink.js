@@ -47,17 +47,6 @@ export const WIT_VERSION = "0.4.0";
 /** The version of this SDK (semver; see CHANGELOG.md). */
 export const SDK_VERSION = "0.4.0";
 
-/** Calls `fn` with the lent objects, then ends their loan (the host drops the handles when the
- * call returns). */
-function withLent(handles, fn) {
-  const lent = handles.map((h) => KubeObject.lent(h));
-  try {
-    return fn(...lent);
-  } finally {
-    for (const obj of lent) obj._expire();
-  }
-}
-
 /**
  * Turns a plugin into the component's `handler` export: `export const handler =
  * definePlugin({...})`. `plugin` is an object, or a class or factory function making one on
@@ -71,9 +60,22 @@ function withLent(handles, fn) {
  */
 export function definePlugin(plugin) {
   let current = null;
-  const handlerOf = (event, name) => {
+  const started = (event) => {
     if (current === null) throw { tag: "fatal", val: `wink: ${event} called before a successful init` };
-    return typeof current[name] === "function" ? current[name].bind(current) : null;
+    return current;
+  };
+  // Lends `handle` as a KubeObject for the call of `method`, then ends the loan (the host
+  // drops the handle when the call returns).
+  const lendOne = (event, name, handle, arg) => {
+    const self = started(event);
+    const method = self[name];
+    if (typeof method !== "function") return action();
+    const obj = KubeObject.lent(handle);
+    try {
+      return outcome(event, method, self, obj, arg);
+    } finally {
+      obj._expire();
+    }
   };
   return {
     init(config) {
@@ -81,16 +83,23 @@ export function definePlugin(plugin) {
       current = start(plugin, config);
     },
     onAdd(obj, initialList) {
-      const h = handlerOf("on-add", "onAdd");
-      return h ? outcome("on-add", () => withLent([obj], (o) => h(o, initialList))) : action();
+      return lendOne("on-add", "onAdd", obj, initialList);
     },
-    onUpdate(old, obj) {
-      const h = handlerOf("on-update", "onUpdate");
-      return h ? outcome("on-update", () => withLent([old, obj], h)) : action();
+    onUpdate(oldHandle, newHandle) {
+      const self = started("on-update");
+      const method = self.onUpdate;
+      if (typeof method !== "function") return action();
+      const old = KubeObject.lent(oldHandle);
+      const obj = KubeObject.lent(newHandle);
+      try {
+        return outcome("on-update", method, self, old, obj);
+      } finally {
+        old._expire();
+        obj._expire();
+      }
     },
     onDelete(obj, finalStateUnknown) {
-      const h = handlerOf("on-delete", "onDelete");
-      return h ? outcome("on-delete", () => withLent([obj], (o) => h(o, finalStateUnknown))) : action();
+      return lendOne("on-delete", "onDelete", obj, finalStateUnknown);
     },
   };
 }
