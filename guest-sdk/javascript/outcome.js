@@ -28,6 +28,11 @@ export function describe(e) {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
+/** Logs an exception no SDK error type explains, with its stack, as thrown by `where`. */
+export function logThrown(where, e) {
+  log.error(`${where} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
+}
+
 /** Calls `method` on `self` with `a` and `b` (a handler, or reconcile) and turns its outcome
  * into the WIT result: an `action`, or a thrown `handler-error`. `what` names the call in
  * the log, with `a` when it is a key. (No closure per call: the engine interprets.) */
@@ -40,8 +45,7 @@ export function outcome(what, method, self, a, b) {
     if (e instanceof RequestError) throw { tag: e.transient ? "retry" : "fatal", val: `${e.reason}: ${e.message}` };
     // A bug, or a failure not foreseen: say where, then retry (as controller-runtime and
     // kopf do), so that a new version's bug leaves its work waiting rather than dropped.
-    const where = a instanceof Key ? `${what} ${a}` : what;
-    log.error(`${where} threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
+    logThrown(a instanceof Key ? `${what} ${a}` : what, e);
     throw { tag: "retry", val: describe(e) };
   }
 }

@@ -25,9 +25,8 @@
 
 import * as rawQueue from "wink:plugin/queue@0.4.0";
 
-import { log } from "./log.js";
 import { Key, KubeObject } from "./objects.js";
-import { describe, outcome, start } from "./outcome.js";
+import { logThrown, outcome, start } from "./outcome.js";
 
 export { Key } from "./objects.js";
 
@@ -71,7 +70,7 @@ export function defineReconciler(reconciler) {
         const keys = current.mapToKeys(obj) ?? [];
         return keys.map((k) => ({ namespace: k.namespace ?? undefined, name: k.name }));
       } catch (e) {
-        log.error(`mapToKeys threw ${describe(e)}${e && e.stack ? `\n${e.stack}` : ""}`);
+        logThrown("mapToKeys", e);
         return [];
       } finally {
         obj._expire();

@@ -37,9 +37,11 @@ pub const ESBUILD: &str = "0.28.2";
 /// The npm package of ComponentizeJS.
 const COMPONENTIZE_JS_PACKAGE: &str = "@bytecodealliance/componentize-js";
 
-/// The WASI shim ComponentizeJS 0.23.0 imports without declaring it (its splicer runs as a
-/// component in Node): installed beside it, at the version it was released with.
-const PREVIEW2_SHIM: (&str, &str) = ("@bytecodealliance/preview2-shim", "0.25.0");
+/// The npm packages installed, with their pinned versions: ComponentizeJS, esbuild, and the
+/// WASI shim ComponentizeJS 0.23.0 imports without declaring it (its splicer runs as a
+/// component in Node), at the version it was released with.
+const PACKAGES: [(&str, &str); 3] =
+    [(COMPONENTIZE_JS_PACKAGE, COMPONENTIZE_JS), ("esbuild", ESBUILD), ("@bytecodealliance/preview2-shim", "0.25.0")];
 
 /// The name plugins import the SDK by.
 pub const SDK_PACKAGE: &str = "wink-guest";
@@ -58,11 +60,7 @@ pub struct Toolchain {
 impl Toolchain {
     /// What the build depends on besides its sources: the tools' versions and flags.
     pub fn fingerprint(&self) -> String {
-        format!(
-            "componentize-js {COMPONENTIZE_JS} (preview2-shim {}) esbuild {ESBUILD} --disable {}",
-            PREVIEW2_SHIM.1,
-            DISABLED_FEATURES.join(" ")
-        )
+        format!("{} --disable {}", pinned(), DISABLED_FEATURES.join(" "))
     }
 
     /// Builds the plugin in `plugin_dir` into a component under `work`; returns its path.
@@ -111,11 +109,9 @@ pub fn install(toolchains: &Path) -> Result<Toolchain> {
         componentize: modules.join(COMPONENTIZE_JS_PACKAGE).join("src").join("cli.js"),
         esbuild: modules.join("esbuild").join("bin").join("esbuild"),
     };
+    let installed = || PACKAGES.map(|(package, _)| installed_version(&modules.join(package)));
     let ready = |t: &Toolchain| {
-        installed_version(&modules.join(COMPONENTIZE_JS_PACKAGE)).as_deref() == Some(COMPONENTIZE_JS)
-            && installed_version(&modules.join("esbuild")).as_deref() == Some(ESBUILD)
-            && installed_version(&modules.join(PREVIEW2_SHIM.0)).as_deref() == Some(PREVIEW2_SHIM.1)
-            && runs(t)
+        installed().iter().zip(PACKAGES).all(|(found, (_, wanted))| found.as_deref() == Some(wanted)) && runs(t)
     };
     if ready(&toolchain) {
         return Ok(toolchain);
@@ -124,20 +120,13 @@ pub fn install(toolchains: &Path) -> Result<Toolchain> {
     if ready(&toolchain) {
         return Ok(toolchain);
     }
-    eprintln!(
-        "xtask: installing ComponentizeJS {COMPONENTIZE_JS} and esbuild {ESBUILD} from npm into {} (about 400 MB)",
-        dir.display()
-    );
+    eprintln!("xtask: installing {} from npm into {} (about 400 MB)", pinned(), dir.display());
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let manifest = serde_json::json!({
         "name": "wink-javascript-toolchain",
         "private": true,
         "description": "Installed by `cargo xtask build-plugins`: the tools that build wink's JavaScript plugins.",
-        "dependencies": {
-            COMPONENTIZE_JS_PACKAGE: COMPONENTIZE_JS,
-            PREVIEW2_SHIM.0: PREVIEW2_SHIM.1,
-            "esbuild": ESBUILD,
-        },
+        "dependencies": PACKAGES.iter().map(|(package, version)| (package.to_string(), serde_json::json!(version))).collect::<serde_json::Map<_, _>>(),
     });
     fs::write(dir.join("package.json"), serde_json::to_string_pretty(&manifest)? + "\n")
         .with_context(|| format!("writing {}/package.json", dir.display()))?;
@@ -147,12 +136,19 @@ pub fn install(toolchains: &Path) -> Result<Toolchain> {
     if ready(&toolchain) {
         return Ok(toolchain);
     }
+    let found: Vec<String> =
+        installed().iter().zip(PACKAGES).map(|(found, (package, _))| format!("{package} {found:?}")).collect();
     bail!(
-        "npm installed ComponentizeJS {:?} and esbuild {:?} (wanted {COMPONENTIZE_JS} and {ESBUILD}), or they do not \
-         run: their prebuilt binaries for this platform (optional dependencies) may be missing",
-        installed_version(&modules.join(COMPONENTIZE_JS_PACKAGE)),
-        installed_version(&modules.join("esbuild")),
+        "npm installed {} (wanted {}), or they do not run: their prebuilt binaries for this platform \
+         (optional dependencies) may be missing",
+        found.join(", "),
+        pinned()
     )
+}
+
+/// The pinned packages, `name version` each.
+fn pinned() -> String {
+    PACKAGES.map(|(package, version)| format!("{package} {version}")).join(", ")
 }
 
 fn installed_version(package: &Path) -> Option<String> {

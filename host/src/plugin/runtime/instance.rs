@@ -110,7 +110,6 @@ impl HasImports for HostState {
 
 /// Everything needed to start instances of one plugin. Cheap to share (`Arc` it).
 pub struct Sandbox {
-    name: Arc<str>,
     engine: PluginEngine,
     pre: PluginPre,
     /// What each instance's imports are made from.
@@ -126,7 +125,7 @@ pub struct Sandbox {
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sandbox")
-            .field("name", &self.name)
+            .field("name", &self.imports.name)
             .field("memory_limit", &self.memory_limit)
             .field("call_timeout", &self.call_timeout)
             .finish_non_exhaustive()
@@ -159,14 +158,13 @@ impl Sandbox {
         resolver: Arc<dyn CacheResolver>,
     ) -> Self {
         let imports = ImportContext {
-            name: settings.name.clone(),
+            name: settings.name,
             scope: settings.scope,
             resolver,
             cluster: settings.cluster,
             queue: None,
         };
         Self {
-            name: settings.name,
             engine,
             pre,
             imports,
@@ -204,7 +202,7 @@ impl Sandbox {
 
     /// The plugin's name.
     pub fn name(&self) -> &Arc<str> {
-        &self.name
+        &self.imports.name
     }
 
     /// The per-call deadline.
@@ -224,7 +222,7 @@ impl Sandbox {
         let memory = match &self.budget {
             Some(budget) => Some(
                 budget
-                    .reserve_instance(&self.name, self.memory_limit)
+                    .reserve_instance(&self.imports.name, self.memory_limit)
                     .map_err(|full| CallOutcome::Trap(TrapKind::BudgetFull(full.to_string())))?,
             ),
             None => None,
